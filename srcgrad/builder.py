@@ -1,0 +1,104 @@
+"""Appending ops to the block being built: type inference, constants and error context."""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator, Sequence
+
+import jax
+import numpy as np
+
+from . import dtypes
+from .errors import ShapeError, SourceLoc, SrcgradError, TraceError, user_location
+from .ir import Block, Op, Program, Variable, current_program
+from .registry import REGISTRY
+
+_origin: list[Op] = []
+
+
+@contextlib.contextmanager
+def grad_section(op: Op) -> Iterator[None]:
+    """Ops emitted inside differentiate `op`: they take its user location and origin."""
+    _origin.append(op)
+    try:
+        yield
+    finally:
+        _origin.pop()
+
+
+def active_program(what: str) -> Program:
+    prog = current_program()
+    if prog is None:
+        raise TraceError(f"{what} needs a traced program: call it inside a function passed to "
+                         "sg.grad/sg.jit/sg.trace or inside `with sg.program_guard(prog)`",
+                         loc=user_location())
+    return prog
+
+
+def describe(inputs: Sequence[Variable]) -> str:
+    return ", ".join(f"{v.name}: {v.type_str()}" for v in inputs)
+
+
+def emit(type_: str, inputs: Sequence[Variable], attrs: dict[str, Any] | None = None,
+         base: str | None = None) -> list[Variable]:
+    """Append one op to the current block and return its (typed) outputs."""
+    prog = active_program(type_)
+    block = prog.current_block()
+    attrs = {} if attrs is None else attrs
+    origin = _origin[-1] if _origin else None
+    loc = origin.loc if origin is not None else user_location()
+    for v in inputs:
+        # Grad ops may read forward values of a sibling block until the grad maker turns them
+        # into recorded residuals; the verifier checks the finished program.
+        if v.block is not block and origin is None and not _visible(v, block):
+            raise TraceError(f"{v.name} is used outside the block that defines it (a value made "
+                             "inside a loop or branch body escaped through a Python variable)",
+                             op=type_, loc=loc)
+    try:
+        types = REGISTRY[type_].infer(inputs, attrs)
+    except ShapeError as e:
+        raise ShapeError(f"{e.detail}; inputs: {describe(inputs)}", op=type_, loc=loc) from None
+    name = base or type_
+    outs = [block.new_var(name, shape, dt) for shape, dt in types]
+    block.ops.append(Op(type_, list(inputs), outs, attrs, loc, block, origin))
+    return outs
+
+
+def emit1(type_: str, inputs: Sequence[Variable], attrs: dict[str, Any] | None = None,
+          base: str | None = None) -> Variable:
+    return emit(type_, inputs, attrs, base)[0]
+
+
+def _visible(v: Variable, block: Block) -> bool:
+    return v.block.program is block.program and v.block.is_ancestor_of(block)
+
+
+def constant(value: Any, dtype: np.dtype | None = None) -> Variable:
+    """A constant: Python scalars are inlined, arrays become program constants."""
+    if isinstance(value, (bool, int, float, complex, np.generic)) and not isinstance(value, np.ndarray):
+        dt = dtypes.canonical(np.asarray(value).dtype if dtype is None else dtype)
+        py = np.asarray(value).astype(dt).item()
+        return emit1("constant", [], {"value": py, "dtype": dt, "shape": ()}, base="c")
+    if isinstance(value, jax.core.Tracer):
+        raise TraceError("a JAX tracer was closed over by a srcgrad function; pass it as an "
+                         "argument instead", loc=user_location())
+    arr = value if isinstance(value, jax.Array) else np.asarray(value)
+    dt = dtypes.canonical(arr.dtype if dtype is None else dtype)
+    if arr.dtype != dt:
+        arr = np.asarray(arr).astype(dt)
+    return emit1("constant", [], {"value": arr, "dtype": dt, "shape": tuple(arr.shape)}, base="c")
+
+
+def as_var(x: Any, like: Variable | None = None) -> Variable:
+    """`x` as a Variable; Python scalars take the dtype of `like` as JAX's weak types do."""
+    if isinstance(x, Variable):
+        return x
+    if isinstance(x, (bool, int, float, complex)):
+        return constant(x, dtypes.scalar_dtype(x, like.dtype if like is not None else None))
+    if isinstance(x, (np.ndarray, np.generic, jax.Array)) or hasattr(x, "__array__"):
+        return constant(x)
+    raise TraceError(f"cannot use a {type(x).__name__} as an array in a traced program",
+                     loc=user_location())
+
+
+def fail(message: str, op: str | None = None, loc: SourceLoc | None = None) -> SrcgradError:
+    return SrcgradError(message, op=op, loc=loc or user_location())

@@ -1,0 +1,70 @@
+"""Exceptions and user source locations."""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_PKG_DIRS: tuple[str, ...] = (_HERE + os.sep,)
+_SAFE = re.compile(r"[^A-Za-z0-9_.\-/\\ ]")
+
+
+def register_internal_dir(path: str) -> None:
+    """Treat frames from files under `path` as srcgrad internals (not user code)."""
+    global _PKG_DIRS
+    path = os.path.abspath(path) + os.sep
+    if path not in _PKG_DIRS:
+        _PKG_DIRS = _PKG_DIRS + (path,)
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """A file:line in user code."""
+
+    filename: str
+    lineno: int
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.lineno}"
+
+    def safe(self) -> str:
+        """The location with the file's base name scrubbed to safe characters (for emitted comments)."""
+        return f"{_SAFE.sub('?', os.path.basename(self.filename))}:{int(self.lineno)}"
+
+
+def user_location() -> SourceLoc | None:
+    """The innermost stack frame outside srcgrad's own files."""
+    frame = sys._getframe(1)
+    dirs = _PKG_DIRS
+    while frame is not None:
+        fname = frame.f_code.co_filename
+        if not fname.startswith(dirs) and not fname.startswith("<srcgrad"):
+            return SourceLoc(fname, frame.f_lineno)
+        frame = frame.f_back
+    return None
+
+
+class SrcgradError(Exception):
+    """An error in a user's program, reported with the op and the user's file:line."""
+
+    def __init__(self, message: str, op: str | None = None, loc: SourceLoc | None = None):
+        self.op = op
+        self.loc = loc
+        self.detail = message
+        prefix = f"{op}: " if op else ""
+        where = f" (at {loc})" if loc else ""
+        super().__init__(f"{prefix}{message}{where}")
+
+
+class ShapeError(SrcgradError):
+    """Shapes or dtypes of an op's inputs do not fit its rule."""
+
+
+class GradientError(SrcgradError):
+    """A gradient was asked for that cannot be computed."""
+
+
+class TraceError(SrcgradError):
+    """A traced value was used in a way the tracer cannot record."""

@@ -1,0 +1,210 @@
+"""The IR: Program → Block → Op / Variable.
+
+A `Program` owns a list of `Block`s; `blocks[0]` is the global block. A block holds its ops
+in order, its parameters (values passed in: loop-carried state, branch operands) and its
+results (values passed out). Sub-blocks hang off control-flow ops through their attrs and
+may read variables of enclosing blocks (lexical scoping).
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+import numpy as np
+
+from .dtypes import short
+from .errors import SourceLoc, TraceError
+
+Shape = tuple[int, ...]
+
+
+class Variable:
+    """A typed value in a block: unique name, static shape, dtype."""
+
+    __slots__ = ("name", "shape", "dtype", "stop_gradient", "block", "kind", "__weakref__")
+
+    def __init__(self, name: str, shape: Shape, dtype: np.dtype, block: "Block",
+                 stop_gradient: bool = False, kind: str = "tmp"):
+        self.name = name
+        self.shape = shape
+        self.dtype = dtype
+        self.block = block
+        self.stop_gradient = stop_gradient
+        self.kind = kind  # "tmp", "data", "param" or "block_param"
+
+    __hash__ = object.__hash__
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def type_str(self) -> str:
+        return f"{short(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self) -> str:
+        return f"{self.name}: {self.type_str()}"
+
+    def __bool__(self) -> bool:
+        raise TraceError(
+            f"the traced value {self!r} has no Python truth value; "
+            "use sg.cond, sg.where or sg.while_loop for data-dependent control flow")
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TraceError(f"len() of the 0-d traced value {self!r}")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator["Variable"]:
+        return (self[i] for i in range(len(self)))
+
+    def __array__(self, *args: Any, **kwargs: Any) -> np.ndarray:
+        raise TraceError(f"the traced value {self!r} cannot be converted to a NumPy array "
+                         "while srcgrad traces; use srcgrad ops on it")
+
+
+class Op:
+    """One operation: type, inputs, outputs, attrs and the user line that made it."""
+
+    __slots__ = ("type", "inputs", "outputs", "attrs", "loc", "block", "origin")
+
+    def __init__(self, type: str, inputs: list[Variable], outputs: list[Variable],
+                 attrs: dict[str, Any], loc: SourceLoc | None, block: "Block",
+                 origin: "Op | None" = None):
+        self.type = type
+        self.inputs = inputs
+        self.outputs = outputs
+        self.attrs = attrs
+        self.loc = loc
+        self.block = block
+        self.origin = origin  # for a grad op: the forward op it differentiates
+
+    def sub_blocks(self) -> list["Block"]:
+        return [v for v in self.attrs.values() if isinstance(v, Block)]
+
+    def __repr__(self) -> str:
+        return f"<Op {self.type} {[v.name for v in self.outputs]}>"
+
+
+class Block:
+    """An ordered list of ops with parameters and results; may be nested in a parent block."""
+
+    def __init__(self, program: "Program", idx: int, parent_idx: int,
+                 forward_block_idx: int = -1):
+        self.program = program
+        self.idx = idx
+        self.parent_idx = parent_idx
+        self.forward_block_idx = forward_block_idx
+        self.ops: list[Op] = []
+        self.params: list[Variable] = []
+        self.results: list[Variable] = []
+        self.owner: Op | None = None
+
+    @property
+    def parent(self) -> "Block | None":
+        return self.program.blocks[self.parent_idx] if self.parent_idx >= 0 else None
+
+    def is_ancestor_of(self, other: "Block") -> bool:
+        """True if `other` is this block or nested inside it."""
+        b: Block | None = other
+        while b is not None:
+            if b is self:
+                return True
+            b = b.parent
+        return False
+
+    def new_var(self, base: str, shape: Shape, dtype: np.dtype, *, kind: str = "tmp",
+                stop_gradient: bool = False, exact_name: bool = False) -> Variable:
+        name = self.program.unique_name(base, exact=exact_name)
+        return Variable(name, tuple(shape), np.dtype(dtype), self, stop_gradient, kind)
+
+    def add_param(self, base: str, shape: Shape, dtype: np.dtype) -> Variable:
+        var = self.new_var(base, shape, dtype, kind="block_param")
+        self.params.append(var)
+        return var
+
+    def __repr__(self) -> str:
+        return f"<Block {self.idx} parent={self.parent_idx} ops={len(self.ops)}>"
+
+
+class Program:
+    """A whole traced program: blocks, unique names, the inputs and the block being built."""
+
+    def __init__(self) -> None:
+        self.blocks: list[Block] = [Block(self, 0, -1)]
+        self.inputs: list[Variable] = []
+        self._names: dict[str, int] = {}
+        self._taken: set[str] = set()
+        self._block_stack: list[Block] = [self.blocks[0]]
+        self.loop_count = 0
+        self.capacity_checks: list[tuple[int, Variable, Op]] = []
+        self.capacities: dict[int, int] = {}
+
+    def global_block(self) -> Block:
+        return self.blocks[0]
+
+    def current_block(self) -> Block:
+        return self._block_stack[-1]
+
+    def create_block(self, parent: Block, forward_block_idx: int = -1) -> Block:
+        block = Block(self, len(self.blocks), parent.idx, forward_block_idx)
+        self.blocks.append(block)
+        return block
+
+    @contextlib.contextmanager
+    def block_guard(self, block: Block) -> Iterator[Block]:
+        self._block_stack.append(block)
+        try:
+            yield block
+        finally:
+            self._block_stack.pop()
+
+    def unique_name(self, base: str, exact: bool = False) -> str:
+        """`base` itself if free and `exact`, else `base_N` with the next free N."""
+        if exact and base not in self._taken:
+            self._taken.add(base)
+            return base
+        n = self._names.get(base, 0)
+        name = f"{base}_{n}"
+        while name in self._taken:
+            n += 1
+            name = f"{base}_{n}"
+        self._names[base] = n + 1
+        self._taken.add(name)
+        return name
+
+    def rename(self, var: Variable, new: str) -> None:
+        """Give `var` the name `new` (made unique)."""
+        if var.name == new:
+            return
+        self._taken.discard(var.name)
+        var.name = self.unique_name(new, exact=True)
+
+    def verify(self) -> None:
+        from .verify import verify
+        verify(self)
+
+    def __str__(self) -> str:
+        from .printer import format_program
+        return format_program(self)
+
+
+_programs: list[Program] = []
+
+
+def current_program() -> Program | None:
+    """The program that ops are being recorded into, or None outside any trace."""
+    return _programs[-1] if _programs else None
+
+
+@contextlib.contextmanager
+def program_guard(program: Program) -> Iterator[Program]:
+    """Record ops into `program` inside the `with` body (Fluid's program_guard)."""
+    _programs.append(program)
+    try:
+        yield program
+    finally:
+        _programs.pop()

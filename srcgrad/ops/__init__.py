@@ -1,0 +1,59 @@
+"""The op set. Importing it fills the registry and gives traced values their operators."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..builder import as_var
+from ..ir import Variable
+from . import control, elementwise, linalg, nn, reduce, shape
+from .control import cond, fori_loop, while_loop
+from .elementwise import *  # noqa: F403
+from .linalg import *  # noqa: F403
+from .nn import *  # noqa: F403
+from .reduce import *  # noqa: F403
+from .shape import *  # noqa: F403
+
+E = elementwise
+
+
+def _swap(fn: Any) -> Any:
+    return lambda self, other: fn(as_var(other, like=self), self)
+
+
+def _install_operators() -> None:
+    """Give Variable the operators of a jax.numpy array."""
+    ops = {
+        "__add__": E.add, "__sub__": E.subtract, "__mul__": E.multiply,
+        "__truediv__": E.divide, "__pow__": E.power, "__matmul__": linalg.matmul,
+        "__lt__": E.less, "__le__": E.less_equal, "__gt__": E.greater,
+        "__ge__": E.greater_equal, "__eq__": E.equal, "__ne__": E.not_equal,
+        "__and__": E.logical_and, "__or__": E.logical_or,
+    }
+    for name, fn in ops.items():
+        setattr(Variable, name, fn)
+    for name, fn in {"__radd__": E.add, "__rsub__": E.subtract, "__rmul__": E.multiply,
+                     "__rtruediv__": E.divide, "__rpow__": E.power,
+                     "__rmatmul__": linalg.matmul}.items():
+        setattr(Variable, name, _swap(fn))
+    Variable.__neg__ = E.negative
+    Variable.__pos__ = lambda self: self
+    Variable.__invert__ = E.logical_not
+    Variable.__abs__ = E.abs
+    Variable.__getitem__ = shape.getitem
+    Variable.__hash__ = object.__hash__
+    Variable.T = property(lambda self: shape.transpose(self))
+    Variable.astype = E.astype
+    Variable.reshape = lambda self, *s: shape.reshape(self, s[0] if len(s) == 1 else s)
+    Variable.transpose = lambda self, *axes: shape.transpose(self, axes or None)
+    Variable.sum = reduce.sum
+    Variable.mean = reduce.mean
+    Variable.max = reduce.max
+    Variable.min = reduce.min
+    Variable.prod = reduce.prod
+    Variable.argmax = reduce.argmax
+
+
+_install_operators()
+
+__all__ = ["cond", "fori_loop", "while_loop"] + [
+    name for mod in (elementwise, linalg, nn, reduce, shape) for name in mod.__all__]

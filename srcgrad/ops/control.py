@@ -1,0 +1,199 @@
+"""Control flow: `while_loop`, `fori_loop` and `cond`, whose bodies become nested blocks.
+
+A `while` op reads its initial carried values and then the outer values its blocks capture;
+`attrs["cond"]` maps the carried values to a bool scalar and `attrs["body"]` maps them to
+their next values. A `cond` op reads the predicate, the operands and the captures; its
+`true`/`false` blocks map the operands to the results.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import jax
+import numpy as np
+
+from ..builder import active_program, as_var, emit
+from ..errors import SrcgradError, user_location
+from ..ir import Block, Op, Variable
+from ..registry import OutType, register
+from .elementwise import add, less, logical_and
+
+BOOL = np.dtype(bool)
+
+
+def free_vars(block: Block) -> list[Variable]:
+    """Values a block reads from enclosing blocks, in order of first use."""
+    seen: dict[Variable, None] = {}
+    for op in block.ops:
+        for v in op.inputs:
+            if v.block is not block:
+                seen.setdefault(v, None)
+    for v in block.results:
+        if v.block is not block:
+            seen.setdefault(v, None)
+    return list(seen)
+
+
+def _trace_block(block: Block, fn: Callable[..., Any], args: Sequence[Variable], tree: Any,
+                 splat: bool) -> tuple[list[Variable], Any]:
+    prog = block.program
+    with prog.block_guard(block):
+        tree_args = jax.tree_util.tree_unflatten(tree, list(args))
+        out = fn(*tree_args) if splat else fn(tree_args)
+        leaves, out_tree = jax.tree_util.tree_flatten(out)
+        return [as_var(v, like=a if isinstance(a, Variable) else None)
+                for v, a in zip(leaves, list(args) + [None] * len(leaves))], out_tree
+
+
+def _new_params(block: Block, like: Sequence[Variable]) -> list[Variable]:
+    return [block.add_param(v.name.split("@")[0], v.shape, v.dtype) for v in like]
+
+
+def _types(vs: Sequence[Variable]) -> str:
+    return "(" + ", ".join(v.type_str() for v in vs) + ")"
+
+
+def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any, *,
+               max_iters: int | None = None) -> Any:
+    """lax.while_loop over srcgrad values; `max_iters` bounds the trip count."""
+    loc = user_location()
+    leaves, tree = jax.tree_util.tree_flatten(init_val)
+    init = [as_var(v) for v in leaves]
+    if max_iters is not None:
+        if int(max_iters) < 0:
+            raise SrcgradError(f"max_iters must be >= 0, got {max_iters}", op="while", loc=loc)
+        init.append(as_var(np.int32(0)))
+    out = _while(cond_fun, body_fun, init, tree, loc, max_iters,
+                 counter=max_iters is not None, splat=False)
+    return jax.tree_util.tree_unflatten(tree, out[:len(leaves)])
+
+
+def _while(cond_fun: Callable[..., Any], body_fun: Callable[..., Any], init: list[Variable], tree: Any,
+           loc: Any, max_iters: int | None, counter: bool, splat: bool) -> list[Variable]:
+    prog = active_program("while_loop")
+    parent = prog.current_block()
+    n_user = len(init) - counter
+    cond_b = prog.create_block(parent)
+    params = _new_params(cond_b, init)
+    pred, _ = _trace_block(cond_b, cond_fun, params[:n_user], tree, splat)
+    if len(pred) != 1 or pred[0].shape != () or pred[0].dtype != BOOL:
+        raise SrcgradError(f"the loop condition must return a bool scalar, got {_types(pred)}",
+                           op="while", loc=loc)
+    if counter:
+        with prog.block_guard(cond_b):
+            pred = [logical_and(pred[0], less(params[-1], int(max_iters)))]
+    cond_b.results = pred
+    body_b = prog.create_block(parent)
+    params = _new_params(body_b, init)
+    res, out_tree = _trace_block(body_b, body_fun, params[:n_user], tree, splat)
+    if out_tree != tree:
+        raise SrcgradError(f"the loop body must return the structure of its carried state: "
+                           f"got {out_tree}, carried {tree}", op="while", loc=loc)
+    bad = [(a, b) for a, b in zip(init, res) if (a.shape, a.dtype) != (b.shape, b.dtype)]
+    if bad:
+        raise SrcgradError("the loop body changes the shape or dtype of its carried state: "
+                           f"carried {_types(init[:n_user])}, returned {_types(res)}",
+                           op="while", loc=loc)
+    if counter:
+        with prog.block_guard(body_b):
+            res.append(add(params[-1], 1))
+    body_b.results = res
+    captures = list(dict.fromkeys(free_vars(cond_b) + free_vars(body_b)))
+    attrs = {"cond": cond_b, "body": body_b, "max_iters": None if max_iters is None else int(max_iters),
+             "loop_id": prog.loop_count}
+    prog.loop_count += 1
+    outs = emit("while", init + captures, attrs)
+    cond_b.owner = body_b.owner = parent.ops[-1]
+    return outs
+
+
+def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any) -> Any:
+    """lax.fori_loop; static bounds give the loop its trip count as a capacity."""
+    loc = user_location()
+    leaves, tree = jax.tree_util.tree_flatten(init_val)
+    static = all(isinstance(b, (int, np.integer)) for b in (lower, upper))
+    lo = as_var(lower, like=None if static else as_var(upper))
+    hi = as_var(upper, like=lo)
+    if lo.dtype.kind not in "iu" or lo.shape != ():
+        raise SrcgradError(f"fori_loop bounds must be integer scalars, got {lo.type_str()}",
+                           op="fori_loop", loc=loc)
+    init = [lo] + [as_var(v) for v in leaves]
+    full_tree = jax.tree_util.tree_structure((0, jax.tree_util.tree_unflatten(tree, leaves)))
+
+    def cond_fn(carry: Any) -> Variable:
+        return less(carry[0], hi)
+
+    def body_fn(carry: Any) -> Any:
+        i, val = carry
+        return (add(i, 1), body_fun(i, val))
+
+    trips = max(0, int(upper) - int(lower)) if static else None
+    out = _while(cond_fn, body_fn, init, full_tree, loc, trips, counter=False, splat=False)
+    return jax.tree_util.tree_unflatten(tree, out[1:])
+
+
+def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any], *operands: Any) -> Any:
+    """lax.cond: `true_fun(*operands)` if `pred` else `false_fun(*operands)`."""
+    loc = user_location()
+    if isinstance(pred, (bool, np.bool_)):
+        return true_fun(*operands) if pred else false_fun(*operands)
+    p = as_var(pred)
+    if p.shape != () or p.dtype != BOOL:
+        raise SrcgradError(f"the predicate must be a bool scalar, got {p.type_str()}",
+                           op="cond", loc=loc)
+    prog = active_program("cond")
+    parent = prog.current_block()
+    leaves, tree = jax.tree_util.tree_flatten(operands)
+    ops_in = [as_var(v) for v in leaves]
+    results, trees = [], []
+    blocks = []
+    for fn in (true_fun, false_fun):
+        blk = prog.create_block(parent)
+        params = _new_params(blk, ops_in)
+        res, out_tree = _trace_block(blk, fn, params, tree, splat=True)
+        blk.results = res
+        blocks.append(blk)
+        results.append(res)
+        trees.append(out_tree)
+    if trees[0] != trees[1]:
+        raise SrcgradError(f"the branches return different structures: {trees[0]} and {trees[1]}",
+                           op="cond", loc=loc)
+    t, f = results
+    if [(v.shape, v.dtype) for v in t] != [(v.shape, v.dtype) for v in f]:
+        raise SrcgradError(f"the branches return different shapes or dtypes: true {_types(t)}, "
+                           f"false {_types(f)}", op="cond", loc=loc)
+    caps = list(dict.fromkeys(free_vars(blocks[0]) + free_vars(blocks[1])))
+    outs = emit("cond", [p] + ops_in + caps,
+                {"true": blocks[0], "false": blocks[1], "n_operands": len(ops_in)})
+    blocks[0].owner = blocks[1].owner = parent.ops[-1]
+    return jax.tree_util.tree_unflatten(trees[0], outs)
+
+
+def _while_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    return [(v.shape, v.dtype) for v in attrs["body"].results]
+
+
+def _cond_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    return [(v.shape, v.dtype) for v in attrs["true"].results]
+
+
+def _lower_while(em: Any, op: Op) -> None:
+    body = op.attrs["body"]
+    n = len(body.params)
+    cname = em.block_function(op.attrs["cond"], "cond")
+    bname = em.block_function(body, "body")
+    em.assign(op.outputs, f"lax.while_loop({cname}, {bname}, {em.tuple(op.inputs[:n])})", unpack=True)
+
+
+def _lower_cond(em: Any, op: Op) -> None:
+    n = op.attrs["n_operands"]
+    tname = em.block_function(op.attrs["true"], "true")
+    fname = em.block_function(op.attrs["false"], "false")
+    em.assign(op.outputs, f"lax.cond({em.name(op.inputs[0])}, {tname}, {fname}, "
+                          f"{em.tuple(op.inputs[1:1 + n])})", unpack=True)
+
+
+register("while", _while_rule, None, None, lower_stmt=_lower_while)
+register("cond", _cond_rule, None, None, lower_stmt=_lower_cond)
+
+__all__ = ["while_loop", "fori_loop", "cond", "free_vars"]

@@ -1,0 +1,248 @@
+"""Linear algebra: matmul (batched, broadcasting), dot, einsum and convolution."""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any, Sequence
+
+import jax
+import numpy as np
+from jax import lax
+
+from .. import dtypes
+from ..builder import as_var, emit1
+from ..errors import ShapeError
+from ..ir import Op, Variable
+from ..registry import OutType, register
+from ._rules import broadcast_shapes
+from .elementwise import multiply, unbroadcast
+from .shape import broadcast_to, reshape, rev, swapaxes
+
+
+# ---------------------------------------------------------------- matmul
+
+def _matmul_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    a, b = inputs
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError("matmul needs inputs of rank at least 1")
+    ash = (1,) + a.shape if a.ndim == 1 else a.shape
+    bsh = b.shape + (1,) if b.ndim == 1 else b.shape
+    if ash[-1] != bsh[-2]:
+        raise ShapeError(f"contracting dimensions differ: {a.shape} @ {b.shape}")
+    batch = broadcast_shapes(ash[:-2], bsh[:-2])
+    shape = batch + (() if a.ndim == 1 else (ash[-2],)) + (() if b.ndim == 1 else (bsh[-1],))
+    return [(shape, dtypes.promote(a.dtype, b.dtype))]
+
+
+def matmul(a: Any, b: Any) -> Variable:
+    a, b = as_var(a), as_var(b)
+    return emit1("matmul", [a, b])
+
+
+def dot(a: Any, b: Any) -> Variable:
+    """jnp.dot for scalars, vectors and matrices (and N-D @ 1-D/2-D)."""
+    a, b = as_var(a), as_var(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return multiply(a, b)
+    if b.ndim > 2:
+        raise ShapeError(f"dot of {a.shape} and {b.shape}: use matmul or einsum for N-D "
+                         "right operands", op="dot")
+    return matmul(a, b)
+
+
+def _g_matmul(op: Op, g: list, need: list) -> list:
+    a, b = op.inputs
+    a2 = reshape(a, (1,) + a.shape) if a.ndim == 1 else a
+    b2 = reshape(b, b.shape + (1,)) if b.ndim == 1 else b
+    nbatch = g[0].ndim - (a.ndim > 1) - (b.ndim > 1)
+    g2 = reshape(g[0], g[0].shape[:nbatch] + (a2.shape[-2], b2.shape[-1]))
+    ga = gb = None
+    if need[0]:
+        ga = reshape(unbroadcast(matmul(g2, swapaxes(b2, -1, -2)), a2.shape), a.shape)
+    if need[1]:
+        gb = reshape(unbroadcast(matmul(swapaxes(a2, -1, -2), g2), b2.shape), b.shape)
+    return [ga, gb]
+
+
+# ---------------------------------------------------------------- einsum
+
+_SUBSCRIPTS = re.compile(r"^[a-zA-Z]*(,[a-zA-Z]*)?(->[a-zA-Z]*)?$")
+
+
+def _parse(subscripts: str, n: int) -> tuple[list[str], str]:
+    s = subscripts.replace(" ", "")
+    if not _SUBSCRIPTS.match(s):
+        raise ShapeError(f"unsupported einsum subscripts {subscripts!r} (letters, one or two "
+                         "operands, no ellipsis)")
+    lhs, _, out = s.partition("->")
+    ins = lhs.split(",")
+    if len(ins) != n:
+        raise ShapeError(f"einsum subscripts {subscripts!r} name {len(ins)} operands, got {n}")
+    if "->" not in s:
+        letters = "".join(ins)
+        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    for term in ins + [out]:
+        if len(set(term)) != len(term):
+            raise ShapeError(f"einsum subscripts {subscripts!r} repeat a letter in one term")
+    return ins, out
+
+
+def _einsum_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    ins, out = _parse(attrs["subscripts"], len(inputs))
+    sizes: dict[str, int] = {}
+    for term, v in zip(ins, inputs):
+        if len(term) != v.ndim:
+            raise ShapeError(f"einsum term {term!r} does not match an operand of rank {v.ndim}")
+        for c, d in zip(term, v.shape):
+            if sizes.setdefault(c, d) != d:
+                raise ShapeError(f"einsum index {c!r} has sizes {sizes[c]} and {d}")
+    if any(c not in sizes for c in out):
+        raise ShapeError(f"einsum output {out!r} names an index no operand has")
+    dt = inputs[0].dtype
+    for v in inputs[1:]:
+        dt = dtypes.promote(dt, v.dtype)
+    return [(tuple(sizes[c] for c in out), dt)]
+
+
+def einsum(subscripts: str, *operands: Any) -> Variable:
+    vs = [as_var(o) for o in operands]
+    ins, out = _parse(subscripts, len(vs))
+    return emit1("einsum", vs, {"subscripts": ",".join(ins) + "->" + out})
+
+
+def _einsum_to(target: str, shape: tuple[int, ...], terms: list[str], vals: list[Variable]) -> Variable:
+    """Contract `vals` to the subscript `target`, broadcasting indices they lack."""
+    have = set("".join(terms))
+    kept = "".join(c for c in target if c in have)
+    r = einsum(",".join(terms) + "->" + kept, *vals)
+    if kept == target:
+        return r
+    r = reshape(r, tuple(d if c in have else 1 for c, d in zip(target, shape)))
+    return broadcast_to(r, shape)
+
+
+def _g_einsum(op: Op, g: list, need: list) -> list:
+    ins, out = _parse(op.attrs["subscripts"], len(op.inputs))
+    grads: list[Variable | None] = []
+    for k, (term, v) in enumerate(zip(ins, op.inputs)):
+        if not need[k]:
+            grads.append(None)
+            continue
+        others = [(t, o) for j, (t, o) in enumerate(zip(ins, op.inputs)) if j != k]
+        grads.append(_einsum_to(term, v.shape, [out] + [t for t, _ in others],
+                                [g[0]] + [o for _, o in others]))
+    return grads
+
+
+# ---------------------------------------------------------------- convolution
+
+_LAYOUTS = {"NHWC": ("NHWC", "HWIO", "NHWC"), "NCHW": ("NCHW", "OIHW", "NCHW")}
+
+
+def _spec_indices(spec: str, chars: str) -> tuple[int, ...]:
+    return (spec.index(chars[0]), spec.index(chars[1])) + tuple(
+        i for i, c in enumerate(spec) if c not in chars[:2])
+
+
+@lru_cache(maxsize=1024)
+def _conv_shape(lhs: tuple, rhs: tuple, dts: tuple, attrs: tuple) -> tuple[tuple[int, ...], np.dtype]:
+    strides, padding, lhs_dil, rhs_dil, dn = attrs
+    out = jax.eval_shape(
+        lambda a, b: lax.conv_general_dilated(a, b, strides, padding, lhs_dil, rhs_dil,
+                                              lax.ConvDimensionNumbers(*dn)),
+        jax.ShapeDtypeStruct(lhs, dts[0]), jax.ShapeDtypeStruct(rhs, dts[1]))
+    return tuple(out.shape), np.dtype(out.dtype)
+
+
+def _conv_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    x, w = inputs
+    key = (attrs["window_strides"], attrs["padding"], attrs["lhs_dilation"],
+           attrs["rhs_dilation"], attrs["dimension_numbers"])
+    try:
+        return [_conv_shape(x.shape, w.shape, (x.dtype, w.dtype), key)]
+    except (TypeError, ValueError) as e:
+        raise ShapeError(f"conv of {x.type_str()} with kernel {w.type_str()}: {e}") from None
+
+
+def conv(x: Any, w: Any, strides: Sequence[int] = (1, 1), padding: str | Sequence[tuple[int, int]] = "VALID",
+         layout: str = "NHWC", rhs_dilation: Sequence[int] = (1, 1)) -> Variable:
+    """2-D convolution. `layout` is NHWC (kernel HWIO) or NCHW (kernel OIHW)."""
+    x, w = as_var(x), as_var(w)
+    if layout not in _LAYOUTS:
+        raise ShapeError(f"layout must be NHWC or NCHW, got {layout!r}", op="conv")
+    lhs_s, rhs_s, out_s = _LAYOUTS[layout]
+    if x.ndim != 4 or w.ndim != 4:
+        raise ShapeError(f"conv needs a 4-D input and kernel, got {x.type_str()} and "
+                         f"{w.type_str()}", op="conv")
+    dn = (_spec_indices(lhs_s, "NC"), _spec_indices(rhs_s, "OI"), _spec_indices(out_s, "NC"))
+    k_spatial = tuple(w.shape[i] for i in dn[1][2:])
+    x_spatial = tuple(x.shape[i] for i in dn[0][2:])
+    if isinstance(padding, str):
+        if padding.upper() not in ("SAME", "VALID"):
+            raise ShapeError(f"padding must be SAME, VALID or explicit pairs, got {padding!r}",
+                             op="conv")
+        dil_k = tuple((k - 1) * d + 1 for k, d in zip(k_spatial, rhs_dilation))
+        pads = tuple(tuple(p) for p in lax.padtype_to_pads(x_spatial, dil_k, tuple(strides),
+                                                          padding.upper()))
+    else:
+        pads = tuple((int(lo), int(hi)) for lo, hi in padding)
+    return emit1("conv", [x, w], {
+        "window_strides": tuple(int(s) for s in strides), "padding": pads,
+        "lhs_dilation": (1,) * len(x_spatial), "rhs_dilation": tuple(int(d) for d in rhs_dilation),
+        "dimension_numbers": dn})
+
+
+def _conv_op(x: Variable, w: Variable, strides: tuple, padding: tuple, lhs_dil: tuple,
+             rhs_dil: tuple, dn: tuple) -> Variable:
+    return emit1("conv", [x, w], {"window_strides": tuple(strides), "padding": tuple(padding),
+                                  "lhs_dilation": tuple(lhs_dil), "rhs_dilation": tuple(rhs_dil),
+                                  "dimension_numbers": dn})
+
+
+def _dilate(shape: Sequence[int], dil: Sequence[int]) -> np.ndarray:
+    return np.array([0 if s == 0 else 1 + d * (s - 1) for s, d in zip(shape, dil)])
+
+
+def _swap(spec: tuple[int, ...]) -> tuple[int, ...]:
+    return (spec[1], spec[0]) + spec[2:]
+
+
+def _g_conv(op: Op, g: list, need: list) -> list:
+    """The transposes of conv_general_dilated, stated as convolutions (as JAX does)."""
+    x, w = op.inputs
+    a = op.attrs
+    lhs_spec, rhs_spec, out_spec = a["dimension_numbers"]
+    strides, padding = a["window_strides"], a["padding"]
+    lhs_dil, rhs_dil = a["lhs_dilation"], a["rhs_dilation"]
+    in_sp = [x.shape[i] for i in lhs_spec[2:]]
+    k_sp = [w.shape[i] for i in rhs_spec[2:]]
+    out_sp = [g[0].shape[i] for i in out_spec[2:]]
+    lhs_d, rhs_d, out_d = _dilate(in_sp, lhs_dil), _dilate(k_sp, rhs_dil), _dilate(out_sp, strides)
+    gx = gw = None
+    if need[0]:
+        before = rhs_d - np.array([lo for lo, _ in padding]) - 1
+        after = lhs_d + rhs_d - 1 - out_d - before
+        pads = tuple((int(b), int(e)) for b, e in zip(before, after))
+        gx = _conv_op(g[0], rev(w, rhs_spec[2:]), lhs_dil, pads, strides, rhs_dil,
+                      (out_spec, _swap(rhs_spec), lhs_spec))
+    if need[1]:
+        lo = np.array([p for p, _ in padding])
+        hi = (out_d - lhs_d) + (rhs_d - lo - 1)
+        pads = tuple((int(p), int(q)) for p, q in zip(lo, hi))
+        gw = _conv_op(x, g[0], rhs_dil, pads, lhs_dil, strides,
+                      (_swap(lhs_spec), _swap(out_spec), _swap(rhs_spec)))
+    return [gx, gw]
+
+
+def _lower_conv(args: list[str], attrs: dict[str, str]) -> str:
+    return (f"lax.conv_general_dilated({args[0]}, {args[1]}, {attrs['window_strides']}, "
+            f"{attrs['padding']}, {attrs['lhs_dilation']}, {attrs['rhs_dilation']}, "
+            f"lax.ConvDimensionNumbers(*{attrs['dimension_numbers']}))")
+
+
+register("matmul", _matmul_rule, "jnp.matmul({0}, {1})", _g_matmul)
+register("einsum", _einsum_rule,
+         lambda a, at: f"jnp.einsum({at['subscripts']}, {', '.join(a)})", _g_einsum)
+register("conv", _conv_rule, _lower_conv, _g_conv)
+
+__all__ = ["matmul", "dot", "einsum", "conv"]

@@ -1,0 +1,105 @@
+"""Neural-network ops: softmax, log_softmax and pooling."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..builder import as_var, emit1
+from ..errors import ShapeError
+from ..ir import Op, Variable
+from ..registry import register
+from ._rules import norm_axis, require_float, same
+from .elementwise import exp, multiply, subtract
+from .reduce import max as reduce_max
+from .reduce import mean, sum
+from .shape import concatenate, expand_dims, pad, reshape, slice
+
+
+def _softmax_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list:
+    require_float(inputs[0], "softmax")
+    norm_axis(attrs["axis"], inputs[0].ndim)
+    return same(inputs, attrs)
+
+
+def softmax(x: Any, axis: int = -1) -> Variable:
+    x = as_var(x)
+    return emit1("softmax", [x], {"axis": norm_axis(axis, x.ndim)})
+
+
+def log_softmax(x: Any, axis: int = -1) -> Variable:
+    x = as_var(x)
+    return emit1("log_softmax", [x], {"axis": norm_axis(axis, x.ndim)})
+
+
+def _g_softmax(op: Op, g: list, need: list) -> list:
+    y = op.outputs[0]
+    gy = multiply(g[0], y)
+    return [subtract(gy, multiply(y, sum(gy, op.attrs["axis"], keepdims=True)))]
+
+
+def _g_log_softmax(op: Op, g: list, need: list) -> list:
+    return [subtract(g[0], multiply(exp(op.outputs[0]), sum(g[0], op.attrs["axis"], keepdims=True)))]
+
+
+register("softmax", _softmax_rule, "jax.nn.softmax({0}, axis={axis})", _g_softmax)
+register("log_softmax", _softmax_rule, "jax.nn.log_softmax({0}, axis={axis})", _g_log_softmax)
+
+
+def _pool(x: Any, window: Sequence[int], strides: Sequence[int] | None, padding: str,
+          layout: str, kind: str) -> Variable:
+    """Windowed max/mean over the spatial axes, built from slices (so it differentiates)."""
+    x = as_var(x)
+    if x.ndim != 4 or layout not in ("NHWC", "NCHW"):
+        raise ShapeError(f"{kind}_pool needs a 4-D NHWC or NCHW input, got {x.type_str()}",
+                         op=f"{kind}_pool")
+    window = tuple(window)
+    strides = tuple(strides) if strides is not None else window
+    axes = (1, 2) if layout == "NHWC" else (2, 3)
+    if padding.upper() == "SAME":
+        cfg = [(0, 0, 0)] * 4
+        for a, k, s in zip(axes, window, strides):
+            n = x.shape[a]
+            out = -(-n // s)
+            total = max(0, (out - 1) * s + k - n)
+            cfg[a] = (total // 2, total - total // 2, 0)
+        if kind == "max":
+            raise ShapeError("max_pool supports VALID padding only", op="max_pool")
+        x = pad(x, cfg)
+    elif padding.upper() != "VALID":
+        raise ShapeError(f"padding must be SAME or VALID, got {padding!r}", op=f"{kind}_pool")
+    outs = [(x.shape[a] - k) // s + 1 for a, k, s in zip(axes, window, strides)]
+    if min(outs) <= 0:
+        raise ShapeError(f"window {window} is larger than the input {x.type_str()}",
+                         op=f"{kind}_pool")
+    reduce = reduce_max if kind == "max" else mean
+    if window == strides and all(o * k == x.shape[a] for o, k, a in zip(outs, window, axes)):
+        shape = list(x.shape)
+        split: list[int] = []
+        for a in reversed(axes):
+            k = window[axes.index(a)]
+            shape[a:a + 1] = [shape[a] // k, k]
+        split = [axes[0] + 1, axes[1] + 2]
+        return reduce(reshape(x, tuple(shape)), split)
+    taps = []
+    for i in range(window[0]):
+        for j in range(window[1]):
+            start = [0] * 4
+            limit = list(x.shape)
+            step = [1] * 4
+            for a, off, o, s in zip(axes, (i, j), outs, strides):
+                start[a], limit[a], step[a] = off, off + (o - 1) * s + 1, s
+            taps.append(expand_dims(slice(x, start, limit, step), -1))
+    return reduce(concatenate(taps, -1), -1)
+
+
+def max_pool(x: Any, window: Sequence[int], strides: Sequence[int] | None = None,
+             padding: str = "VALID", layout: str = "NHWC") -> Variable:
+    return _pool(x, window, strides, padding, layout, "max")
+
+
+def avg_pool(x: Any, window: Sequence[int], strides: Sequence[int] | None = None,
+             padding: str = "VALID", layout: str = "NHWC") -> Variable:
+    """Average pooling; with SAME padding the padded zeros count (as flax's avg_pool)."""
+    return _pool(x, window, strides, padding, layout, "avg")
+
+
+__all__ = ["softmax", "log_softmax", "max_pool", "avg_pool"]

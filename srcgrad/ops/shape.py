@@ -1,0 +1,471 @@
+"""Shape ops: reshape, transpose, broadcast, concat, slicing, indexing, gather and scatter."""
+from __future__ import annotations
+
+import builtins
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import dtypes
+from ..builder import as_var, emit1
+from ..errors import ShapeError
+from ..ir import Op, Shape, Variable
+from ..registry import ZERO, OutType, register
+from ._rules import broadcast_shapes, norm_axis
+from .elementwise import add, fill_zeros_like, less, where, zeros
+
+
+# ---------------------------------------------------------------- shape/dtype rules
+
+def _reshape_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    return [(attrs["shape"], inputs[0].dtype)]
+
+
+def _transpose_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    x = inputs[0]
+    perm = attrs["axes"]
+    if sorted(perm) != list(range(x.ndim)):
+        raise ShapeError(f"axes {perm} are not a permutation of the {x.ndim} axes")
+    return [(tuple(x.shape[a] for a in perm), x.dtype)]
+
+
+def _broadcast_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    x = inputs[0]
+    shape = attrs["shape"]
+    if len(shape) < x.ndim or broadcast_shapes(x.shape, shape) != shape:
+        raise ShapeError(f"cannot broadcast {x.shape} to {shape}")
+    return [(shape, x.dtype)]
+
+
+def _concat_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    axis = attrs["axis"]
+    first = inputs[0]
+    dt = first.dtype
+    for v in inputs[1:]:
+        if v.ndim != first.ndim or any(a != b for i, (a, b) in enumerate(zip(v.shape, first.shape))
+                                       if i != axis):
+            raise ShapeError(f"concatenate along axis {axis} needs equal other dimensions")
+        dt = dtypes.promote(dt, v.dtype)
+    size = sum(v.shape[axis] for v in inputs)
+    return [(first.shape[:axis] + (size,) + first.shape[axis + 1:], dt)]
+
+
+def _slice_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    x = inputs[0]
+    shape = tuple(max(0, -(-(hi - lo) // st)) for lo, hi, st in
+                  zip(attrs["start"], attrs["limit"], attrs["strides"]))
+    return [(shape, x.dtype)]
+
+
+def _pad_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    x = inputs[0]
+    shape = tuple(lo + hi + d + max(0, d - 1) * it for d, (lo, hi, it) in zip(x.shape, attrs["config"]))
+    return [(shape, x.dtype)]
+
+
+def _index_rule(start: int) -> Any:
+    def check(inputs: Sequence[Variable]) -> None:
+        for i in inputs[start:]:
+            if i.shape != () or i.dtype.kind not in "iu":
+                raise ShapeError(f"indices must be integer scalars, got {i.type_str()}")
+    return check
+
+
+_check_starts_1 = _index_rule(1)
+_check_starts_2 = _index_rule(2)
+
+
+def _dynamic_slice_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    x = inputs[0]
+    _check_starts_1(inputs)
+    if len(inputs) - 1 != x.ndim or any(s > d for s, d in zip(attrs["sizes"], x.shape)):
+        raise ShapeError(f"dynamic_slice of {x.shape} needs {x.ndim} start indices and sizes "
+                         f"within the shape, got sizes {attrs['sizes']}")
+    return [(attrs["sizes"], x.dtype)]
+
+
+def _dus_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    x, u = inputs[:2]
+    _check_starts_2(inputs)
+    if u.ndim != x.ndim or len(inputs) - 2 != x.ndim or any(a > b for a, b in zip(u.shape, x.shape)):
+        raise ShapeError("dynamic_update_slice needs an update no larger than the operand "
+                         "and one start index per axis")
+    return [(x.shape, x.dtype)]
+
+
+def _dyn_index_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    x = inputs[0]
+    _check_starts_1(inputs)
+    axis = attrs["axis"]
+    return [(x.shape[:axis] + x.shape[axis + 1:], x.dtype)]
+
+
+def _dyn_update_index_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    x, v = inputs[:2]
+    _check_starts_2(inputs)
+    axis = attrs["axis"]
+    if v.shape != x.shape[:axis] + x.shape[axis + 1:]:
+        raise ShapeError(f"dynamic_update_index of {x.shape} along axis {axis} needs a value of "
+                         f"shape {x.shape[:axis] + x.shape[axis + 1:]}, got {v.shape}")
+    return [(x.shape, x.dtype)]
+
+
+def _take_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    x, idx = inputs
+    if idx.dtype.kind not in "iu":
+        raise ShapeError(f"take needs integer indices, got {idx.type_str()}")
+    a = attrs["axis"]
+    return [(x.shape[:a] + idx.shape + x.shape[a + 1:], x.dtype)]
+
+
+def _scatter_add_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    x, idx, u = inputs
+    a = attrs["axis"]
+    want = x.shape[:a] + idx.shape + x.shape[a + 1:]
+    if u.shape != want:
+        raise ShapeError(f"scatter_add needs updates of shape {want}, got {u.shape}")
+    return [(x.shape, x.dtype)]
+
+
+def _one_hot_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    return [(inputs[0].shape + (attrs["num_classes"],), attrs["dtype"])]
+
+
+# ---------------------------------------------------------------- user-facing functions
+
+def reshape(x: Any, shape: Shape | int) -> Variable:
+    x = as_var(x)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    if shape.count(-1) > 1:
+        raise ShapeError(f"reshape to {shape}: at most one -1", op="reshape")
+    if -1 in shape:
+        rest = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+        if rest == 0 or x.size % rest:
+            raise ShapeError(f"cannot reshape {x.type_str()} to {shape}", op="reshape")
+        shape = tuple(x.size // rest if s == -1 else s for s in shape)
+    if int(np.prod(shape, dtype=np.int64)) != x.size:
+        raise ShapeError(f"cannot reshape {x.type_str()} ({x.size} elements) to {shape}",
+                         op="reshape")
+    if shape == x.shape:
+        return x
+    return emit1("reshape", [x], {"shape": shape})
+
+
+def transpose(x: Any, axes: Sequence[int] | None = None) -> Variable:
+    x = as_var(x)
+    perm = tuple(reversed(range(x.ndim))) if axes is None else tuple(norm_axis(a, x.ndim) for a in axes)
+    if perm == tuple(range(x.ndim)):
+        return x
+    return emit1("transpose", [x], {"axes": perm})
+
+
+def swapaxes(x: Any, a: int, b: int) -> Variable:
+    x = as_var(x)
+    perm = list(range(x.ndim))
+    a, b = norm_axis(a, x.ndim), norm_axis(b, x.ndim)
+    perm[a], perm[b] = perm[b], perm[a]
+    return transpose(x, perm)
+
+
+def broadcast_to(x: Any, shape: Shape) -> Variable:
+    x = as_var(x)
+    shape = tuple(int(s) for s in shape)
+    if x.shape == shape:
+        return x
+    return emit1("broadcast_to", [x], {"shape": shape})
+
+
+def expand_dims(x: Any, axis: int | Sequence[int]) -> Variable:
+    x = as_var(x)
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    ndim = x.ndim + len(axes)
+    axes = sorted(norm_axis(a, ndim) for a in axes)
+    shape = list(x.shape)
+    for a in axes:
+        shape.insert(a, 1)
+    return reshape(x, tuple(shape))
+
+
+def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Variable:
+    x = as_var(x)
+    if axis is None:
+        axes = [i for i, d in enumerate(x.shape) if d == 1]
+    else:
+        axes = [norm_axis(a, x.ndim) for a in ((axis,) if isinstance(axis, (int, np.integer)) else axis)]
+        for a in axes:
+            if x.shape[a] != 1:
+                raise ShapeError(f"cannot squeeze axis {a} of size {x.shape[a]}", op="squeeze")
+    return reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+
+
+def concatenate(xs: Sequence[Any], axis: int = 0) -> Variable:
+    vs = [as_var(x) for x in xs]
+    if not vs:
+        raise ShapeError("concatenate needs at least one array", op="concatenate")
+    if vs[0].ndim == 0:
+        raise ShapeError("zero-dimensional arrays cannot be concatenated", op="concatenate")
+    if len(vs) == 1:
+        return vs[0]
+    return emit1("concatenate", vs, {"axis": norm_axis(axis, vs[0].ndim)})
+
+
+def stack(xs: Sequence[Any], axis: int = 0) -> Variable:
+    vs = [as_var(x) for x in xs]
+    if not vs:
+        raise ShapeError("stack needs at least one array", op="stack")
+    axis = norm_axis(axis, vs[0].ndim + 1)
+    return concatenate([expand_dims(v, axis) for v in vs], axis)
+
+
+def slice(x: Variable, start: Sequence[int], limit: Sequence[int],
+          strides: Sequence[int] | None = None) -> Variable:
+    """lax.slice: a static, strided window of `x`."""
+    strides = tuple(strides) if strides is not None else (1,) * x.ndim
+    return emit1("slice", [x], {"start": tuple(start), "limit": tuple(limit), "strides": strides})
+
+
+def rev(x: Variable, axes: Sequence[int]) -> Variable:
+    return emit1("rev", [x], {"axes": tuple(axes)})
+
+
+def pad(x: Variable, config: Sequence[tuple[int, int, int]]) -> Variable:
+    """lax.pad with zeros: `(low, high, interior)` per axis."""
+    return emit1("pad", [x], {"config": tuple(tuple(c) for c in config)})
+
+
+def _index_var(i: Any) -> Variable:
+    v = as_var(i)
+    if v.dtype.kind not in "iu" or v.shape != ():
+        raise ShapeError(f"an index must be an integer scalar, got {v.type_str()}")
+    return v
+
+
+def dynamic_slice(x: Any, start_indices: Sequence[Any], slice_sizes: Sequence[int]) -> Variable:
+    x = as_var(x)
+    starts = [_index_var(i) for i in start_indices]
+    return emit1("dynamic_slice", [x, *starts], {"sizes": tuple(int(s) for s in slice_sizes)})
+
+
+def dynamic_update_slice(x: Any, update: Any, start_indices: Sequence[Any]) -> Variable:
+    x = as_var(x)
+    u = as_var(update, like=x)
+    starts = [_index_var(i) for i in start_indices]
+    return emit1("dynamic_update_slice", [x, u, *starts])
+
+
+def dynamic_index(x: Variable, index: Any, axis: int = 0) -> Variable:
+    """lax.dynamic_index_in_dim without the kept axis."""
+    return emit1("dynamic_index", [x, _index_var(index)], {"axis": norm_axis(axis, x.ndim)})
+
+
+def dynamic_update_index(x: Variable, value: Any, index: Any, axis: int = 0) -> Variable:
+    """lax.dynamic_update_index_in_dim: write `value` at position `index` along `axis`."""
+    return emit1("dynamic_update_index", [x, as_var(value, like=x), _index_var(index)],
+                 {"axis": norm_axis(axis, x.ndim)})
+
+
+def take(x: Any, indices: Any, axis: int | None = None) -> Variable:
+    x = as_var(x)
+    idx = as_var(indices)
+    if axis is None:
+        x = reshape(x, (-1,))
+        axis = 0
+    return emit1("take", [x, idx], {"axis": norm_axis(axis, x.ndim)})
+
+
+def scatter_add(x: Variable, indices: Any, updates: Any, axis: int = 0) -> Variable:
+    """`x.at[indices].add(updates)` along `axis` (out-of-range indices are dropped)."""
+    return emit1("scatter_add", [x, as_var(indices), as_var(updates, like=x)],
+                 {"axis": norm_axis(axis, x.ndim)})
+
+
+def one_hot(x: Any, num_classes: int, dtype: Any = None) -> Variable:
+    dt = dtypes.canonical(dtype) if dtype is not None else dtypes.default_float()
+    return emit1("one_hot", [as_var(x)], {"num_classes": int(num_classes), "dtype": dt})
+
+
+def getitem(x: Variable, index: Any) -> Variable:
+    """NumPy indexing: ints, slices, None, Ellipsis, traced integer scalars, one integer array."""
+    items = list(index) if isinstance(index, tuple) else [index]
+    if any(i is Ellipsis for i in items):
+        at = next(k for k, i in enumerate(items) if i is Ellipsis)
+        used = sum(1 for i in items if i is not None and i is not Ellipsis)
+        items[at:at + 1] = [builtins.slice(None)] * (x.ndim - used)
+    used = sum(1 for i in items if i is not None)
+    if used > x.ndim:
+        raise ShapeError(f"too many indices ({used}) for {x.type_str()}", op="getitem")
+    items += [builtins.slice(None)] * (x.ndim - used)
+    start, limit, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
+    reversed_axes, dynamic, out_shape = [], [], []
+    axis = 0
+    for it in items:
+        if it is None:
+            out_shape.append(1)
+            continue
+        d = x.shape[axis]
+        if isinstance(it, (int, np.integer)) and not isinstance(it, bool):
+            k = int(it)
+            if not -d <= k < d:
+                raise ShapeError(f"index {k} is out of bounds for axis {axis} of size {d}",
+                                 op="getitem")
+            start[axis], limit[axis] = k % d, k % d + 1
+        elif isinstance(it, builtins.slice):
+            lo, hi, st = it.indices(d)
+            n = len(range(lo, hi, st))
+            if st < 0:
+                reversed_axes.append(axis)
+                lo, st = lo + (n - 1) * st, -st
+            start[axis], limit[axis], strides[axis] = (lo, lo + (n - 1) * st + 1, st) if n else (0, 0, 1)
+            out_shape.append(n)
+        else:
+            idx = as_var(it)
+            if idx.dtype.kind not in "iu":
+                raise ShapeError(f"indices must be integers, got {idx.type_str()}", op="getitem")
+            dynamic.append((axis, idx))
+            out_shape.extend(idx.shape)
+        axis += 1
+    if len([i for _, i in dynamic if i.ndim]) > 1:
+        raise ShapeError("indexing with more than one integer array is not supported",
+                         op="getitem")
+    v = x
+    if (tuple(start), tuple(limit), tuple(strides)) != ((0,) * x.ndim, x.shape, (1,) * x.ndim):
+        v = slice(v, start, limit, strides)
+    if reversed_axes:
+        v = rev(v, reversed_axes)
+    for axis, idx in reversed(dynamic):
+        if idx.ndim:
+            v = take(v, idx, axis)
+        else:
+            n = v.shape[axis]
+            v = dynamic_index(v, where(less(idx, 0), add(idx, n), idx), axis)
+    return reshape(v, tuple(out_shape))
+
+
+# ---------------------------------------------------------------- grad makers
+
+def _g_reshape(op: Op, g: list, need: list) -> list:
+    return [reshape(g[0], op.inputs[0].shape)]
+
+
+def _g_transpose(op: Op, g: list, need: list) -> list:
+    return [transpose(g[0], tuple(np.argsort(op.attrs["axes"])))]
+
+
+def _g_broadcast(op: Op, g: list, need: list) -> list:
+    from .elementwise import unbroadcast
+    return [unbroadcast(g[0], op.inputs[0].shape)]
+
+
+def _g_concat(op: Op, g: list, need: list) -> list:
+    axis = op.attrs["axis"]
+    out, offset = [], 0
+    for v, n in zip(op.inputs, need):
+        size = v.shape[axis]
+        if n:
+            lo = [0] * v.ndim
+            hi = list(g[0].shape)
+            lo[axis], hi[axis] = offset, offset + size
+            part = slice(g[0], lo, hi)
+            out.append(part if part.dtype == v.dtype else part.astype(v.dtype))
+        else:
+            out.append(None)
+        offset += size
+    return out
+
+
+def _g_slice(op: Op, g: list, need: list) -> list:
+    x = op.inputs[0]
+    if 0 in g[0].shape:
+        return [fill_zeros_like(x)]
+    config = []
+    for d, lo, n, st in zip(x.shape, op.attrs["start"], g[0].shape, op.attrs["strides"]):
+        config.append((lo, d - (lo + (n - 1) * st + 1), st - 1))
+    return [pad(g[0], config)]
+
+
+def _g_pad(op: Op, g: list, need: list) -> list:
+    x = op.inputs[0]
+    cfg = op.attrs["config"]
+    start = [lo for lo, _, _ in cfg]
+    strides = [it + 1 for _, _, it in cfg]
+    limit = [lo + (d - 1) * s + 1 if d else lo for (lo, _, _), d, s in zip(cfg, x.shape, strides)]
+    return [slice(g[0], start, limit, strides)]
+
+
+def _g_rev(op: Op, g: list, need: list) -> list:
+    return [rev(g[0], op.attrs["axes"])]
+
+
+def _g_dynamic_slice(op: Op, g: list, need: list) -> list:
+    x = op.inputs[0]
+    return [dynamic_update_slice(zeros(x.shape, x.dtype), g[0], op.inputs[1:])] + [None] * (x.ndim)
+
+
+def _g_dus(op: Op, g: list, need: list) -> list:
+    x, u = op.inputs[:2]
+    starts = op.inputs[2:]
+    gx = dynamic_update_slice(g[0], zeros(u.shape, u.dtype), starts) if need[0] else None
+    gu = dynamic_slice(g[0], starts, u.shape) if need[1] else None
+    return [gx, gu] + [None] * len(starts)
+
+
+def _g_dyn_index(op: Op, g: list, need: list) -> list:
+    x, i = op.inputs
+    return [dynamic_update_index(zeros(x.shape, x.dtype), g[0], i, op.attrs["axis"]), None]
+
+
+def _g_dyn_update_index(op: Op, g: list, need: list) -> list:
+    x, v, i = op.inputs
+    axis = op.attrs["axis"]
+    gx = dynamic_update_index(g[0], zeros(v.shape, v.dtype), i, axis) if need[0] else None
+    gv = dynamic_index(g[0], i, axis) if need[1] else None
+    return [gx, gv, None]
+
+
+def _g_take(op: Op, g: list, need: list) -> list:
+    x, idx = op.inputs
+    return [scatter_add(zeros(x.shape, x.dtype), idx, g[0], op.attrs["axis"]), None]
+
+
+def _g_scatter_add(op: Op, g: list, need: list) -> list:
+    x, idx, u = op.inputs
+    return [g[0] if need[0] else None, None,
+            take(g[0], idx, op.attrs["axis"]) if need[2] else None]
+
+
+def _lower_scatter_add(args: list[str], attrs: dict[str, str]) -> str:
+    lead = ":, " * int(attrs["axis"])
+    return f"{args[0]}.at[{lead}{args[1]}].add({args[2]}, mode='drop')"
+
+
+def _lower_dynamic_slice(args: list[str], attrs: dict[str, str]) -> str:
+    return f"lax.dynamic_slice({args[0]}, ({', '.join(args[1:])},), {attrs['sizes']})"
+
+
+def _lower_dus(args: list[str], attrs: dict[str, str]) -> str:
+    return f"lax.dynamic_update_slice({args[0]}, {args[1]}, ({', '.join(args[2:])},))"
+
+
+register("reshape", _reshape_rule, "jnp.reshape({0}, {shape})", _g_reshape)
+register("transpose", _transpose_rule, "jnp.transpose({0}, {axes})", _g_transpose)
+register("broadcast_to", _broadcast_rule, "jnp.broadcast_to({0}, {shape})", _g_broadcast)
+register("concatenate", _concat_rule,
+         lambda a, at: f"jnp.concatenate([{', '.join(a)}], axis={at['axis']})", _g_concat)
+register("slice", _slice_rule, "lax.slice({0}, {start}, {limit}, {strides})", _g_slice)
+register("pad", _pad_rule, "lax.pad({0}, jnp.zeros((), {0}.dtype), {config})", _g_pad)
+register("rev", lambda i, a: [(i[0].shape, i[0].dtype)], "lax.rev({0}, {axes})", _g_rev)
+register("dynamic_slice", _dynamic_slice_rule, _lower_dynamic_slice, _g_dynamic_slice)
+register("dynamic_update_slice", _dus_rule, _lower_dus, _g_dus)
+register("dynamic_index", _dyn_index_rule,
+         "lax.dynamic_index_in_dim({0}, {1}, {axis}, keepdims=False)", _g_dyn_index)
+register("dynamic_update_index", _dyn_update_index_rule,
+         "lax.dynamic_update_index_in_dim({0}, {1}, {2}, {axis})", _g_dyn_update_index)
+register("take", _take_rule, "jnp.take({0}, {1}, axis={axis})", _g_take)
+register("scatter_add", _scatter_add_rule, _lower_scatter_add, _g_scatter_add)
+register("one_hot", _one_hot_rule, "jax.nn.one_hot({0}, {num_classes}, dtype={dtype})", ZERO)
+
+__all__ = [
+    "reshape", "transpose", "swapaxes", "broadcast_to", "expand_dims", "squeeze", "concatenate",
+    "stack", "slice", "rev", "pad", "dynamic_slice", "dynamic_update_slice", "dynamic_index",
+    "dynamic_update_index", "take", "scatter_add", "one_hot", "getitem",
+]

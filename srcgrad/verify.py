@@ -1,0 +1,97 @@
+"""The verifier: structural and type invariants of a Program, separate from construction."""
+from __future__ import annotations
+
+from .errors import ShapeError, SrcgradError
+from .ir import Block, Op, Program, Variable
+from .registry import REGISTRY
+
+
+class VerifyError(SrcgradError):
+    """A program breaks an IR invariant."""
+
+
+def _fail(msg: str, op: Op | None = None) -> VerifyError:
+    return VerifyError(msg, op=op.type if op else None, loc=op.loc if op else None)
+
+
+def verify(program: Program) -> None:
+    """Check: defined before use, defined once, types match each op's rule, block links."""
+    defined: set[Variable] = set()
+    scope: set[Variable] = set()
+    for v in program.inputs:
+        if v.block is not program.global_block():
+            raise _fail(f"input {v.name} does not belong to the global block")
+        defined.add(v)
+        scope.add(v)
+    _verify_block(program.global_block(), scope, defined)
+
+
+def _define(v: Variable, block: Block, defined: set[Variable], scope: set[Variable],
+            op: Op | None) -> None:
+    if v in defined:
+        raise _fail(f"{v.name} is defined twice", op)
+    if v.block is not block:
+        raise _fail(f"{v.name} is defined in block {block.idx} but claims block {v.block.idx}", op)
+    defined.add(v)
+    scope.add(v)
+
+
+def _verify_block(block: Block, outer: set[Variable], defined: set[Variable]) -> None:
+    scope = set(outer)
+    for p in block.params:
+        _define(p, block, defined, scope, None)
+    for op in block.ops:
+        if op.block is not block:
+            raise _fail(f"op is listed in block {block.idx} but claims block {op.block.idx}", op)
+        if op.type not in REGISTRY:
+            raise _fail(f"unknown op type {op.type!r}", op)
+        for v in op.inputs:
+            if v not in scope:
+                raise _fail(f"{v.name} is used before it is defined (or outside its block)", op)
+        for sub in op.sub_blocks():
+            if sub.parent_idx != block.idx:
+                raise _fail(f"block {sub.idx} hangs off an op in block {block.idx} but its "
+                            f"parent is block {sub.parent_idx}", op)
+            if sub.program is not block.program or block.program.blocks[sub.idx] is not sub:
+                raise _fail(f"block {sub.idx} is not a block of this program", op)
+            _verify_block(sub, scope, defined)
+        _check_types(op)
+        _check_control(op)
+        for v in op.outputs:
+            _define(v, block, defined, scope, op)
+    for v in block.results:
+        if v not in scope:
+            raise VerifyError(f"block {block.idx} returns {v.name}, which is not defined in it")
+
+
+def _check_types(op: Op) -> None:
+    try:
+        want = REGISTRY[op.type].infer(op.inputs, op.attrs)
+    except ShapeError as e:
+        raise _fail(f"inputs do not fit the op's rule: {e.detail}", op) from None
+    got = [(v.shape, v.dtype) for v in op.outputs]
+    if [(tuple(s), d) for s, d in want] != got:
+        raise _fail(f"outputs {[v.type_str() for v in op.outputs]} do not match the rule's "
+                    f"{[(tuple(s), str(d)) for s, d in want]}", op)
+
+
+def _sig(vs: list[Variable]) -> list[tuple]:
+    return [(v.shape, v.dtype) for v in vs]
+
+
+def _check_control(op: Op) -> None:
+    if op.type == "while":
+        cond, body = op.attrs["cond"], op.attrs["body"]
+        n = len(body.params)
+        init = op.inputs[:n]
+        if _sig(cond.params) != _sig(init) or _sig(body.results) != _sig(init):
+            raise _fail("the loop's carried types differ between init, cond and body", op)
+        if len(cond.results) != 1 or cond.results[0].shape != () or cond.results[0].dtype.kind != "b":
+            raise _fail("the loop condition block must return one bool scalar", op)
+    elif op.type == "cond":
+        n = op.attrs["n_operands"]
+        for blk in (op.attrs["true"], op.attrs["false"]):
+            if _sig(blk.params) != _sig(op.inputs[1:1 + n]):
+                raise _fail(f"branch block {blk.idx} takes other types than the operands", op)
+        if _sig(op.attrs["true"].results) != _sig(op.attrs["false"].results):
+            raise _fail("the branches return different types", op)

@@ -1,0 +1,1 @@
+"""Program → Program passes (reverse mode, simplification) and the JAX lowering."""
