@@ -1,0 +1,139 @@
+"""Gradient checking and hypothesis strategies for property tests of srcgrad gradients.
+
+    from srcgrad.testing import check_grads
+    check_grads(f, (x, w), order=2, jax_fun=f_jnp)
+
+`check_grads` needs float64 (`jax.config.update("jax_enable_x64", True)`): it compares
+srcgrad's gradients with central finite differences along random directions, and with
+`jax.grad` of `jax_fun` when one is given. The strategies need `hypothesis` (the `test` extra).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import api, dtypes
+from .ops import multiply, reduce
+
+
+def _scalarize(fun: Callable[..., Any], cts: list[np.ndarray], reduce_sum: Callable, mul: Callable
+               ) -> Callable[..., Any]:
+    def scalar(*args: Any) -> Any:
+        leaves = jax.tree_util.tree_leaves(fun(*args))
+        total = None
+        for leaf, ct in zip(leaves, cts):
+            term = reduce_sum(mul(leaf, ct))
+            total = term if total is None else total + term
+        return total
+    return scalar
+
+
+def _directional(f: Callable[..., Any], args: list[np.ndarray], v: list[np.ndarray], eps: float) -> float:
+    plus = f(*[a + eps * d for a, d in zip(args, v)])
+    minus = f(*[a - eps * d for a, d in zip(args, v)])
+    return float((np.asarray(plus) - np.asarray(minus)) / (2 * eps))
+
+
+def check_grads(fun: Callable[..., Any], args: Sequence[Any], order: int = 1,
+                jax_fun: Callable[..., Any] | None = None, *, eps: float = 1e-6,
+                rtol: float = 1e-5, atol: float = 1e-6, fd_rtol: float = 1e-4, directions: int = 3,
+                seed: int = 0) -> None:
+    """Assert srcgrad's gradients of `fun` match finite differences (and jax.grad of `jax_fun`).
+
+    All arguments are differentiated; they are cast to float64. Non-scalar outputs are reduced
+    with a fixed random cotangent. `order=2` also checks the gradient of the gradient.
+    """
+    if not dtypes.x64():
+        raise RuntimeError("check_grads compares in float64: call "
+                           "jax.config.update('jax_enable_x64', True) first")
+    rng = np.random.default_rng(seed)
+    args = [np.asarray(a, np.float64) for a in args]
+    outs = jax.tree_util.tree_leaves(api.jit(fun)(*args))
+    cts = [rng.standard_normal(np.shape(o)) for o in outs]
+    f = _scalarize(fun, cts, reduce.sum, multiply)
+    argnums = tuple(range(len(args)))
+    if jax_fun is not None:
+        jf = _scalarize(jax_fun, cts, jnp.sum, jnp.multiply)
+        _compare_to_jax(f, jf, args, argnums, order, rtol, atol, rng)
+    f_jit = api.jit(f)
+    for _ in range(directions):
+        _check_fd(f, f_jit, args, argnums, rng, eps, fd_rtol)
+    if order >= 2:
+        v = [rng.standard_normal(a.shape) for a in args]
+
+        def grad_dot_v(*xs: Any) -> Any:
+            gs = api.grad(f, argnums)(*xs)
+            return _scalarize(lambda *a: gs, v, reduce.sum, multiply)()
+        check_grads(grad_dot_v, args, order - 1, eps=eps, fd_rtol=fd_rtol * 10,
+                    directions=directions, seed=seed + 1)
+
+
+def _check_fd(f: Callable, f_jit: Callable, args: list, argnums: tuple, rng: np.random.Generator,
+              eps: float, fd_rtol: float) -> None:
+    v = [rng.standard_normal(a.shape) for a in args]
+    grads = api.grad(f, argnums)(*args)
+    analytic = float(sum(np.vdot(np.asarray(g), d) for g, d in zip(grads, v)))
+    numeric = _directional(f_jit, args, v, eps)
+    if not abs(analytic - numeric) <= fd_rtol * max(1.0, abs(numeric), abs(analytic)):
+        raise AssertionError(f"directional derivative: srcgrad {analytic!r}, finite differences "
+                             f"{numeric!r}")
+
+
+def _compare_to_jax(f: Callable, jf: Callable, args: list, argnums: tuple, order: int,
+                    rtol: float, atol: float, rng: np.random.Generator) -> None:
+    ours = api.grad(f, argnums)(*args)
+    theirs = jax.grad(jf, argnums)(*args)
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol,
+                                   err_msg=f"gradient of argument {i} differs from jax.grad")
+    if order >= 2:
+        v = [rng.standard_normal(a.shape) for a in args]
+        hv_ours = api.grad(lambda *x: _scalarize(lambda *a: api.grad(f, argnums)(*a), v,
+                                                 reduce.sum, multiply)(*x), argnums)(*args)
+        hv_jax = jax.grad(lambda *x: sum(jnp.vdot(g, d) for g, d in
+                                         zip(jax.grad(jf, argnums)(*x), v)), argnums)(*args)
+        for i, (a, b) in enumerate(zip(hv_ours, hv_jax)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol * 10, atol=atol * 10,
+                                       err_msg=f"second derivative of argument {i} differs from JAX")
+
+
+# ---------------------------------------------------------------- hypothesis strategies
+
+def shapes(min_dims: int = 0, max_dims: int = 3, min_side: int = 1, max_side: int = 4) -> Any:
+    """Array shapes (0-d included when min_dims is 0; size-0 axes when min_side is 0)."""
+    from hypothesis.extra import numpy as hnp
+    return hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side,
+                            max_side=max_side)
+
+
+def broadcast_shapes(num_shapes: int = 2, min_dims: int = 0, max_dims: int = 3,
+                     min_side: int = 1, max_side: int = 4) -> Any:
+    """Tuples of `num_shapes` mutually broadcast-compatible shapes."""
+    from hypothesis.extra import numpy as hnp
+    return hnp.mutually_broadcastable_shapes(num_shapes=num_shapes, min_dims=min_dims,
+                                             max_dims=max_dims, min_side=min_side,
+                                             max_side=max_side).map(lambda r: r.input_shapes)
+
+
+def arrays(shape: Any, dtype: Any = np.float64, min_value: float = -3.0, max_value: float = 3.0,
+           exclude_zero: bool = False) -> Any:
+    """Arrays of a shape (or a shape strategy) with finite values in [min_value, max_value]."""
+    from hypothesis import strategies as st
+    from hypothesis.extra import numpy as hnp
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        elements = st.floats(min_value, max_value, allow_nan=False, allow_infinity=False,
+                             width=min(64, dt.itemsize * 8))
+        if exclude_zero:
+            elements = elements.filter(lambda x: abs(x) > 1e-3)
+    elif dt.kind in "iu":
+        elements = st.integers(int(min_value), int(max_value))
+    else:
+        elements = st.booleans()
+    return hnp.arrays(dt, shape, elements=elements)
+
+
+__all__ = ["check_grads", "shapes", "broadcast_shapes", "arrays"]

@@ -1,0 +1,15 @@
+"""Test configuration: float64 for finite differences, hypothesis profiles."""
+from __future__ import annotations
+
+import os
+
+import jax
+from hypothesis import HealthCheck, settings
+
+jax.config.update("jax_enable_x64", True)
+
+settings.register_profile("default", max_examples=15, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("exhaustive", max_examples=300, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
