@@ -1,11 +1,13 @@
 """The public API: trace → append_backward → lower → jax.jit, cached per input signature."""
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import inspect
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import jax
 import numpy as np
@@ -19,7 +21,7 @@ from .ops.elementwise import assign, zeros
 from .transforms import control_grad  # noqa: F401  (registers the control-flow grad makers)
 from .transforms.backward import append_backward, gradients
 from .transforms.control_grad import INITIAL_CAPACITY
-from .transforms.lower_jax import Lowered, lower_program
+from .transforms.lower_jax import Lowered, live_ops, lower_program
 
 _IDENT = re.compile(r"[^0-9A-Za-z_]+")
 
@@ -57,14 +59,31 @@ def compile(program: Program, feed: Sequence[str | Variable], fetch: Sequence[Va
     feeds = []
     for f in feed:
         v = by_name.get(f) if isinstance(f, str) else f
-        if v is None or v not in program.inputs:
+        if v is None or not any(v is p for p in program.inputs):
             raise SrcgradError(f"feed {f!r} is not an input of the program", loc=user_location())
         feeds.append(v)
+    for v in fetch:
+        if not isinstance(v, Variable) or v.block is not program.global_block():
+            raise SrcgradError(f"fetch {v!r} is not a value of the program's global block",
+                               loc=user_location())
+    wanted = list(fetch) + [v for _, v, _ in program.capacity_checks]
+    read = {v for op in live_ops(program.global_block().ops, wanted) for v in op.inputs} | set(wanted)
+    missing = [v.name for v in program.inputs if v in read and v not in set(feeds)]
+    if missing:
+        raise SrcgradError(f"the fetched values need the inputs {missing}, which are not in feed",
+                           loc=user_location())
     lowered = lower_program(program, feeds, list(fetch), [v for _, v, _ in program.capacity_checks])
     fn = jax.jit(lowered.fn) if jit else lowered.fn
     checks = program.capacity_checks
 
     def run(*arrays: Any) -> list[Any]:
+        if len(arrays) != len(feeds):
+            raise SrcgradError(f"the program is fed {[v.name for v in feeds]}, got {len(arrays)} "
+                               "arrays", loc=user_location())
+        for v, a in zip(feeds, arrays):
+            if tuple(np.shape(a)) != v.shape:
+                raise SrcgradError(f"feed {v.name} is declared {v.type_str()}, got an array of "
+                                   f"shape {tuple(np.shape(a))}", loc=user_location())
         outs, counts = fn(*arrays)
         _raise_on_overflow(checks, counts, program.capacities)
         return list(outs)
@@ -115,6 +134,23 @@ def _as_vars(tree: Any) -> Any:
     return jax.tree_util.tree_map(as_var, tree)
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a program is traced and lowered.
+
+    A transform allocates many long-lived objects (ops, variables, source lines), so the
+    collector's passes over them cost time that grows with the program: up to half of a
+    50,000-op transform, and the reason its time per op grew with N.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 @dataclass
 class _Entry:
     lowered: Lowered
@@ -136,11 +172,26 @@ class Transformed:
         self.compilations = 0
         functools.update_wrapper(self, fun, updated=())
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            args = self._positional(args, kwargs)
         if _tracing(args) or current_program() is not None:
             return self._inline(*_as_vars(args))
         return self._run(args)
 
+    def _positional(self, args: tuple, kwargs: dict[str, Any]) -> tuple:
+        """Keyword arguments bound to their positions in the function's signature."""
+        try:
+            bound = inspect.signature(self._fun).bind(*args, **kwargs)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{self._name}: cannot bind the keyword arguments "
+                            f"{sorted(kwargs)}: {e}") from None
+        if bound.kwargs:
+            raise TypeError(f"{self._name}: keyword-only arguments {sorted(bound.kwargs)} are not "
+                            "supported; pass them positionally")
+        return bound.args
+
+    @_gc_paused()
     def trace(self, *args: Any, capacities: dict[int, int] | None = None) -> tuple[Program, list, Any, Any]:
         """The Program for these example arguments, its inputs, output leaves and output tree."""
         leaves, tree = jax.tree_util.tree_flatten(args)
@@ -158,14 +209,16 @@ class Transformed:
             out_vars = [as_var(v) for v in out_leaves]
         return prog, ins, out_vars, out_tree
 
+    @_gc_paused()
     def lower(self, *args: Any, capacities: dict[int, int] | None = None) -> tuple[Lowered, Any, list]:
         prog, ins, outs, out_tree = self.trace(*args, capacities=capacities)
         for lid, v, op in prog.capacity_checks:
             if v.block is not prog.global_block():
                 raise SrcgradError("a while loop without max_iters is differentiated inside "
                                    "another loop's body; pass max_iters", op="while", loc=op.loc)
+        name = getattr(self._fun, "__name__", "fn")
         lowered = lower_program(prog, ins, outs, [v for _, v, _ in prog.capacity_checks],
-                                name=getattr(self._fun, "__name__", "fn"))
+                                name=name if self._name in ("jit", "trace") else f"{name}_{self._name}")
         return lowered, out_tree, prog.capacity_checks
 
     def _build(self, args: tuple, caps: dict[int, int]) -> _Entry:
@@ -186,7 +239,7 @@ class Transformed:
             raise SrcgradError(
                 f"{self._name}: this while loop has a data-dependent trip count and no max_iters, "
                 "so its gradient needs concrete inputs to size its records; inside jax.jit (or "
-                "vmap) pass max_iters=N to sg.while_loop", op="while", loc=op.loc)
+                "vmap) pass max_iters=N to sg.while_loop (or sg.fori_loop)", op="while", loc=op.loc)
         while True:
             outs, counts = entry.call(*arrays)
             grow = {}

@@ -22,6 +22,8 @@ class Variable:
     """A typed value in a block: unique name, static shape, dtype."""
 
     __slots__ = ("name", "shape", "dtype", "stop_gradient", "block", "kind", "__weakref__")
+    # NumPy arrays and scalars defer their binary operators to ours (np_array @ traced_value).
+    __array_priority__ = 1000
 
     def __init__(self, name: str, shape: Shape, dtype: np.dtype, block: "Block",
                  stop_gradient: bool = False, kind: str = "tmp"):

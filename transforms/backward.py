@@ -95,7 +95,8 @@ def backward_block(fwd: Block, seeds: Sequence[tuple[Variable, Variable]], wrt: 
         if target in requires:
             partials.add(target, g, fresh=True)
     for op in path:
-        gs = [partials.get(o) for o in op.outputs]
+        with grad_section(op):  # a fan-in `sum` belongs to the section of the op it feeds
+            gs = [partials.get(o) for o in op.outputs]
         if all(g is None for g in gs):
             continue
         row = REGISTRY[op.type]
@@ -135,7 +136,9 @@ def gradients(targets: Variable | Sequence[Variable], inputs: Variable | Sequenc
               ) -> list[Variable | None]:
     """Gradients of `targets` (seeded with `target_gradients`, default ones) w.r.t. `inputs`.
 
-    Returns one grad Variable per input, or None where the input does not affect the targets.
+    Returns one grad Variable per input, or None where the input does not affect the targets
+    or takes no gradient (`sg.data`, stop_gradient, `no_grad_set`). A non-floating-point input,
+    and a non-scalar target without a target gradient, raise GradientError.
     """
     prog = current_program()
     ts = [targets] if isinstance(targets, Variable) else list(targets)
@@ -160,12 +163,18 @@ def gradients(targets: Variable | Sequence[Variable], inputs: Variable | Sequenc
         tgs = list(target_gradients)
     else:
         tgs = [target_gradients]
+    if len(tgs) != len(ts):
+        raise GradientError(f"{len(tgs)} target gradients for {len(ts)} targets",
+                            loc=user_location())
     seeds = []
     for t, g in zip(ts, tgs):
         if g is None:
             if not dtypes.is_inexact(t.dtype):
                 raise GradientError(f"target {t.name} ({t.type_str()}) is not floating-point",
                                     loc=user_location())
+            if t.shape != () and t.size != 1:
+                raise GradientError(f"target {t.name} ({t.type_str()}) is not a scalar: pass its "
+                                    "head gradient in target_gradients", loc=user_location())
             g = full(t.shape, 1.0, t.dtype)
             prog.rename(g, f"{t.name}@GRAD")
         else:
