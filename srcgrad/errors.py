@@ -1,13 +1,15 @@
 """Exceptions and user source locations."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
 from dataclasses import dataclass
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_PKG_DIRS: tuple[str, ...] = (_HERE + os.sep,)
+# contextlib's frames wrap srcgrad functions (a context manager used as a decorator): not user code
+_PKG_DIRS: tuple[str, ...] = (_HERE + os.sep, contextlib.__file__)
 _SAFE = re.compile(r"[^A-Za-z0-9_.\-/\\ ]")
 
 
@@ -58,8 +60,43 @@ class SrcgradError(Exception):
         super().__init__(f"{prefix}{message}{where}")
 
 
+def _call_site() -> tuple[str | None, list, SourceLoc | None]:
+    """The public srcgrad function the user called, its traced arguments and the user's line."""
+    from .ir import Variable
+    frame, entry = sys._getframe(2), None
+    while frame is not None:
+        fname = frame.f_code.co_filename
+        if not fname.startswith(_PKG_DIRS) and not fname.startswith("<srcgrad"):
+            break
+        if not frame.f_code.co_name.startswith(("_", "<")):
+            entry = frame
+        frame = frame.f_back
+    loc = SourceLoc(frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
+    if entry is None:
+        return None, [], loc
+    code = entry.f_code
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    args = [entry.f_locals.get(n) for n in names]
+    return code.co_name, [v for v in args if isinstance(v, Variable)], loc
+
+
 class ShapeError(SrcgradError):
-    """Shapes or dtypes of an op's inputs do not fit its rule."""
+    """Shapes or dtypes of an op's inputs do not fit its rule.
+
+    Raised without a location (by a check that runs before the op is recorded), it names the
+    srcgrad function the user called, that call's traced arguments and the user's line.
+    """
+
+    def __init__(self, message: str, op: str | None = None, loc: SourceLoc | None = None):
+        if loc is not None:
+            super().__init__(message, op, loc)
+            return
+        entry, args, loc = _call_site()
+        shown = message
+        if any(v.type_str() not in message for v in args):
+            shown += "; inputs: " + ", ".join(f"{v.name}: {v.type_str()}" for v in args)
+        super().__init__(shown, op or entry, loc)
+        self.detail = message
 
 
 class GradientError(SrcgradError):

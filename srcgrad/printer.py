@@ -8,7 +8,9 @@ import numpy as np
 from .ir import Block, Op, Program, Variable
 
 
-def _attr(value: Any) -> str:
+def _attr(value: Any, dtype: Any = None) -> str:
+    if isinstance(value, float) and isinstance(dtype, np.dtype) and dtype.kind == "f":
+        return str(dtype.type(value))  # shortest form in its dtype: 1e-06, not 9.99999997e-07
     if isinstance(value, Block):
         return f"block {value.idx}"
     if isinstance(value, np.dtype):
@@ -22,7 +24,8 @@ def _attr(value: Any) -> str:
 def format_op(op: Op) -> str:
     outs = ", ".join(f"{v.name}: {v.type_str()}" for v in op.outputs)
     ins = ", ".join(v.name for v in op.inputs)
-    attrs = ", ".join(f"{k}={_attr(v)}" for k, v in sorted(op.attrs.items()) if not isinstance(v, Block))
+    attrs = ", ".join(f"{k}={_attr(v, op.attrs.get('dtype') if k == 'value' else None)}"
+                      for k, v in sorted(op.attrs.items()) if not isinstance(v, Block))
     blocks = ", ".join(f"{k}=block {v.idx}" for k, v in op.attrs.items() if isinstance(v, Block))
     extra = "; ".join(p for p in (attrs, blocks) if p)
     loc = f"  # {op.loc.safe()}" if op.loc is not None else ""

@@ -1,6 +1,7 @@
 """The verifier: structural and type invariants of a Program, separate from construction."""
 from __future__ import annotations
 
+from .dtypes import short
 from .errors import ShapeError, SrcgradError
 from .ir import Block, Op, Program, Variable
 from .registry import REGISTRY
@@ -47,7 +48,10 @@ def _verify_block(block: Block, outer: set[Variable], defined: set[Variable]) ->
             raise _fail(f"unknown op type {op.type!r}", op)
         for v in op.inputs:
             if v not in scope:
-                raise _fail(f"{v.name} is used before it is defined (or outside its block)", op)
+                where = (f"outside its block (it is defined in block {v.block.idx})" if v in defined
+                         else "before it is defined")
+                raise _fail(f"{v.name} is used {where}", op)
+        _check_control(op)
         for sub in op.sub_blocks():
             if sub.parent_idx != block.idx:
                 raise _fail(f"block {sub.idx} hangs off an op in block {block.idx} but its "
@@ -56,7 +60,6 @@ def _verify_block(block: Block, outer: set[Variable], defined: set[Variable]) ->
                 raise _fail(f"block {sub.idx} is not a block of this program", op)
             _verify_block(sub, scope, defined)
         _check_types(op)
-        _check_control(op)
         for v in op.outputs:
             _define(v, block, defined, scope, op)
     for v in block.results:
@@ -71,12 +74,16 @@ def _check_types(op: Op) -> None:
         raise _fail(f"inputs do not fit the op's rule: {e.detail}", op) from None
     got = [(v.shape, v.dtype) for v in op.outputs]
     if [(tuple(s), d) for s, d in want] != got:
-        raise _fail(f"outputs {[v.type_str() for v in op.outputs]} do not match the rule's "
-                    f"{[(tuple(s), str(d)) for s, d in want]}", op)
+        rule = ", ".join(f"{short(d)}[{','.join(map(str, s))}]" for s, d in want)
+        raise _fail(f"outputs {_types(op.outputs)} do not match the op's rule ({rule})", op)
 
 
 def _sig(vs: list[Variable]) -> list[tuple]:
     return [(v.shape, v.dtype) for v in vs]
+
+
+def _types(vs: list[Variable]) -> str:
+    return "(" + ", ".join(v.type_str() for v in vs) + ")"
 
 
 def _check_control(op: Op) -> None:
@@ -84,8 +91,10 @@ def _check_control(op: Op) -> None:
         cond, body = op.attrs["cond"], op.attrs["body"]
         n = len(body.params)
         init = op.inputs[:n]
-        if _sig(cond.params) != _sig(init) or _sig(body.results) != _sig(init):
-            raise _fail("the loop's carried types differ between init, cond and body", op)
+        if not _sig(init) == _sig(cond.params) == _sig(body.params) == _sig(body.results):
+            raise _fail(f"the loop's carried types differ: init {_types(init)}, cond block "
+                        f"{cond.idx} takes {_types(cond.params)}, body block {body.idx} takes "
+                        f"{_types(body.params)} and returns {_types(body.results)}", op)
         if len(cond.results) != 1 or cond.results[0].shape != () or cond.results[0].dtype.kind != "b":
             raise _fail("the loop condition block must return one bool scalar", op)
     elif op.type == "cond":
@@ -93,5 +102,7 @@ def _check_control(op: Op) -> None:
         for blk in (op.attrs["true"], op.attrs["false"]):
             if _sig(blk.params) != _sig(op.inputs[1:1 + n]):
                 raise _fail(f"branch block {blk.idx} takes other types than the operands", op)
-        if _sig(op.attrs["true"].results) != _sig(op.attrs["false"].results):
-            raise _fail("the branches return different types", op)
+        t, f = op.attrs["true"], op.attrs["false"]
+        if _sig(t.results) != _sig(f.results):
+            raise _fail(f"the branches return different types: block {t.idx} returns "
+                        f"{_types(t.results)}, block {f.idx} returns {_types(f.results)}", op)
