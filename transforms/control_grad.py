@@ -2,22 +2,28 @@
 
 The backward of a sub-block runs in a grad block that reads forward values of that
 sub-block (residuals). Those values do not exist outside the forward block, so after the
-grad block is built, every residual it reads is passed out of the forward op:
+grad block is built (and its dead ops dropped), each residual it reads is rebuilt in the
+grad block or passed out of the forward op:
 
-* `while`: the forward loop pushes each residual into a stack (one slot per iteration,
-  capacity = the loop's static bound or the capacity chosen by the caller) and counts its
-  iterations; the backward `while` runs the grad block once per recorded iteration, newest
-  first, reading slot k of each stack.
-* `cond`: the forward cond returns each residual from its branch (zeros from the other);
-  the backward `cond` on the same predicate runs the taken branch's grad block.
+* rebuilt (`Rebuild`): constants, a loop's counters (from the backward index), carried
+  values the body returns unchanged (the loop's init), a branch's operands, and views and
+  index arithmetic over those and over values of enclosing blocks (`xs[i]`); a value read
+  only for its shape becomes zeros.
+* `while`: any other residual is pushed into a stack (one slot per iteration, capacity =
+  the loop's static bound or the capacity chosen by the caller) unless the loop stacks it
+  already (an earlier gradient of the same loop, a user's scan output); the backward
+  `while` runs the grad block once per recorded iteration, newest first, reading slot k.
+* `cond`: any other residual is returned from its branch (zeros from the other) unless the
+  branch returns it already; the backward `cond` on the same predicate runs the taken
+  branch's grad block.
 
-Only values the grad block reads are recorded; everything else of the body is neither stored
-nor recomputed. Because the grad blocks are made of ordinary ops (and loops of ordinary
-`while` ops), the result can be differentiated again.
+Because the grad blocks are made of ordinary ops (and loops of ordinary `while` ops), the
+result can be differentiated again.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator
+import re
+from typing import Callable, Iterator, TypeVar
 
 import numpy as np
 
@@ -31,10 +37,12 @@ from srcgrad.ops.shape import dynamic_index, dynamic_update_index
 from srcgrad.registry import grad_maker
 
 from .backward import backward_block, forward_requires
+from .lower_jax import live_ops
 
 #: Stack capacity of an unbounded loop on its first run; overflow reruns with a larger one.
 INITIAL_CAPACITY = 64
 INT32 = np.dtype(np.int32)
+T = TypeVar("T")
 
 
 def walk_blocks(block: Block) -> Iterator[Block]:
@@ -65,17 +73,102 @@ def substitute(grad_block: Block, mapping: dict[Variable, Variable]) -> None:
         blk.results = [mapping.get(v, v) for v in blk.results]
 
 
-def emit_before(anchor: Op, make: Callable[[], Variable]) -> Variable:
-    """Run `make` in the anchor's block and move the ops it made just before the anchor."""
-    block = anchor.block
+def emit_at(block: Block, pos: int, make: Callable[[], T]) -> T:
+    """Run `make` in `block` and move the ops it made to position `pos` of the block."""
     n = len(block.ops)
     with block.program.block_guard(block):
         out = make()
     new = block.ops[n:]
     del block.ops[n:]
-    at = block.ops.index(anchor)
-    block.ops[at:at] = new
+    block.ops[pos:pos] = new
     return out
+
+
+def emit_before(anchor: Op, make: Callable[[], T]) -> T:
+    """Run `make` in the anchor's block and move the ops it made just before the anchor."""
+    return emit_at(anchor.block, anchor.block.ops.index(anchor), make)
+
+
+def _producer(v: Variable) -> Op | None:
+    return next((op for op in v.block.ops if any(o is v for o in op.outputs)), None)
+
+
+def _const_scalar(v: Variable) -> object:
+    """The value of a scalar made by a `constant` or `fill_constant` op, else None."""
+    src = _producer(v)
+    if src is None or src.type not in ("constant", "fill_constant") or v.shape != ():
+        return None
+    return np.asarray(src.attrs["value"]).item()
+
+
+#: Ops the grad block recomputes instead of recording, when it has their inputs: reads and
+#: views of values that do not change over the loop, and integer or bool index arithmetic.
+VIEW_OPS = frozenset({"dynamic_index", "dynamic_slice", "slice", "reshape", "rev", "transpose"})
+INDEX_OPS = frozenset({"add", "subtract", "multiply", "negative", "convert", "where", "less",
+                       "less_equal", "greater", "greater_equal", "equal", "not_equal",
+                       "logical_and", "logical_or", "logical_not"})
+
+
+def _cheap(op: Op) -> bool:
+    """A constant, a view, or integer/bool index arithmetic."""
+    if op.sub_blocks():
+        return False
+    if not op.inputs or op.type in VIEW_OPS:
+        return True
+    return op.type in INDEX_OPS and all(o.dtype.kind in "biu" for o in op.outputs)
+
+
+class Rebuild:
+    """The values of a forward block that its grad block computes again instead of recording.
+
+    `given` says how the grad block gets some parameters of `fwd` (a loop's init for a
+    carried value the body passes through unchanged, `start + step * k` for a counter, the
+    operand for a branch parameter). Values of enclosing blocks are at hand as they are.
+    Constants, and views and index arithmetic over values at hand, are rebuilt; anything
+    else is recorded.
+    """
+
+    def __init__(self, fwd: Block, given: dict[Variable, Callable[[], Variable]]):
+        self.fwd = fwd
+        self.given = given
+        self.producer = {o: op for op in fwd.ops for o in op.outputs}
+        self._can: dict[Variable, bool] = {}
+
+    def can(self, v: Variable) -> bool:
+        """True if the grad block can compute `v` again from values at hand."""
+        if v.block is not self.fwd or v in self.given:
+            return True
+        if v not in self._can:
+            src = self.producer.get(v)
+            self._can[v] = src is not None and _cheap(src) and all(self.can(i) for i in src.inputs)
+        return self._can[v]
+
+    def emit(self, vs: list[Variable]) -> dict[Variable, Variable]:
+        """Emit into the current block the ops that compute `vs`; map each to its copy."""
+        out: dict[Variable, Variable] = {}
+
+        def get(v: Variable) -> Variable:
+            if v.block is not self.fwd:
+                return v
+            if v not in out:
+                if v in self.given:
+                    out[v] = self.given[v]()
+                else:
+                    src = self.producer[v]
+                    ins = [get(i) for i in src.inputs]
+                    base = re.sub(r"_[0-9]+$", "", src.outputs[0].name.split("@")[0])
+                    out.update(zip(src.outputs, emit(src.type, ins, dict(src.attrs), base=base)))
+            return out[v]
+        return {v: get(v) for v in vs}
+
+
+def shape_only(r: Variable, grad_block: Block) -> bool:
+    """True if the grad block reads `r` only for its shape (`fill_zeros_like`)."""
+    blocks = list(walk_blocks(grad_block))
+    if any(v is r for blk in blocks for v in blk.results):
+        return False
+    readers = [o for blk in blocks for o in blk.ops if any(v is r for v in o.inputs)]
+    return bool(readers) and all(o.type == "fill_zeros_like" for o in readers)
 
 
 def add_carry(op: Op, init: Variable, update: Callable[[Variable], Variable]) -> tuple[Variable, Variable]:
@@ -112,6 +205,70 @@ def _lift_checks(prog: Program, fwd: Block, outer: Callable[[Variable], Variable
                             for lid, v, op in prog.capacity_checks]
 
 
+def _counters(op: Op) -> dict[Variable, tuple[Variable, int]]:
+    """Carried integers of a loop that add or subtract 1 per iteration.
+
+    Maps each such body parameter to (its init, step): in iteration i it holds init + step * i.
+    """
+    body = op.attrs["body"]
+    out: dict[Variable, tuple[Variable, int]] = {}
+    for j, p in enumerate(body.params):
+        res = body.results[j]
+        src = _producer(res) if res.block is body else None
+        if p.dtype.kind not in "iu" or src is None or len(src.inputs) != 2:
+            continue
+        x, c = src.inputs
+        if src.type == "add" and c is p:
+            x, c = c, x
+        step = _const_scalar(c)
+        if x is p and c is not p and src.type in ("add", "subtract") and step in (1, -1):
+            out[p] = (op.inputs[j], step if src.type == "add" else -step)
+    return out
+
+
+def _iteration_value(start: Variable, step: int, k1: Variable) -> Variable:
+    """`start + step * k1` in the dtype of `start`: a counter's value in iteration k1."""
+    i = k1 if start.dtype == INT32 else emit("convert", [k1], {"dtype": start.dtype})[0]
+    if step == 1 and _const_scalar(start) == 0:
+        return i
+    return add(start, i) if step == 1 else subtract(start, i)
+
+
+def _accumulate(acc: Variable, g: Variable) -> Variable:
+    """`acc + g`; when g is zeros with one slot written (the grad of reading `x[i]`), only
+    that slot of `acc` is updated, so the cost does not grow with the size of `acc`."""
+    src = _producer(g)
+    if src is not None and src.type == "dynamic_update_index":
+        base = _producer(src.inputs[0])
+        if (base is not None and base.type == "fill_constant" and base.attrs["value"] == 0
+                and acc.dtype == g.dtype):
+            _, value, i = src.inputs
+            axis = src.attrs["axis"]
+            return dynamic_update_index(acc, add(dynamic_index(acc, i, axis), value), i, axis)
+    return add(acc, g)
+
+
+def _records(op: Op, counters: dict[Variable, tuple[Variable, int]], slots: int
+             ) -> dict[Variable, Variable]:
+    """Body values the loop already stacks, slot i at iteration i: value -> the loop's output.
+
+    These are the stacks of an earlier gradient of the same loop (grad of grad), or a user's
+    scan output written with dynamic_update_index at a counter that starts at 0.
+    """
+    body = op.attrs["body"]
+    out: dict[Variable, Variable] = {}
+    for j, p in enumerate(body.params):
+        res = body.results[j]
+        src = _producer(res) if res.block is body else None
+        if (src is None or src.type != "dynamic_update_index" or src.attrs.get("axis") != 0
+                or src.inputs[0] is not p or p.shape[0] < slots):
+            continue
+        start, step = counters.get(src.inputs[2], (None, 0))
+        if step == 1 and _const_scalar(start) == 0:
+            out.setdefault(src.inputs[1], op.outputs[j])
+    return out
+
+
 @grad_maker("while")
 def _while_grad(op: Op, gs: list, need: list) -> list:
     prog = op.block.program
@@ -128,8 +285,16 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
     bounded = capacity is not None
     if not bounded:
         capacity = prog.capacities.get(op.attrs["loop_id"], INITIAL_CAPACITY)
-    zero_i = emit_before(op, lambda: zeros((), INT32))
-    counter, count = add_carry(op, zero_i, lambda i: add(i, 1))
+    slots = max(capacity, 1)
+    counters = _counters(op)
+    zero_start = [j for j, p in enumerate(body.params) if p.dtype == INT32
+                  and counters.get(p, (None, 0))[1] == 1 and _const_scalar(counters[p][0]) == 0]
+    if zero_start:
+        counter, count = body.params[zero_start[0]], op.outputs[zero_start[0]]
+    else:
+        zero_i = emit_before(op, lambda: zeros((), INT32))
+        counter, count = add_carry(op, zero_i, lambda i: add(i, 1))
+        counters[counter] = (zero_i, 1)
 
     # The grad block: params (k, carried grads, capture accumulators).
     gb = prog.create_block(outer_grad_block, forward_block_idx=body.idx)
@@ -144,29 +309,42 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
         grads = backward_block(body, [(body.results[j], d) for j, d in zip(carried, dcarry)], wrt, no_grad)
         new_dcarry = [grads[body.params[j]] if grads[body.params[j]] is not None
                       else zeros(body.params[j].shape, body.params[j].dtype) for j in carried]
-        new_accs = [add(a, grads[c]) if grads[c] is not None else a for a, c in zip(accs, req_caps)]
+        new_accs = [_accumulate(a, grads[c]) if grads[c] is not None else a
+                    for a, c in zip(accs, req_caps)]
     gb.results = [k1] + new_dcarry + new_accs
+    gb.ops = live_ops(gb.ops, gb.results)
 
-    # Record what the grad block reads: one stack per residual, slot i written at iteration i.
-    needed = list(dict.fromkeys(residuals(gb, body) +
-                                [v for _, v, _ in prog.capacity_checks if v.block is body]))
-    stacks: dict[Variable, Variable] = {}
-    for r in needed:
-        init = emit_before(op, lambda r=r: zeros((capacity,) + r.shape, r.dtype))
-        _, stacks[r] = add_carry(op, init, lambda s, r=r: dynamic_update_index(s, r, counter))
-    n_tail = len(gb.ops)
-    with prog.block_guard(gb):
-        loads = {r: dynamic_index(stacks[r], k1) for r in needed}
-    load_ops = gb.ops[n_tail:]
-    del gb.ops[n_tail:]
-    gb.ops[n_head:n_head] = load_ops
-    substitute(gb, loads)
+    # What the grad block reads of iteration k1: a carried value the body passes through
+    # unchanged is the loop's init, a counter is rebuilt from k1, constants, views and index
+    # arithmetic over those are recomputed, a value the loop already stacks is read from that
+    # stack; each other value gets a stack, written at slot i in iteration i.
+    given: dict[Variable, Callable[[], Variable]] = {
+        p: (lambda v=op.inputs[j]: v) for j, p in enumerate(body.params) if body.results[j] is p}
+    for p, (start, step) in counters.items():
+        given.setdefault(p, lambda start=start, step=step: _iteration_value(start, step, k1))
+    rebuild = Rebuild(body, given)
+    checks = [v for _, v, _ in prog.capacity_checks if v.block is body]
+    reads = residuals(gb, body)
+    cheap = [r for r in reads if rebuild.can(r)]
+    zeroed = {r for r in reads if not rebuild.can(r) and shape_only(r, gb)}
+    records = _records(op, counters, slots)
+    for r in dict.fromkeys(checks + [r for r in reads if not rebuild.can(r) and r not in zeroed]):
+        if r not in records:
+            init = emit_before(op, lambda r=r: zeros((slots,) + r.shape, r.dtype))
+            _, records[r] = add_carry(op, init, lambda s, r=r: dynamic_update_index(s, r, counter))
+
+    def loads() -> dict[Variable, Variable]:
+        got = rebuild.emit(cheap)
+        got.update((r, zeros(r.shape, r.dtype)) for r in reads if r in zeroed)
+        got.update((r, dynamic_index(records[r], k1)) for r in reads if r not in got)
+        return got
+    substitute(gb, emit_at(gb, n_head, loads))
 
     def lift(v: Variable) -> Variable:
         with prog.block_guard(op.block):
-            return reduce_max(stacks[v])
+            return reduce_max(records[v])
     _lift_checks(prog, body, lift)
-    if not bounded:
+    if not bounded and not any(v is count for _, v, _ in prog.capacity_checks):
         prog.capacity_checks.append((op.attrs["loop_id"], count, op))
 
     # The backward loop: k from the trip count down to 0.
@@ -210,22 +388,32 @@ def _cond_grad(op: Op, gs: list, need: list) -> list:
             grads = backward_block(fb, [(fb.results[j], d) for j, d in zip(out_idx, dparams)],
                                    wrt, set())
             gb.results = [grads[w] if grads[w] is not None else zeros(w.shape, w.dtype) for w in wrt]
+        gb.ops = live_ops(gb.ops, gb.results)
         grad_blocks.append((fb, gb))
     for pos, (fb, gb) in enumerate(grad_blocks):
         other = grad_blocks[1 - pos][0]
         checks_here = [v for _, v, _ in prog.capacity_checks if v.block is fb]
-        mapping: dict[Variable, Variable] = {}
-        param_pos = {p: i for i, p in enumerate(fb.params)}
-        for r in list(dict.fromkeys(residuals(gb, fb) + checks_here)):
-            if r in param_pos:
-                mapping[r] = operands[param_pos[r]]
-                continue
-            with prog.block_guard(other):
-                other.results.append(zeros(r.shape, r.dtype))
-            fb.results.append(r)
-            out = op.block.new_var(f"{r.name.split('@')[0]}_res", r.shape, r.dtype)
-            op.outputs.append(out)
-            mapping[r] = out
+        rebuild = Rebuild(fb, {p: (lambda v=v: v) for p, v in zip(fb.params, operands)})
+        reads = residuals(gb, fb)
+        zeroed = {r for r in reads if not rebuild.can(r) and shape_only(r, gb)}
+
+        def rebuilt(rebuild: Rebuild = rebuild, reads: list = reads, zeroed: set = zeroed
+                    ) -> dict[Variable, Variable]:
+            got = rebuild.emit([r for r in reads if rebuild.can(r)])
+            got.update((r, zeros(r.shape, r.dtype)) for r in reads if r in zeroed)
+            return got
+        mapping = emit_at(gb, 0, rebuilt)
+        passed: dict[Variable, Variable] = {}
+        for r, out in zip(fb.results, op.outputs):
+            passed.setdefault(r, out)
+        for r in dict.fromkeys(checks_here + [r for r in reads if r not in mapping]):
+            if r not in passed:
+                with prog.block_guard(other):
+                    other.results.append(zeros(r.shape, r.dtype))
+                fb.results.append(r)
+                passed[r] = op.block.new_var(f"{r.name.split('@')[0]}_res", r.shape, r.dtype)
+                op.outputs.append(passed[r])
+            mapping[r] = passed[r]
         substitute(gb, mapping)
         _lift_checks(prog, fb, lambda v, m=mapping: m[v])
     caps_b = list(dict.fromkeys(free_vars(grad_blocks[0][1]) + free_vars(grad_blocks[1][1])))

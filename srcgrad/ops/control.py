@@ -107,8 +107,12 @@ def _while(cond_fun: Callable[..., Any], body_fun: Callable[..., Any], init: lis
     return outs
 
 
-def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any) -> Any:
-    """lax.fori_loop; static bounds give the loop its trip count as a capacity."""
+def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any, *,
+              max_iters: int | None = None) -> Any:
+    """lax.fori_loop; static bounds give the loop its trip count as a capacity.
+
+    `max_iters` bounds the trip count of a loop with traced bounds (as for `while_loop`).
+    """
     loc = user_location()
     leaves, tree = jax.tree_util.tree_flatten(init_val)
     static = all(isinstance(b, (int, np.integer)) for b in (lower, upper))
@@ -117,6 +121,8 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
     if lo.dtype.kind not in "iu" or lo.shape != ():
         raise SrcgradError(f"fori_loop bounds must be integer scalars, got {lo.type_str()}",
                            op="fori_loop", loc=loc)
+    if max_iters is not None and int(max_iters) < 0:
+        raise SrcgradError(f"max_iters must be >= 0, got {max_iters}", op="fori_loop", loc=loc)
     init = [lo] + [as_var(v) for v in leaves]
     full_tree = jax.tree_util.tree_structure((0, jax.tree_util.tree_unflatten(tree, leaves)))
 
@@ -127,9 +133,13 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
         i, val = carry
         return (add(i, 1), body_fun(i, val))
 
-    trips = max(0, int(upper) - int(lower)) if static else None
-    out = _while(cond_fn, body_fn, init, full_tree, loc, trips, counter=False, splat=False)
-    return jax.tree_util.tree_unflatten(tree, out[1:])
+    bound = max(0, int(upper) - int(lower)) if static else None
+    counter = max_iters is not None and (bound is None or int(max_iters) < bound)
+    if counter:
+        bound = int(max_iters)
+        init.append(as_var(np.int32(0)))
+    out = _while(cond_fn, body_fn, init, full_tree, loc, bound, counter=counter, splat=False)
+    return jax.tree_util.tree_unflatten(tree, out[1:1 + len(leaves)])
 
 
 def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any], *operands: Any) -> Any:
