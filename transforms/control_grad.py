@@ -171,16 +171,20 @@ def shape_only(r: Variable, grad_block: Block) -> bool:
     return bool(readers) and all(o.type == "fill_zeros_like" for o in readers)
 
 
-def add_carry(op: Op, init: Variable, update: Callable[[Variable], Variable]) -> tuple[Variable, Variable]:
-    """Add a carried value to a forward `while`; returns (its body parameter, its final value)."""
+def add_carry(op: Op, init: Variable, update: Callable[[Variable], Variable],
+              name: str) -> tuple[Variable, Variable]:
+    """Add a carried value `name` to a forward `while`; returns (its body parameter, its final
+    value). The initial value is renamed `name@INIT`, the final one `name`."""
+    prog = op.block.program
     cond_b, body = op.attrs["cond"], op.attrs["body"]
     n = len(body.params)
-    cond_b.add_param(init.name.split("@")[0], init.shape, init.dtype)
-    param = body.add_param(init.name.split("@")[0], init.shape, init.dtype)
-    with body.program.block_guard(body):
+    prog.rename(init, f"{name}@INIT")
+    cond_b.add_param(name, init.shape, init.dtype)
+    param = body.add_param(name, init.shape, init.dtype)
+    with prog.block_guard(body):
         body.results.append(update(param))
     op.inputs.insert(n, init)
-    out = op.block.new_var(f"{init.name.split('@')[0]}_out", init.shape, init.dtype)
+    out = op.block.new_var(name, init.shape, init.dtype, exact_name=True)
     op.outputs.append(out)
     return param, out
 
@@ -293,7 +297,7 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
         counter, count = body.params[zero_start[0]], op.outputs[zero_start[0]]
     else:
         zero_i = emit_before(op, lambda: zeros((), INT32))
-        counter, count = add_carry(op, zero_i, lambda i: add(i, 1))
+        counter, count = add_carry(op, zero_i, lambda i: add(i, 1), f"{op.outputs[0].name}@ITERS")
         counters[counter] = (zero_i, 1)
 
     # The grad block: params (k, carried grads, capture accumulators).
@@ -331,7 +335,8 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
     for r in dict.fromkeys(checks + [r for r in reads if not rebuild.can(r) and r not in zeroed]):
         if r not in records:
             init = emit_before(op, lambda r=r: zeros((slots,) + r.shape, r.dtype))
-            _, records[r] = add_carry(op, init, lambda s, r=r: dynamic_update_index(s, r, counter))
+            _, records[r] = add_carry(op, init, lambda s, r=r: dynamic_update_index(s, r, counter),
+                                      f"{r.name}@STACK")
 
     def loads() -> dict[Variable, Variable]:
         got = rebuild.emit(cheap)
@@ -351,7 +356,7 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
     cond_b = prog.create_block(outer_grad_block)
     kc = cond_b.add_param("k", (), INT32)
     for v in gb.params[1:]:
-        cond_b.add_param(v.name.split("@")[0], v.shape, v.dtype)
+        cond_b.add_param(v.name, v.shape, v.dtype)
     with prog.block_guard(cond_b):
         cond_b.results = [greater(kc, 0)]
     init = [count] + [gs[j] for j in carried] + [zeros(c.shape, c.dtype) for c in req_caps]

@@ -6,12 +6,13 @@ import keyword
 import re
 
 _NOT_IDENT = re.compile(r"[^0-9A-Za-z_]")
+_TAG = re.compile(r"@([A-Z]+)")
 RESERVED = frozenset(dir(builtins)) | {"jnp", "lax", "jax", "np", "_consts", "carry", "operands"}
 
 
 def identifier(name: str, taken: set[str]) -> str:
     """A fresh identifier for the IR name `name`, recorded in `taken`."""
-    s = name.replace("@GRAD", "_grad").replace("@RENAME@", "_r").replace("@ZERO", "_zero")
+    s = _TAG.sub(lambda m: "_" + m.group(1).lower(), name.replace("@RENAME@", "_r"))
     s = _NOT_IDENT.sub("_", s).strip("_") or "v"
     if s[0].isdigit():
         s = "v" + s
