@@ -34,7 +34,7 @@ from srcgrad.ops.control import free_vars
 from srcgrad.ops.elementwise import add, greater, subtract, zeros
 from srcgrad.ops.reduce import max as reduce_max
 from srcgrad.ops.shape import dynamic_index, dynamic_update_index
-from srcgrad.registry import grad_maker
+from srcgrad.registry import REGISTRY, ZERO, grad_maker
 
 from .backward import backward_block, forward_requires
 from .lower_jax import live_ops
@@ -203,6 +203,38 @@ def _carried_requires(body: Block, init_need: list[bool], caps: list[Variable],
         req = new
 
 
+def _influences(block: Block, targets: list[Variable]) -> set[Variable]:
+    """The values of `block` (and captures) that `targets` depend on differentiably."""
+    seen = set(targets)
+    for op in reversed(block.ops):
+        if REGISTRY[op.type].grad is not ZERO and any(o in seen for o in op.outputs):
+            seen.update(op.inputs)
+    return seen
+
+
+def _is_zero(v: Variable) -> bool:
+    """True for a gradient the walker filled with zeros (an output not on the loss's path)."""
+    src = _producer(v)
+    return src is not None and (src.type == "fill_zeros_like" or (
+        src.type == "fill_constant" and src.attrs["value"] == 0))
+
+
+def _carried_useful(body: Block, carried: list[int], gs: list) -> list[int]:
+    """Of the carried values with a gradient, those whose gradient can be nonzero: seeded at
+    the loop's output, or read by the body to make one that is (a fixed point).
+
+    A convergence error carried only for the loop's condition is dropped here, so its
+    gradient chain is neither built nor recorded.
+    """
+    useful = {j for j in carried if not _is_zero(gs[j])}
+    while True:
+        reach = _influences(body, [body.results[j] for j in useful])
+        new = useful | {j for j in carried if body.params[j] in reach}
+        if new == useful:
+            return sorted(useful)
+        useful = new
+
+
 def _lift_checks(prog: Program, fwd: Block, outer: Callable[[Variable], Variable]) -> None:
     """Re-point capacity checks made inside `fwd` at values of the enclosing block."""
     prog.capacity_checks = [(lid, outer(v) if v.block is fwd else v, op)
@@ -283,6 +315,7 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
     req_caps = [c for c, nd in zip(caps, need[n:]) if nd]
     no_grad: set[Variable] = set()
     carried = _carried_requires(body, need[:n], req_caps, no_grad)
+    carried = _carried_useful(body, carried, gs)
     if not carried:
         return [None] * len(op.inputs)
     capacity = op.attrs["max_iters"]
