@@ -9,19 +9,10 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
+from _util import assert_tree_close, normal_arrays
 
 RNG = np.random.default_rng(3)
-
-
-def arr(*shape: int, scale: float = 1.0) -> np.ndarray:
-    return RNG.standard_normal(shape) * scale
-
-
-def assert_tree_close(got: Any, want: Any, rtol: float = 1e-10, atol: float = 1e-12) -> None:
-    assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want)
-    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
-        assert np.shape(a) == np.shape(b)
-        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+arr = normal_arrays(RNG)
 
 
 def loss(p: dict, x: Any, y: Any) -> Any:

@@ -9,20 +9,11 @@ import numpy as np
 from jax import lax
 
 import srcgrad as sg
+from _util import assert_tree_close, normal_arrays
 from srcgrad.testing import check_grads
 
 RNG = np.random.default_rng(1)
-
-
-def arr(*shape: int, scale: float = 1.0) -> np.ndarray:
-    return RNG.standard_normal(shape) * scale
-
-
-def assert_tree_close(got: Any, want: Any, rtol: float = 1e-10, atol: float = 1e-12) -> None:
-    assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want)
-    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
-        assert np.shape(a) == np.shape(b)
-        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+arr = normal_arrays(RNG)
 
 
 def check_program(f: Callable[..., Any], twin: Callable[..., Any], *args: Any) -> None:

@@ -1,0 +1,23 @@
+"""Helpers shared by the test files."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+
+def normal_arrays(rng: np.random.Generator) -> Callable[..., np.ndarray]:
+    """`arr(*shape, scale=1.0)`: standard-normal float64 arrays drawn from `rng`."""
+
+    def arr(*shape: int, scale: float = 1.0) -> np.ndarray:
+        return rng.standard_normal(shape) * scale
+    return arr
+
+
+def assert_tree_close(got: Any, want: Any, rtol: float = 1e-10, atol: float = 1e-12) -> None:
+    """Same pytree structure, leaf shapes and (within tolerance) values."""
+    assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want)
+    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        assert np.shape(a) == np.shape(b)
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
