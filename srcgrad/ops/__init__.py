@@ -24,7 +24,8 @@ def _install_operators() -> None:
     """Give Variable the operators of a jax.numpy array."""
     ops = {
         "__add__": E.add, "__sub__": E.subtract, "__mul__": E.multiply,
-        "__truediv__": E.divide, "__pow__": E.power, "__matmul__": linalg.matmul,
+        "__truediv__": E.divide, "__pow__": E.power, "__mod__": E.remainder,
+        "__floordiv__": E.floor_divide, "__matmul__": linalg.matmul,
         "__lt__": E.less, "__le__": E.less_equal, "__gt__": E.greater,
         "__ge__": E.greater_equal, "__eq__": E.equal, "__ne__": E.not_equal,
         "__and__": E.logical_and, "__or__": E.logical_or,
@@ -32,7 +33,8 @@ def _install_operators() -> None:
     for name, fn in ops.items():
         setattr(Variable, name, fn)
     for name, fn in {"__radd__": E.add, "__rsub__": E.subtract, "__rmul__": E.multiply,
-                     "__rtruediv__": E.divide, "__rpow__": E.power,
+                     "__rtruediv__": E.divide, "__rpow__": E.power, "__rmod__": E.remainder,
+                     "__rfloordiv__": E.floor_divide,
                      "__rmatmul__": linalg.matmul}.items():
         setattr(Variable, name, _swap(fn))
     Variable.__neg__ = E.negative
@@ -44,7 +46,8 @@ def _install_operators() -> None:
     Variable.T = property(lambda self: shape.transpose(self))
     Variable.astype = E.astype
     Variable.reshape = lambda self, *s: shape.reshape(self, s[0] if len(s) == 1 else s)
-    Variable.transpose = lambda self, *axes: shape.transpose(self, axes or None)
+    Variable.transpose = lambda self, *axes: shape.transpose(
+        self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes or None)
     Variable.sum = reduce.sum
     Variable.mean = reduce.mean
     Variable.max = reduce.max

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Sequence
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -11,7 +12,7 @@ from .. import dtypes
 from ..builder import as_var, constant, emit1
 from ..errors import ShapeError
 from ..ir import Op, Shape, Variable
-from ..registry import ZERO, OutType, register
+from ..registry import REGISTRY, ZERO, OutType, register
 from ._rules import broadcast_shapes, jax_dtype, same
 
 ArrayLike = Any
@@ -42,6 +43,8 @@ def _binary_rule(kind: str) -> Callable[..., list[OutType]]:
         dt = dtypes.promote(x.dtype, y.dtype)
         if kind == "divide" and not dtypes.is_inexact(dt):
             dt = jax_dtype(jnp.true_divide, dt, dt)
+        if kind == "power" and dt == BOOL:
+            dt = jax_dtype(jnp.power, dt, dt)
         return [(shape, dt)]
     return infer
 
@@ -98,8 +101,19 @@ def divide(x: ArrayLike, y: ArrayLike) -> Variable:
 
 def power(x: ArrayLike, y: ArrayLike) -> Variable:
     if isinstance(x, Variable) and isinstance(y, int) and not isinstance(y, bool):
+        if x.dtype == BOOL:  # jnp.power computes on bools as integers
+            x = astype(x, jax_dtype(jnp.power, BOOL, BOOL))
         return emit1("integer_pow", [x], {"y": y})
     return _binary("power", x, y)
+
+
+def remainder(x: ArrayLike, y: ArrayLike) -> Variable:
+    """jnp.remainder (Python's `%`: the result takes the sign of `y`)."""
+    return _binary("remainder", x, y)
+
+
+def floor_divide(x: ArrayLike, y: ArrayLike) -> Variable:
+    return _binary("floor_divide", x, y)
 
 
 def maximum(x: ArrayLike, y: ArrayLike) -> Variable:
@@ -150,8 +164,8 @@ def logical_not(x: ArrayLike) -> Variable:
 
 
 def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Variable:
-    """jnp.where(condition, x, y) (the three-argument form)."""
-    c = as_var(condition)
+    """jnp.where(condition, x, y) (the three-argument form; a non-bool condition means != 0)."""
+    c = astype(as_var(condition), BOOL)
     if isinstance(x, Variable):
         y = as_var(y, like=x)
     else:
@@ -176,10 +190,33 @@ def stop_gradient(x: ArrayLike) -> Variable:
 
 
 def full(shape: Shape | int, fill_value: Any, dtype: Any = None) -> Variable:
+    """jnp.full: `fill_value` (a scalar, or an array or traced value) broadcast to `shape`."""
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
-    dt = dtypes.canonical(dtype) if dtype is not None else dtypes.scalar_dtype(fill_value, None)
+    if isinstance(fill_value, Variable) or np.ndim(fill_value) != 0:
+        from .shape import broadcast_to
+        v = as_var(fill_value)
+        return broadcast_to(astype(v, v.dtype if dtype is None else dtype), shape)
+    if dtype is not None:
+        dt = dtypes.canonical(dtype)
+    elif hasattr(fill_value, "dtype"):  # a NumPy scalar or 0-d array: not weakly typed
+        dt = dtypes.canonical(fill_value.dtype)
+    else:
+        dt = dtypes.scalar_dtype(fill_value, None)
     value = np.asarray(fill_value).astype(dt).item()
     return emit1("fill_constant", [], {"shape": shape, "dtype": dt, "value": value}, base="full")
+
+
+def arange(start: float, stop: float | None = None, step: float | None = None,
+           dtype: Any = None) -> Variable:
+    """jnp.arange(start, stop, step, dtype) for static Python numbers."""
+    bounds = []
+    for v in (start, stop, step):
+        if v is not None and not isinstance(v, (int, float, np.integer, np.floating)):
+            raise ShapeError(f"arange needs static Python numbers, got {v!r}", op="arange")
+        bounds.append(v.item() if isinstance(v, np.generic) else v)
+    out = jax.eval_shape(lambda: jnp.arange(*bounds, dtype=dtype))
+    return emit1("arange", [], {"start": bounds[0], "stop": bounds[1], "step": bounds[2],
+                                "dtype": dtypes.canonical(out.dtype), "shape": tuple(out.shape)})
 
 
 def zeros(shape: Shape | int, dtype: Any = None) -> Variable:
@@ -231,7 +268,11 @@ def unbroadcast(g: Variable, shape: Shape) -> Variable:
 
 def _unary_fn(name: str) -> Callable[[ArrayLike], Variable]:
     def fn(x: ArrayLike) -> Variable:
-        return emit1(name, [as_var(x)])
+        x = as_var(x)
+        # An inexact input keeps its dtype under every unary rule; others are cast first.
+        if not dtypes.is_inexact(x.dtype):
+            x = astype(x, REGISTRY[name].infer([x], {})[0][1])
+        return emit1(name, [x])
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name} (jax.numpy semantics)."
     return fn
@@ -281,7 +322,7 @@ def _g_cos(op: Op, g: list, need: list) -> list:
 
 
 def _g_abs(op: Op, g: list, need: list) -> list:
-    return [g[0] * sign(op.inputs[0])]
+    return [where(op.inputs[0] >= 0, g[0], negative(g[0]))]  # as JAX: slope +1 at 0
 
 
 def _g_square(op: Op, g: list, need: list) -> list:
@@ -347,16 +388,24 @@ def _g_divide(op: Op, g: list, need: list) -> list:
             unbroadcast(negative(gx * op.outputs[0]), y.shape) if need[1] else None]
 
 
-def _g_power(op: Op, g: list, need: list) -> list:
+def _g_remainder(op: Op, g: list, need: list) -> list:
     x, y = op.inputs
+    return [unbroadcast(g[0], x.shape) if need[0] else None,
+            unbroadcast(negative(g[0] * floor(x / y)), y.shape) if need[1] else None]
+
+
+def _g_power(op: Op, g: list, need: list) -> list:
     out = op.outputs[0]
+    # Work in the result's dtype, as the forward promotion does (log(x) of an f32 base that
+    # meets an f64 exponent is taken in f64).
+    x, y = (astype(v, out.dtype) for v in op.inputs)
     gx = gy = None
     if need[0]:
         d = where(y == 0, 0.0, y * power(x, y - 1.0))
-        gx = unbroadcast(g[0] * d, x.shape)
+        gx = unbroadcast(g[0] * d, op.inputs[0].shape)
     if need[1]:
         safe_x = where(x == 0, 1.0, x)
-        gy = unbroadcast(g[0] * (out * log(safe_x)), y.shape)
+        gy = unbroadcast(g[0] * (out * log(safe_x)), op.inputs[1].shape)
     return [gx, gy]
 
 
@@ -425,7 +474,9 @@ _BINARY = [
     ("subtract", "{0} - {1}", _g_subtract, "arith"),
     ("multiply", "{0} * {1}", _g_multiply, "arith"),
     ("divide", "{0} / {1}", _g_divide, "divide"),
-    ("power", "jnp.power({0}, {1})", _g_power, "arith"),
+    ("power", "jnp.power({0}, {1})", _g_power, "power"),
+    ("remainder", "jnp.remainder({0}, {1})", _g_remainder, "arith"),
+    ("floor_divide", "jnp.floor_divide({0}, {1})", ZERO, "arith"),
     ("maximum", "jnp.maximum({0}, {1})", _g_chooser, "arith"),
     ("minimum", "jnp.minimum({0}, {1})", _g_chooser, "arith"),
     ("less", "{0} < {1}", None, "compare"),
@@ -448,6 +499,7 @@ register("assign", same, "{0}", _g_identity)
 register("sum", _sum_rule, lambda args, attrs: " + ".join(args), _g_sum)
 register("fill_zeros_like", same, "jnp.zeros_like({0})", ZERO)
 register("fill_constant", _attr_rule, "jnp.full({shape}, {value}, {dtype})", ZERO)
+register("arange", _attr_rule, "jnp.arange({start}, {stop}, {step}, dtype={dtype})", ZERO)
 register("constant", _attr_rule, None, ZERO)
 
 negative = _unary_fn("negative")
@@ -473,10 +525,11 @@ softplus = _unary_fn("softplus")
 erf = _unary_fn("erf")
 
 __all__ = [
-    "add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "less",
+    "add", "subtract", "multiply", "divide", "power", "remainder", "floor_divide", "maximum",
+    "minimum", "less",
     "less_equal", "greater", "greater_equal", "equal", "not_equal", "logical_and",
-    "logical_or", "logical_not", "where", "astype", "stop_gradient", "full", "zeros", "ones",
-    "full_like", "zeros_like", "ones_like", "fill_zeros_like", "assign", "add_n",
+    "logical_or", "logical_not", "where", "astype", "stop_gradient", "full", "arange", "zeros",
+    "ones", "full_like", "zeros_like", "ones_like", "fill_zeros_like", "assign", "add_n",
     "unbroadcast", "constant", "negative", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt",
     "tanh", "sin", "cos", "abs", "sign", "floor", "ceil", "round", "square", "reciprocal",
     "sigmoid", "relu", "softplus", "erf",

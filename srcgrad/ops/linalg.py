@@ -40,14 +40,17 @@ def matmul(a: Any, b: Any) -> Variable:
 
 
 def dot(a: Any, b: Any) -> Variable:
-    """jnp.dot for scalars, vectors and matrices (and N-D @ 1-D/2-D)."""
+    """jnp.dot: a product with a scalar, else a contraction of a's last axis with b's
+    second-to-last (its only axis if 1-D)."""
     a, b = as_var(a), as_var(b)
     if a.ndim == 0 or b.ndim == 0:
         return multiply(a, b)
-    if b.ndim > 2:
-        raise ShapeError(f"dot of {a.shape} and {b.shape}: use matmul or einsum for N-D "
-                         "right operands", op="dot")
-    return matmul(a, b)
+    if b.ndim <= 2:
+        return matmul(a, b)
+    if a.shape[-1] != b.shape[-2]:
+        raise ShapeError(f"dot of {a.shape} and {b.shape}: contracting dimensions differ", op="dot")
+    la, lb = _LETTERS[:a.ndim - 1], _LETTERS[a.ndim - 1:a.ndim + b.ndim - 2]
+    return einsum(f"{la}k,{lb[:-1]}k{lb[-1]}->{la}{lb}", a, b)
 
 
 def _g_matmul(op: Op, g: list, need: list) -> list:
@@ -60,12 +63,21 @@ def _g_matmul(op: Op, g: list, need: list) -> list:
     if need[0]:
         ga = reshape(unbroadcast(matmul(g2, swapaxes(b2, -1, -2)), a2.shape), a.shape)
     if need[1]:
-        gb = reshape(unbroadcast(matmul(swapaxes(a2, -1, -2), g2), b2.shape), b.shape)
+        if b2.ndim == 2 and g2.ndim > 2:
+            # A weight shared by every batch row: one dot over all rows, not a dot per batch
+            # entry and a sum (a's batch dims equal g's, since b has none).
+            rows = int(np.prod(a2.shape[:-1], dtype=np.int64))  # not -1: sizes may be 0
+            a_rows = reshape(a2, (rows, a2.shape[-1]))
+            gb = matmul(swapaxes(a_rows, -1, -2), reshape(g2, (rows, g2.shape[-1])))
+        else:
+            gb = unbroadcast(matmul(swapaxes(a2, -1, -2), g2), b2.shape)
+        gb = reshape(gb, b.shape)
     return [ga, gb]
 
 
 # ---------------------------------------------------------------- einsum
 
+_LETTERS = "abcdefghijlmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # no "k": dot contracts over it
 _SUBSCRIPTS = re.compile(r"^[a-zA-Z]*(,[a-zA-Z]*)?(->[a-zA-Z]*)?$")
 
 

@@ -3,12 +3,15 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
+
+from .. import dtypes
 from ..builder import as_var, emit1
 from ..errors import ShapeError
 from ..ir import Op, Variable
 from ..registry import register
 from ._rules import norm_axis, require_float, same
-from .elementwise import exp, multiply, subtract
+from .elementwise import exp, full, multiply, subtract
 from .reduce import max as reduce_max
 from .reduce import mean, sum
 from .shape import concatenate, expand_dims, pad, reshape, slice
@@ -44,6 +47,16 @@ register("softmax", _softmax_rule, "jax.nn.softmax({0}, axis={axis})", _g_softma
 register("log_softmax", _softmax_rule, "jax.nn.log_softmax({0}, axis={axis})", _g_log_softmax)
 
 
+def _pad_lowest(x: Variable, config: Sequence[tuple[int, int, int]]) -> Variable:
+    """Pad with the lowest value of the dtype (-inf for floats), which never wins a max."""
+    low = -np.inf if dtypes.is_inexact(x.dtype) else np.iinfo(x.dtype).min
+    for a, (lo, hi, _) in enumerate(config):
+        if lo or hi:
+            edges = [full(x.shape[:a] + (n,) + x.shape[a + 1:], low, x.dtype) for n in (lo, hi)]
+            x = concatenate([edges[0], x, edges[1]], a)
+    return x
+
+
 def _pool(x: Any, window: Sequence[int], strides: Sequence[int] | None, padding: str,
           layout: str, kind: str) -> Variable:
     """Windowed max/mean over the spatial axes, built from slices (so it differentiates)."""
@@ -61,9 +74,7 @@ def _pool(x: Any, window: Sequence[int], strides: Sequence[int] | None, padding:
             out = -(-n // s)
             total = max(0, (out - 1) * s + k - n)
             cfg[a] = (total // 2, total - total // 2, 0)
-        if kind == "max":
-            raise ShapeError("max_pool supports VALID padding only", op="max_pool")
-        x = pad(x, cfg)
+        x = pad(x, cfg) if kind == "avg" else _pad_lowest(x, cfg)
     elif padding.upper() != "VALID":
         raise ShapeError(f"padding must be SAME or VALID, got {padding!r}", op=f"{kind}_pool")
     outs = [(x.shape[a] - k) // s + 1 for a, k, s in zip(axes, window, strides)]
@@ -93,6 +104,7 @@ def _pool(x: Any, window: Sequence[int], strides: Sequence[int] | None, padding:
 
 def max_pool(x: Any, window: Sequence[int], strides: Sequence[int] | None = None,
              padding: str = "VALID", layout: str = "NHWC") -> Variable:
+    """Max pooling; with SAME padding the padded positions never win (as lax.reduce_window)."""
     return _pool(x, window, strides, padding, layout, "max")
 
 

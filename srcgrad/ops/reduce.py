@@ -77,8 +77,8 @@ def _arg(name: str, x: Any, axis: int | None, keepdims: bool) -> Variable:
     x = as_var(x)
     if axis is None:
         from .shape import reshape
-        x = reshape(x, (-1,))
-        axis = 0
+        out = emit1(name, [reshape(x, (-1,))], {"axes": (0,), "axis": 0, "keepdims": False})
+        return reshape(out, (1,) * x.ndim) if keepdims else out
     ax = norm_axis(axis, x.ndim)
     return emit1(name, [x], {"axes": (ax,), "axis": ax, "keepdims": bool(keepdims)})
 

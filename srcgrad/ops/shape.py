@@ -12,7 +12,7 @@ from ..errors import ShapeError
 from ..ir import Op, Shape, Variable
 from ..registry import ZERO, OutType, register
 from ._rules import broadcast_shapes, norm_axis
-from .elementwise import add, fill_zeros_like, less, where, zeros
+from .elementwise import add, astype, fill_zeros_like, less, where, zeros
 
 
 # ---------------------------------------------------------------- shape/dtype rules
@@ -84,12 +84,19 @@ def _dynamic_slice_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> li
     return [(attrs["sizes"], x.dtype)]
 
 
+def _check_update_dtype(x: Variable, update: Variable) -> None:
+    if update.dtype != x.dtype:
+        raise ShapeError(f"the update must have the operand's dtype {x.dtype.name}, got "
+                         f"{update.dtype.name} (cast it with astype)")
+
+
 def _dus_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     x, u = inputs[:2]
     _check_starts_2(inputs)
     if u.ndim != x.ndim or len(inputs) - 2 != x.ndim or any(a > b for a, b in zip(u.shape, x.shape)):
         raise ShapeError("dynamic_update_slice needs an update no larger than the operand "
                          "and one start index per axis")
+    _check_update_dtype(x, u)
     return [(x.shape, x.dtype)]
 
 
@@ -107,6 +114,7 @@ def _dyn_update_index_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) ->
     if v.shape != x.shape[:axis] + x.shape[axis + 1:]:
         raise ShapeError(f"dynamic_update_index of {x.shape} along axis {axis} needs a value of "
                          f"shape {x.shape[:axis] + x.shape[axis + 1:]}, got {v.shape}")
+    _check_update_dtype(x, v)
     return [(x.shape, x.dtype)]
 
 
@@ -167,9 +175,9 @@ def swapaxes(x: Any, a: int, b: int) -> Variable:
     return transpose(x, perm)
 
 
-def broadcast_to(x: Any, shape: Shape) -> Variable:
+def broadcast_to(x: Any, shape: Shape | int) -> Variable:
     x = as_var(x)
-    shape = tuple(int(s) for s in shape)
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
     if x.shape == shape:
         return x
     return emit1("broadcast_to", [x], {"shape": shape})
@@ -180,6 +188,8 @@ def expand_dims(x: Any, axis: int | Sequence[int]) -> Variable:
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     ndim = x.ndim + len(axes)
     axes = sorted(norm_axis(a, ndim) for a in axes)
+    if len(set(axes)) != len(axes):
+        raise ShapeError(f"repeated axis in expand_dims: {axis}", op="expand_dims")
     shape = list(x.shape)
     for a in axes:
         shape.insert(a, 1)
@@ -240,16 +250,26 @@ def _index_var(i: Any) -> Variable:
     return v
 
 
+def _index_vars(indices: Sequence[Any]) -> list[Variable]:
+    """Integer scalar indices of one dtype (Python ints take the dtype of the traced ones)."""
+    like = next((i for i in indices if isinstance(i, Variable) and i.dtype.kind in "iu"), None)
+    vs = [_index_var(as_var(i, like=like)) for i in indices]
+    dt = vs[0].dtype if vs else None
+    for v in vs[1:]:
+        dt = dtypes.promote(dt, v.dtype)
+    return [astype(v, dt) for v in vs]
+
+
 def dynamic_slice(x: Any, start_indices: Sequence[Any], slice_sizes: Sequence[int]) -> Variable:
     x = as_var(x)
-    starts = [_index_var(i) for i in start_indices]
+    starts = _index_vars(start_indices)
     return emit1("dynamic_slice", [x, *starts], {"sizes": tuple(int(s) for s in slice_sizes)})
 
 
 def dynamic_update_slice(x: Any, update: Any, start_indices: Sequence[Any]) -> Variable:
     x = as_var(x)
     u = as_var(update, like=x)
-    starts = [_index_var(i) for i in start_indices]
+    starts = _index_vars(start_indices)
     return emit1("dynamic_update_slice", [x, u, *starts])
 
 
@@ -297,13 +317,15 @@ def getitem(x: Variable, index: Any) -> Variable:
     items += [builtins.slice(None)] * (x.ndim - used)
     start, limit, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
     reversed_axes, dynamic, out_shape = [], [], []
+    advanced, array_dims = [], None  # positions of int/array items; where the array's dims land
     axis = 0
-    for it in items:
+    for pos, it in enumerate(items):
         if it is None:
             out_shape.append(1)
             continue
         d = x.shape[axis]
         if isinstance(it, (int, np.integer)) and not isinstance(it, bool):
+            advanced.append(pos)
             k = int(it)
             if not -d <= k < d:
                 raise ShapeError(f"index {k} is out of bounds for axis {axis} of size {d}",
@@ -322,6 +344,9 @@ def getitem(x: Variable, index: Any) -> Variable:
             if idx.dtype.kind not in "iu":
                 raise ShapeError(f"indices must be integers, got {idx.type_str()}", op="getitem")
             dynamic.append((axis, idx))
+            advanced.append(pos)
+            if idx.ndim:
+                array_dims = tuple(range(len(out_shape), len(out_shape) + idx.ndim))
             out_shape.extend(idx.shape)
         axis += 1
     if len([i for _, i in dynamic if i.ndim]) > 1:
@@ -338,7 +363,11 @@ def getitem(x: Variable, index: Any) -> Variable:
         else:
             n = v.shape[axis]
             v = dynamic_index(v, where(less(idx, 0), add(idx, n), idx), axis)
-    return reshape(v, tuple(out_shape))
+    v = reshape(v, tuple(out_shape))
+    if array_dims and advanced[-1] - advanced[0] + 1 != len(advanced):
+        # NumPy: integer indices split by a slice or None put the array's dims first.
+        v = transpose(v, array_dims + tuple(i for i in range(v.ndim) if i not in array_dims))
+    return v
 
 
 # ---------------------------------------------------------------- grad makers
@@ -438,12 +467,16 @@ def _lower_scatter_add(args: list[str], attrs: dict[str, str]) -> str:
     return f"{args[0]}.at[{lead}{args[1]}].add({args[2]}, mode='drop')"
 
 
+def _tuple_src(items: list[str]) -> str:
+    return f"({', '.join(items)},)" if items else "()"
+
+
 def _lower_dynamic_slice(args: list[str], attrs: dict[str, str]) -> str:
-    return f"lax.dynamic_slice({args[0]}, ({', '.join(args[1:])},), {attrs['sizes']})"
+    return f"lax.dynamic_slice({args[0]}, {_tuple_src(args[1:])}, {attrs['sizes']})"
 
 
 def _lower_dus(args: list[str], attrs: dict[str, str]) -> str:
-    return f"lax.dynamic_update_slice({args[0]}, {args[1]}, ({', '.join(args[2:])},))"
+    return f"lax.dynamic_update_slice({args[0]}, {args[1]}, {_tuple_src(args[2:])})"
 
 
 register("reshape", _reshape_rule, "jnp.reshape({0}, {shape})", _g_reshape)
