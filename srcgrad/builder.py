@@ -1,8 +1,7 @@
 """Appending ops to the block being built: type inference, constants and error context."""
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import jax
 import numpy as np
@@ -15,13 +14,22 @@ from .registry import REGISTRY
 _origin: list[Op] = []
 
 
-@contextlib.contextmanager
-def grad_section(op: Op) -> Iterator[None]:
-    """Ops emitted inside differentiate `op`: they take its user location and origin."""
-    _origin.append(op)
-    try:
-        yield
-    finally:
+class grad_section:
+    """Ops emitted inside differentiate `op`: they take its user location and origin.
+
+    A class rather than a generator-based context manager: it is entered once per
+    differentiated op, and a generator's setup and StopIteration cost several times more.
+    """
+
+    __slots__ = ("op",)
+
+    def __init__(self, op: Op):
+        self.op = op
+
+    def __enter__(self) -> None:
+        _origin.append(self.op)
+
+    def __exit__(self, *exc: object) -> None:
         _origin.pop()
 
 
@@ -45,14 +53,17 @@ def emit(type_: str, inputs: Sequence[Variable], attrs: dict[str, Any] | None = 
     block = prog.current_block()
     attrs = {} if attrs is None else attrs
     origin = _origin[-1] if _origin else None
-    loc = origin.loc if origin is not None else user_location()
-    for v in inputs:
+    if origin is not None:
         # Grad ops may read forward values of a sibling block until the grad maker turns them
         # into recorded residuals; the verifier checks the finished program.
-        if v.block is not block and origin is None and not _visible(v, block):
-            raise TraceError(f"{v.name} is used outside the block that defines it (a value made "
-                             "inside a loop or branch body escaped through a Python variable)",
-                             op=type_, loc=loc)
+        loc = origin.loc
+    else:
+        loc = user_location()
+        for v in inputs:
+            if v.block is not block and not _visible(v, block):
+                raise TraceError(f"{v.name} is used outside the block that defines it (a value "
+                                 "made inside a loop or branch body escaped through a Python "
+                                 "variable)", op=type_, loc=loc)
     try:
         types = REGISTRY[type_].infer(inputs, attrs)
     except ShapeError as e:
@@ -92,7 +103,7 @@ def as_var(x: Any, like: Variable | None = None) -> Variable:
     """`x` as a Variable; Python scalars take the dtype of `like` as JAX's weak types do."""
     if isinstance(x, Variable):
         return x
-    if isinstance(x, (bool, int, float, complex)):
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         return constant(x, dtypes.scalar_dtype(x, like.dtype if like is not None else None))
     if isinstance(x, (np.ndarray, np.generic, jax.Array)) or hasattr(x, "__array__"):
         return constant(x)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import sys
@@ -19,6 +20,19 @@ def register_internal_dir(path: str) -> None:
     path = os.path.abspath(path) + os.sep
     if path not in _PKG_DIRS:
         _PKG_DIRS = _PKG_DIRS + (path,)
+        _internal.clear()
+
+
+def _is_internal(filename: str) -> bool:
+    """True for srcgrad's own files and the code it generates (memoized per file name)."""
+    internal = _internal.get(filename)
+    if internal is None:
+        internal = _internal[filename] = (filename.startswith(_PKG_DIRS)
+                                          or filename.startswith("<srcgrad"))
+    return internal
+
+
+_internal: dict[str, bool] = {}
 
 
 @dataclass(frozen=True)
@@ -33,17 +47,28 @@ class SourceLoc:
 
     def safe(self) -> str:
         """The location with the file's base name scrubbed to safe characters (for emitted comments)."""
-        return f"{_SAFE.sub('?', os.path.basename(self.filename))}:{int(self.lineno)}"
+        return _safe(self.filename, self.lineno)
+
+
+@functools.lru_cache(maxsize=4096)
+def _safe(filename: str, lineno: int) -> str:
+    """SourceLoc.safe, memoized: every grad section's comment names its forward op's line."""
+    return f"{_SAFE.sub('?', os.path.basename(filename))}:{int(lineno)}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _source_loc(filename: str, lineno: int) -> SourceLoc:
+    """One shared SourceLoc per user line (ops made on one line compare by identity)."""
+    return SourceLoc(filename, lineno)
 
 
 def user_location() -> SourceLoc | None:
     """The innermost stack frame outside srcgrad's own files."""
     frame = sys._getframe(1)
-    dirs = _PKG_DIRS
     while frame is not None:
         fname = frame.f_code.co_filename
-        if not fname.startswith(dirs) and not fname.startswith("<srcgrad"):
-            return SourceLoc(fname, frame.f_lineno)
+        if not _is_internal(fname):
+            return _source_loc(fname, frame.f_lineno)
         frame = frame.f_back
     return None
 
@@ -65,8 +90,7 @@ def _call_site() -> tuple[str | None, list, SourceLoc | None]:
     from .ir import Variable
     frame, entry = sys._getframe(2), None
     while frame is not None:
-        fname = frame.f_code.co_filename
-        if not fname.startswith(_PKG_DIRS) and not fname.startswith("<srcgrad"):
+        if not _is_internal(frame.f_code.co_filename):
             break
         if not frame.f_code.co_name.startswith(("_", "<")):
             entry = frame

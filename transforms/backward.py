@@ -28,8 +28,10 @@ def forward_requires(block: Block, seeds: Iterable[Variable], no_grad: set[Varia
     for op in block.ops:
         if REGISTRY[op.type].grad is ZERO:
             continue
-        if any(v in req for v in op.inputs):
-            req.update(o for o in op.outputs if _differentiable(o, no_grad))
+        if not req.isdisjoint(op.inputs):
+            for o in op.outputs:
+                if _differentiable(o, no_grad):
+                    req.add(o)
     return req
 
 
@@ -55,8 +57,9 @@ class _Partials:
         self.parts.setdefault(var, []).append(grad)
 
     def get(self, var: Variable) -> Variable | None:
-        if var in self.done:
-            return self.done[var]
+        out = self.done.get(var)
+        if out is not None:
+            return out
         parts = self.parts.get(var)
         if not parts:
             return None
@@ -87,9 +90,9 @@ def backward_block(fwd: Block, seeds: Sequence[tuple[Variable, Variable]], wrt: 
     useful = {t for t, _ in seeds if t in requires}
     path = []
     for op in reversed(fwd.ops):
-        if any(o in useful for o in op.outputs) and any(i in requires for i in op.inputs):
+        if not useful.isdisjoint(op.outputs) and not requires.isdisjoint(op.inputs):
             path.append(op)
-            useful.update(i for i in op.inputs if i in requires)
+            useful.update(requires.intersection(op.inputs))
     partials = _Partials(gblock)
     for target, g in seeds:
         if target in requires:
@@ -97,17 +100,16 @@ def backward_block(fwd: Block, seeds: Sequence[tuple[Variable, Variable]], wrt: 
     for op in path:
         with grad_section(op):  # a fan-in `sum` belongs to the section of the op it feeds
             gs = [partials.get(o) for o in op.outputs]
-        if all(g is None for g in gs):
-            continue
-        row = REGISTRY[op.type]
-        if row.grad is None:
-            raise GradientError(f"{op.type} has no gradient, and it lies on the differentiated "
-                                f"path (inputs {', '.join(v.type_str() for v in op.inputs)})",
-                                op=op.type, loc=op.loc)
-        inputs = list(op.inputs)  # grad makers of loops add inputs to the forward op
-        need = [i in requires for i in inputs]
-        n_ops = len(gblock.ops)
-        with grad_section(op):
+            if all(g is None for g in gs):
+                continue
+            row = REGISTRY[op.type]
+            if row.grad is None:
+                raise GradientError(
+                    f"{op.type} has no gradient, and it lies on the differentiated path "
+                    f"(inputs {', '.join(v.type_str() for v in op.inputs)})", op=op.type, loc=op.loc)
+            inputs = list(op.inputs)  # grad makers of loops add inputs to the forward op
+            need = [i in requires for i in inputs]
+            n_ops = len(gblock.ops)
             gs = [_zero_grad(o, gblock) if g is None and dtypes.is_inexact(o.dtype) else g
                   for o, g in zip(op.outputs, gs)]
             in_grads = row.grad(op, gs, need)

@@ -1,6 +1,7 @@
 """Lowering: a Program becomes the source of one Python function over jax.numpy / lax."""
 from __future__ import annotations
 
+import functools
 import itertools
 import linecache
 import math
@@ -45,12 +46,18 @@ def literal(value: Any, dtype: np.dtype | None = None) -> str:
         items = ", ".join(literal(v) for v in value)
         return f"({items},)" if len(value) == 1 else f"({items})"
     if isinstance(value, np.dtype):
-        if not hasattr(jnp, value.name):
-            raise TypeError(f"dtype {value.name} has no jax.numpy name")
-        return f"jnp.{value.name}"
+        return _dtype_literal(value)
     if isinstance(value, str) and _SAFE_STR.match(value):
         return repr(value)
     raise TypeError(f"attribute value {value!r} cannot be written into source")
+
+
+@functools.lru_cache(maxsize=None)
+def _dtype_literal(dtype: np.dtype) -> str:
+    """`jnp.float32` for float32 (memoized: building `dtype.name` takes microseconds)."""
+    if not hasattr(jnp, dtype.name):
+        raise TypeError(f"dtype {dtype.name} has no jax.numpy name")
+    return f"jnp.{dtype.name}"
 
 
 @dataclass
@@ -62,27 +69,36 @@ class Lowered:
     filename: str
 
 
+class _Names(dict):
+    """Variable → its identifier, made (unique among `taken`) on first use."""
+
+    def __init__(self, taken: set[str]):
+        super().__init__()
+        self.taken = taken
+
+    def __missing__(self, v: Variable) -> str:
+        n = self[v] = identifier(v.name, self.taken)
+        return n
+
+
 class Emitter:
     """Writes one function: one line per op, nested functions for sub-blocks."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.indent = 1
-        self.names: dict[Variable, str] = {}
         self.taken: set[str] = set()
+        self.names = _Names(self.taken)
         self.consts: list[Any] = []
         self._origin: tuple[Op, str] | None = None
         self._loc: Any = None
-        self._positions: dict[Block, dict[Op, int]] = {}
+        self._recorded: dict[Block, set[Op]] = {}
 
     def name(self, v: Variable) -> str:
-        n = self.names.get(v)
-        if n is None:
-            n = self.names[v] = identifier(v.name, self.taken)
-        return n
+        return self.names[v]
 
     def tuple(self, vs: Sequence[Variable]) -> str:
-        items = ", ".join(self.name(v) for v in vs)
+        items = ", ".join([self.names[v] for v in vs])
         return f"({items},)" if len(vs) == 1 else f"({items})"
 
     def line(self, text: str) -> None:
@@ -90,8 +106,11 @@ class Emitter:
 
     def assign(self, outs: Sequence[Variable], expr: str, unpack: bool = False) -> None:
         """`out = expr`, or `a, b = expr` when `unpack` (expr yields a tuple)."""
-        lhs = ", ".join(self.name(v) for v in outs) + ("," if unpack and len(outs) == 1 else "")
-        self.line(f"{lhs} = {expr}")
+        if len(outs) == 1:
+            lhs = self.names[outs[0]] + ("," if unpack else "")
+        else:
+            lhs = ", ".join([self.names[v] for v in outs])
+        self.lines.append(f"{'    ' * self.indent}{lhs} = {expr}")  # self.line, inlined (per op)
 
     def block_function(self, block: Block, kind: str) -> str:
         """Emit `def kind_N(carry): ...` (`operands` for a branch) for a sub-block; return its name."""
@@ -115,42 +134,47 @@ class Emitter:
         return fname
 
     def emit_ops(self, ops: Sequence[Op], needed: Sequence[Variable]) -> None:
+        names = self.names
         for op in live_ops(ops, needed):
             self._comment(op)
             row = REGISTRY[op.type]
             if row.lower_stmt is not None:
                 row.lower_stmt(self, op)
-            elif op.type == "constant":
-                self.assign(op.outputs, self._constant(op))
+                continue
+            if op.type == "constant":
+                expr = self._constant(op)
             else:
-                args = [self.name(v) for v in op.inputs]
-                attrs = {k: literal(v, op.attrs.get("dtype") if k == "value" else None)
-                         for k, v in op.attrs.items()}
+                args = [names[v] for v in op.inputs]
+                attrs = _attr_literals(op.attrs) if op.attrs else {}
                 lower = row.lower
                 expr = lower(args, attrs) if callable(lower) else lower.format(*args, **attrs)
-                self.assign(op.outputs, expr)
+            self.assign(op.outputs, expr)
 
     def _comment(self, op: Op) -> None:
-        if op.origin is not None:
-            fwd = op.origin
-            what = "recorded for the grad of" if _records(op, self._position) else "grad of"
-            if (fwd, what) != self._origin:
+        fwd = op.origin
+        if fwd is not None:
+            what = "recorded for the grad of" if self._records(op) else "grad of"
+            if self._origin is None or self._origin[0] is not fwd or self._origin[1] != what:
                 where = f" ({fwd.loc.safe()})" if fwd.loc else ""
-                out = f" -> {self.name(fwd.outputs[0])}" if len(fwd.outputs) == 1 else ""
+                out = f" -> {self.names[fwd.outputs[0]]}" if len(fwd.outputs) == 1 else ""
                 self.line(f"# {what} {fwd.type}{out}{where}")
                 self._origin, self._loc = (fwd, what), None
             return
         self._origin = None
-        if op.loc is not None and op.loc != self._loc:
-            self.line(f"# {op.loc.safe()}")
-            self._loc = op.loc
+        loc = op.loc
+        if loc is not self._loc and loc is not None and loc != self._loc:
+            self.line(f"# {loc.safe()}")
+            self._loc = loc
 
-    def _position(self, op: Op) -> int:
-        """The index of `op` in its block (one scan per block, not one per op)."""
-        pos = self._positions.get(op.block)
-        if pos is None:
-            pos = self._positions[op.block] = {o: i for i, o in enumerate(op.block.ops)}
-        return pos[op]
+    def _records(self, op: Op) -> bool:
+        """True for an op its grad maker put on the forward side (residual records, counters)."""
+        fwd = op.origin
+        if op.block is fwd.block:
+            recorded = self._recorded.get(op.block)
+            if recorded is None:  # one scan per block, not one per op
+                recorded = self._recorded[op.block] = _recorded_ops(op.block)
+            return op in recorded
+        return any(sub.is_ancestor_of(op.block) for sub in fwd.sub_blocks())
 
     def _constant(self, op: Op) -> str:
         value, dt = op.attrs["value"], op.attrs["dtype"]
@@ -160,12 +184,20 @@ class Emitter:
         return f"_consts[{len(self.consts) - 1}]"
 
 
-def _records(op: Op, position: Callable[[Op], int]) -> bool:
-    """True for an op its grad maker put on the forward side (residual records, counters)."""
-    fwd = op.origin
-    if op.block is fwd.block:
-        return position(op) < position(fwd)
-    return any(sub.is_ancestor_of(op.block) for sub in fwd.sub_blocks())
+def _recorded_ops(block: Block) -> set[Op]:
+    """The grad ops of `block` that come before the forward op (of `block`) they differentiate."""
+    seen: set[Op] = set()
+    recorded = set()
+    for op in block.ops:
+        if op.origin is not None and op.origin.block is block and op.origin not in seen:
+            recorded.add(op)
+        seen.add(op)
+    return recorded
+
+
+def _attr_literals(attrs: dict[str, Any]) -> dict[str, str]:
+    """An op's attrs as Python literals (`value` in the op's `dtype`)."""
+    return {k: literal(v, attrs.get("dtype") if k == "value" else None) for k, v in attrs.items()}
 
 
 def loop_invariant(ops: Sequence[Op], body: Block) -> tuple[list[Op], list[Op]]:
@@ -194,7 +226,7 @@ def live_ops(ops: Sequence[Op], needed: Sequence[Variable]) -> list[Op]:
     want = set(needed)
     keep = []
     for op in reversed(ops):
-        if any(v in want for v in op.outputs):
+        if not want.isdisjoint(op.outputs):
             keep.append(op)
             want.update(op.inputs)
     keep.reverse()

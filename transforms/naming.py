@@ -2,21 +2,44 @@
 from __future__ import annotations
 
 import builtins
+import functools
 import keyword
 import re
 
 _NOT_IDENT = re.compile(r"[^0-9A-Za-z_]")
 _TAG = re.compile(r"@([A-Z]+)")
-RESERVED = frozenset(dir(builtins)) | {"jnp", "lax", "jax", "np", "_consts", "carry", "operands"}
+#: Names an identifier must not take (it gets a trailing `_`): keywords, builtins, the
+#: emitted function's globals and block-function parameters.
+RESERVED = (frozenset(keyword.kwlist) | frozenset(dir(builtins))
+            | {"jnp", "lax", "jax", "np", "_consts", "carry", "operands"})
+
+
+def _lower_tag(m: re.Match) -> str:
+    return "_" + m.group(1).lower()
+
+
+@functools.lru_cache(maxsize=1024)
+def _tags(suffix: str) -> str:
+    """`@GRAD@RENAME@1` → `_grad_r1` (memoized: gradient names share a few suffixes)."""
+    return _TAG.sub(_lower_tag, suffix.replace("@RENAME@", "_r"))
 
 
 def identifier(name: str, taken: set[str]) -> str:
-    """A fresh identifier for the IR name `name`, recorded in `taken`."""
-    s = _TAG.sub(lambda m: "_" + m.group(1).lower(), name.replace("@RENAME@", "_r"))
-    s = _NOT_IDENT.sub("_", s).strip("_") or "v"
+    """A fresh identifier for the IR name `name`, recorded in `taken`.
+
+    x@GRAD@RENAME@1 becomes x_grad_r1; other characters that are not valid in an identifier
+    become `_`. The substitutions run only where they change something (most names are
+    already identifiers).
+    """
+    at = name.find("@")
+    if at >= 0:
+        name = name[:at] + _tags(name[at:])
+    if not (name.isascii() and name.isidentifier()):
+        name = _NOT_IDENT.sub("_", name)
+    s = name.strip("_") or "v"
     if s[0].isdigit():
         s = "v" + s
-    if keyword.iskeyword(s) or s in RESERVED:
+    if s in RESERVED:
         s += "_"
     out, k = s, 1
     while out in taken:
