@@ -16,7 +16,8 @@ from . import dtypes
 from .builder import active_program, as_var
 from .errors import GradientError, SrcgradError, TraceError, user_location
 from .ir import Program, Variable, current_program, program_guard
-from .ops.elementwise import assign, zeros
+from .ops.creation import zeros
+from .ops.elementwise import assign
 
 from .transforms import control_grad  # noqa: F401  (registers the control-flow grad makers)
 from .transforms.backward import append_backward, gradients

@@ -14,7 +14,8 @@ from srcgrad import dtypes
 from srcgrad.builder import as_var, emit1, grad_section
 from srcgrad.errors import GradientError, user_location
 from srcgrad.ir import Block, Program, Variable, current_program
-from srcgrad.ops.elementwise import add_n, assign, fill_zeros_like, full, zeros
+from srcgrad.ops.creation import fill_zeros_like, full, zeros
+from srcgrad.ops.elementwise import add_n, assign
 from srcgrad.registry import REGISTRY, ZERO
 
 

@@ -31,7 +31,8 @@ from srcgrad import dtypes
 from srcgrad.builder import emit
 from srcgrad.ir import Block, Op, Program, Variable
 from srcgrad.ops.control import free_vars
-from srcgrad.ops.elementwise import add, greater, subtract, zeros
+from srcgrad.ops.creation import zeros
+from srcgrad.ops.elementwise import add, greater, subtract
 from srcgrad.ops.reduce import max as reduce_max
 from srcgrad.ops.shape import dynamic_index, dynamic_update_index
 from srcgrad.registry import REGISTRY, ZERO, grad_maker

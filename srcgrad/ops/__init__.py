@@ -5,8 +5,9 @@ from typing import Any
 
 from ..builder import as_var
 from ..ir import Variable
-from . import control, elementwise, linalg, nn, reduce, shape
+from . import control, creation, elementwise, linalg, nn, reduce, shape
 from .control import cond, fori_loop, while_loop
+from .creation import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .linalg import *  # noqa: F403
 from .nn import *  # noqa: F403
@@ -59,4 +60,4 @@ def _install_operators() -> None:
 _install_operators()
 
 __all__ = ["cond", "fori_loop", "while_loop"] + [
-    name for mod in (elementwise, linalg, nn, reduce, shape) for name in mod.__all__]
+    name for mod in (creation, elementwise, linalg, nn, reduce, shape) for name in mod.__all__]

@@ -1,10 +1,9 @@
-"""Elementwise math, comparisons, logic, `where`, casts, constants and the grad helper ops."""
+"""Elementwise math, comparisons, logic, `where`, casts and the grad helper ops."""
 from __future__ import annotations
 
 import math
 from typing import Any, Callable, Sequence
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -14,6 +13,7 @@ from ..errors import ShapeError
 from ..ir import Op, Shape, Variable
 from ..registry import REGISTRY, ZERO, OutType, register
 from ._rules import broadcast_shapes, jax_dtype, same
+from .creation import zeros_like
 
 ArrayLike = Any
 BOOL = np.dtype(bool)
@@ -54,10 +54,6 @@ def _where_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutTy
     if c.dtype != BOOL:
         raise ShapeError(f"where needs a bool condition, got {c.type_str()}")
     return [(broadcast_shapes(c.shape, x.shape, y.shape), dtypes.promote(x.dtype, y.dtype))]
-
-
-def _attr_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
-    return [(tuple(attrs["shape"]), attrs["dtype"])]
 
 
 def _cast_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
@@ -187,61 +183,6 @@ def stop_gradient(x: ArrayLike) -> Variable:
     out = emit1("stop_gradient", [as_var(x)])
     out.stop_gradient = True
     return out
-
-
-def full(shape: Shape | int, fill_value: Any, dtype: Any = None) -> Variable:
-    """jnp.full: `fill_value` (a scalar, or an array or traced value) broadcast to `shape`."""
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
-    if isinstance(fill_value, Variable) or np.ndim(fill_value) != 0:
-        from .shape import broadcast_to
-        v = as_var(fill_value)
-        return broadcast_to(astype(v, v.dtype if dtype is None else dtype), shape)
-    if dtype is not None:
-        dt = dtypes.canonical(dtype)
-    elif hasattr(fill_value, "dtype"):  # a NumPy scalar or 0-d array: not weakly typed
-        dt = dtypes.canonical(fill_value.dtype)
-    else:
-        dt = dtypes.scalar_dtype(fill_value, None)
-    value = np.asarray(fill_value).astype(dt).item()
-    return emit1("fill_constant", [], {"shape": shape, "dtype": dt, "value": value}, base="full")
-
-
-def arange(start: float, stop: float | None = None, step: float | None = None,
-           dtype: Any = None) -> Variable:
-    """jnp.arange(start, stop, step, dtype) for static Python numbers."""
-    bounds = []
-    for v in (start, stop, step):
-        if v is not None and not isinstance(v, (int, float, np.integer, np.floating)):
-            raise ShapeError(f"arange needs static Python numbers, got {v!r}", op="arange")
-        bounds.append(v.item() if isinstance(v, np.generic) else v)
-    out = jax.eval_shape(lambda: jnp.arange(*bounds, dtype=dtype))
-    return emit1("arange", [], {"start": bounds[0], "stop": bounds[1], "step": bounds[2],
-                                "dtype": dtypes.canonical(out.dtype), "shape": tuple(out.shape)})
-
-
-def zeros(shape: Shape | int, dtype: Any = None) -> Variable:
-    return full(shape, 0, dtype if dtype is not None else dtypes.default_float())
-
-
-def ones(shape: Shape | int, dtype: Any = None) -> Variable:
-    return full(shape, 1, dtype if dtype is not None else dtypes.default_float())
-
-
-def full_like(x: Variable, fill_value: Any, dtype: Any = None) -> Variable:
-    return full(x.shape, fill_value, x.dtype if dtype is None else dtype)
-
-
-def zeros_like(x: Variable, dtype: Any = None) -> Variable:
-    return full_like(x, 0, dtype)
-
-
-def ones_like(x: Variable, dtype: Any = None) -> Variable:
-    return full_like(x, 1, dtype)
-
-
-def fill_zeros_like(x: Variable) -> Variable:
-    """Fluid's fill_zeros_like: zeros of `x`'s shape and dtype."""
-    return emit1("fill_zeros_like", [x], base=f"{x.name}@ZERO")
 
 
 def assign(x: Variable, base: str | None = None) -> Variable:
@@ -497,10 +438,6 @@ register("convert", _cast_rule, "{0}.astype({dtype})", _g_convert)
 register("stop_gradient", same, "lax.stop_gradient({0})", ZERO)
 register("assign", same, "{0}", _g_identity)
 register("sum", _sum_rule, lambda args, attrs: " + ".join(args), _g_sum)
-register("fill_zeros_like", same, "jnp.zeros_like({0})", ZERO)
-register("fill_constant", _attr_rule, "jnp.full({shape}, {value}, {dtype})", ZERO)
-register("arange", _attr_rule, "jnp.arange({start}, {stop}, {step}, dtype={dtype})", ZERO)
-register("constant", _attr_rule, None, ZERO)
 
 negative = _unary_fn("negative")
 exp = _unary_fn("exp")
@@ -528,8 +465,7 @@ __all__ = [
     "add", "subtract", "multiply", "divide", "power", "remainder", "floor_divide", "maximum",
     "minimum", "less",
     "less_equal", "greater", "greater_equal", "equal", "not_equal", "logical_and",
-    "logical_or", "logical_not", "where", "astype", "stop_gradient", "full", "arange", "zeros",
-    "ones", "full_like", "zeros_like", "ones_like", "fill_zeros_like", "assign", "add_n",
+    "logical_or", "logical_not", "where", "astype", "stop_gradient", "assign", "add_n",
     "unbroadcast", "constant", "negative", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt",
     "tanh", "sin", "cos", "abs", "sign", "floor", "ceil", "round", "square", "reciprocal",
     "sigmoid", "relu", "softplus", "erf",

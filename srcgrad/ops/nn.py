@@ -11,7 +11,8 @@ from ..errors import ShapeError
 from ..ir import Op, Variable
 from ..registry import register
 from ._rules import norm_axis, require_float, same
-from .elementwise import exp, full, multiply, subtract
+from .creation import full
+from .elementwise import exp, multiply, subtract
 from .reduce import max as reduce_max
 from .reduce import mean, sum
 from .shape import concatenate, expand_dims, pad, reshape, slice

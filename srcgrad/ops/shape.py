@@ -12,7 +12,8 @@ from ..errors import ShapeError
 from ..ir import Op, Shape, Variable
 from ..registry import ZERO, OutType, register
 from ._rules import broadcast_shapes, norm_axis
-from .elementwise import add, astype, fill_zeros_like, less, where, zeros
+from .creation import fill_zeros_like, zeros
+from .elementwise import add, astype, less, where
 
 
 # ---------------------------------------------------------------- shape/dtype rules
