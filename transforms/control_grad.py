@@ -34,7 +34,7 @@ from srcgrad.ops.control import free_vars
 from srcgrad.ops.creation import zeros
 from srcgrad.ops.elementwise import add, greater, subtract
 from srcgrad.ops.reduce import max as reduce_max
-from srcgrad.ops.shape import dynamic_index, dynamic_update_index
+from srcgrad.ops.indexing import dynamic_index, dynamic_update_index
 from srcgrad.registry import REGISTRY, ZERO, grad_maker
 
 from .backward import backward_block, forward_requires

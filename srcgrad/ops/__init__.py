@@ -5,10 +5,11 @@ from typing import Any
 
 from ..builder import as_var
 from ..ir import Variable
-from . import control, creation, elementwise, linalg, nn, reduce, shape
+from . import control, creation, elementwise, indexing, linalg, nn, reduce, shape
 from .control import cond, fori_loop, while_loop
 from .creation import *  # noqa: F403
 from .elementwise import *  # noqa: F403
+from .indexing import *  # noqa: F403
 from .linalg import *  # noqa: F403
 from .nn import *  # noqa: F403
 from .reduce import *  # noqa: F403
@@ -42,7 +43,7 @@ def _install_operators() -> None:
     Variable.__pos__ = lambda self: self
     Variable.__invert__ = E.logical_not
     Variable.__abs__ = E.abs
-    Variable.__getitem__ = shape.getitem
+    Variable.__getitem__ = indexing.getitem
     Variable.__hash__ = object.__hash__
     Variable.T = property(lambda self: shape.transpose(self))
     Variable.astype = E.astype
@@ -60,4 +61,4 @@ def _install_operators() -> None:
 _install_operators()
 
 __all__ = ["cond", "fori_loop", "while_loop"] + [
-    name for mod in (creation, elementwise, linalg, nn, reduce, shape) for name in mod.__all__]
+    name for mod in (creation, elementwise, indexing, linalg, nn, reduce, shape) for name in mod.__all__]
