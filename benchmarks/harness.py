@@ -170,9 +170,9 @@ def run_scaling(sizes: Sequence[int], reps: Sequence[int]) -> list[Row]:
         us = 1e6 / n
         per_op.append((t.srcgrad * us, t.jax * us))
         rows.append(Row("transform", f"N={n:,}", "µs/op", t.srcgrad * us, t.jax * us,
-                        "trace+backward+emit", "make_jaxpr(grad)", TRANSFORM_TARGET))
+                        "trace+backward+emit+release", "make_jaxpr(grad)", TRANSFORM_TARGET))
         for part, value in (("trace+backward", t.trace_backward), ("emit", t.emit),
-                            ("Python compile()", t.compile)):
+                            ("release", t.release), ("Python compile()", t.compile)):
             rows.append(Row("transform", f"N={n:,}: {part}", "µs/op", value * us, math.nan,
                             "srcgrad", "—"))
     if len(per_op) > 1:

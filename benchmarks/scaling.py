@@ -1,11 +1,14 @@
 """Workload 6: transform time for a chain of N elementwise ops, srcgrad vs jax.make_jaxpr(jax.grad).
 
-srcgrad's figure is `Transformed.lower` (trace + append_backward + emit source) less Python's
-compile() of the emitted source (its last step), which is timed on its own and reported apart;
-trace + append_backward is timed by `Transformed.trace` on its own, and emit is the rest.
+srcgrad's figure is one run of the pipeline `Transformed.lower` runs, timed phase by phase:
+`Transformed.trace` (trace + append_backward), `emit_program` (emit source), `load` (Python's
+compile() of the source, reported apart: not part of the transform) and `Program.dispose`
+(freeing the IR, counted in the transform). As in `lower`, the cyclic garbage collector is
+paused for the pipeline; JAX's figure includes the collections that happen while it traces.
 """
 from __future__ import annotations
 
+import gc
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -15,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import srcgrad as sg
+from srcgrad.transforms.lower_jax import emit_program, load
 
 from .workload import fresh
 
@@ -38,30 +42,40 @@ def chain_jax(x: Any, n: int) -> Any:
 
 @dataclass
 class Timing:
-    """Seconds for one transform of an N-op chain."""
+    """Seconds for one transform of an N-op chain (medians)."""
 
     n: int
     trace_backward: float
     emit: float
     compile: float
+    release: float
     jax: float
 
     @property
     def srcgrad(self) -> float:
-        return self.trace_backward + self.emit
+        return self.trace_backward + self.emit + self.release
 
 
-def _srcgrad_once(n: int, x: np.ndarray) -> tuple[float, float, float]:
-    """(trace + backward, emit, compile()) seconds on fresh functions, by `Transformed.lower`."""
+def _srcgrad_once(n: int, x: np.ndarray) -> tuple[float, float, float, float]:
+    """(trace + backward, emit, compile(), release) seconds for the grad of a fresh n-op chain."""
     f = fresh(chain_sg)
-    t0 = time.perf_counter()
-    sg.grad(lambda v: f(v, n)).trace(x)
-    t1 = time.perf_counter()
-    lowered = sg.grad(lambda v: f(v, n)).lower(x)[0]
-    t2 = time.perf_counter()
-    compile(lowered.source, lowered.filename, "exec")
-    t3 = time.perf_counter()
-    return t1 - t0, (t2 - t1) - (t1 - t0) - (t3 - t2), t3 - t2
+    g = sg.grad(lambda v: f(v, n))
+    enabled = gc.isenabled()
+    gc.disable()  # as Transformed.lower does
+    try:
+        t0 = time.perf_counter()
+        prog, ins, outs, _ = g.trace(x)
+        t1 = time.perf_counter()
+        source = emit_program(prog, ins, outs)
+        t2 = time.perf_counter()
+        load(source)
+        t3 = time.perf_counter()
+        prog.dispose()
+        t4 = time.perf_counter()
+    finally:
+        if enabled:
+            gc.enable()
+    return t1 - t0, t2 - t1, t3 - t2, t4 - t3
 
 
 def _jax_once(n: int, x: np.ndarray) -> float:
@@ -77,12 +91,12 @@ def measure(n: int, reps: int, x: np.ndarray | None = None) -> Timing:
     x = np.ones(4, np.float32) if x is None else x
     _srcgrad_once(10, x)  # warm-up: first-call costs (caches of shape rules, JAX's tracing)
     _jax_once(10, x)
-    runs: list[tuple[float, float, float]] = []
+    runs: list[tuple[float, float, float, float]] = []
     jax_runs: list[float] = []
     once: list[Callable[[], Any]] = [lambda: runs.append(_srcgrad_once(n, x)),
                                      lambda: jax_runs.append(_jax_once(n, x))]
     for r in range(reps):
         for fn in (once if r % 2 == 0 else once[::-1]):
             fn()
-    med = np.median(np.array(runs), axis=0)
-    return Timing(n, float(med[0]), float(med[1]), float(med[2]), float(np.median(jax_runs)))
+    med = [float(m) for m in np.median(np.array(runs), axis=0)]
+    return Timing(n, *med, float(np.median(jax_runs)))

@@ -220,7 +220,9 @@ class Transformed:
         name = getattr(self._fun, "__name__", "fn")
         lowered = lower_program(prog, ins, outs, [v for _, v, _ in prog.capacity_checks],
                                 name=name if self._name in ("jit", "trace") else f"{name}_{self._name}")
-        return lowered, out_tree, prog.capacity_checks
+        checks = prog.capacity_checks
+        prog.dispose()
+        return lowered, out_tree, checks
 
     def _build(self, args: tuple, caps: dict[int, int]) -> _Entry:
         lowered, out_tree, checks = self.lower(*args, capacities=caps)

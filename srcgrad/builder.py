@@ -9,6 +9,7 @@ import numpy as np
 from . import dtypes
 from .errors import ShapeError, SourceLoc, SrcgradError, TraceError, user_location
 from .ir import Block, Op, Program, Variable, current_program
+from .ir import _programs as _recording
 from .registry import REGISTRY
 
 _origin: list[Op] = []
@@ -33,6 +34,29 @@ class grad_section:
         _origin.pop()
 
 
+class constant_pool:
+    """Scalar constants made inside share one `constant` op per value in `block`.
+
+    `backward_block` opens one for the block it appends grad ops to, so the `1.0` of every
+    tanh gradient is one op, not one per tanh. Sharing is safe only while ops are appended
+    in order: code that inserts ops at earlier positions opens `constant_pool(None)`.
+    """
+
+    __slots__ = ("entry",)
+
+    def __init__(self, block: Block | None):
+        self.entry = (block, {}) if block is not None else None
+
+    def __enter__(self) -> None:
+        _pools.append(self.entry)
+
+    def __exit__(self, *exc: object) -> None:
+        _pools.pop()
+
+
+_pools: list[tuple[Block, dict] | None] = []
+
+
 def active_program(what: str) -> Program:
     prog = current_program()
     if prog is None:
@@ -49,7 +73,7 @@ def describe(inputs: Sequence[Variable]) -> str:
 def emit(type_: str, inputs: Sequence[Variable], attrs: dict[str, Any] | None = None,
          base: str | None = None) -> list[Variable]:
     """Append one op to the current block and return its (typed) outputs."""
-    prog = active_program(type_)
+    prog = _recording[-1] if _recording else active_program(type_)
     block = prog.current_block()
     attrs = {} if attrs is None else attrs
     origin = _origin[-1] if _origin else None
@@ -69,7 +93,10 @@ def emit(type_: str, inputs: Sequence[Variable], attrs: dict[str, Any] | None = 
     except ShapeError as e:
         raise ShapeError(f"{e.detail}; inputs: {describe(inputs)}", op=type_, loc=loc) from None
     name = base or type_
-    outs = [block.new_var(name, shape, dt) for shape, dt in types]
+    unique = prog.unique_name
+    # The shape rules return tuples and NumPy dtypes, so the Variables are made directly
+    # (Block.new_var would convert them again: this is the transform's innermost loop).
+    outs = [Variable(unique(name), shape, dt, block) for shape, dt in types]
     block.ops.append(Op(type_, list(inputs), outs, attrs, loc, block, origin))
     return outs
 
@@ -88,7 +115,14 @@ def constant(value: Any, dtype: np.dtype | None = None) -> Variable:
     if isinstance(value, (bool, int, float, complex, np.generic)) and not isinstance(value, np.ndarray):
         dt = dtypes.canonical(np.asarray(value).dtype if dtype is None else dtype)
         py = np.asarray(value).astype(dt).item()
-        return emit1("constant", [], {"value": py, "dtype": dt, "shape": ()}, base="c")
+        pool = _pools[-1] if _pools else None
+        if pool is None or pool[0] is not active_program("constant").current_block():
+            return emit1("constant", [], {"value": py, "dtype": dt, "shape": ()}, base="c")
+        key = (dt, repr(py))  # repr tells 0.0 from -0.0
+        shared = pool[1].get(key)
+        if shared is None:
+            shared = pool[1][key] = emit1("constant", [], {"value": py, "dtype": dt, "shape": ()}, base="c")
+        return shared
     if isinstance(value, jax.core.Tracer):
         raise TraceError("a JAX tracer was closed over by a srcgrad function; pass it as an "
                          "argument instead", loc=user_location())

@@ -185,6 +185,22 @@ class Program:
         self._taken.discard(var.name)
         var.name = self.unique_name(new, exact=True)
 
+    def dispose(self) -> None:
+        """Empty the program, breaking its reference cycles (block <-> op <-> variable).
+
+        Reference counting then frees its ops and variables at once, where the cyclic
+        collector would have to walk them all first. For a program nothing reads any more:
+        `Transformed.lower` disposes of the one it traced once the source is emitted.
+        """
+        for block in self.blocks:
+            block.ops.clear()
+            block.params.clear()
+            block.results.clear()
+            block.owner = None
+        self.blocks.clear()
+        self.inputs.clear()
+        self._block_stack.clear()
+
     def verify(self) -> None:
         from .verify import verify
         verify(self)

@@ -1,6 +1,8 @@
 """The verifier: structural and type invariants of a Program, separate from construction."""
 from __future__ import annotations
 
+import numpy as np
+
 from .dtypes import short
 from .errors import ShapeError, SrcgradError
 from .ir import Block, Op, Program, Variable
@@ -72,8 +74,12 @@ def _check_types(op: Op) -> None:
         want = REGISTRY[op.type].infer(op.inputs, op.attrs)
     except ShapeError as e:
         raise _fail(f"inputs do not fit the op's rule: {e.detail}", op) from None
+    for v in op.outputs:
+        if type(v.shape) is not tuple or not isinstance(v.dtype, np.dtype):
+            raise _fail(f"{v.name} has shape {v.shape!r} and dtype {v.dtype!r}; a shape is a "
+                        "tuple and a dtype a NumPy dtype", op)
     got = [(v.shape, v.dtype) for v in op.outputs]
-    if [(tuple(s), d) for s, d in want] != got:
+    if [(s, d) for s, d in want] != got:
         rule = ", ".join(f"{short(d)}[{','.join(map(str, s))}]" for s, d in want)
         raise _fail(f"outputs {_types(op.outputs)} do not match the op's rule ({rule})", op)
 

@@ -1,6 +1,7 @@
 """Structure of the transformed IR: fan-in, pruning, zero fill, parameter lists, head gradients."""
 from __future__ import annotations
 
+import gc
 import inspect
 import os
 import re
@@ -13,6 +14,7 @@ import pytest
 
 import srcgrad as sg
 from srcgrad.ir import Block, Op, Program, Variable
+from srcgrad.testing import check_grads
 
 RNG = np.random.default_rng(0)
 
@@ -392,3 +394,48 @@ def test_source_names_the_forward_op_and_user_line_of_each_grad_section() -> Non
             ("reduce_sum", _line_of(_annotated, "return"))}
     assert {(t, int(n)) for t, n in found} == want
     assert src.count("# grad of ") == len(want)
+
+
+# ---------------------------------------------------------------- economy
+
+def _tanh_chain(x: Any) -> Any:
+    for _ in range(5):
+        x = sg.tanh(x)
+    return sg.sum(x)
+
+
+def test_grad_sections_share_scalar_constants() -> None:
+    """The `1.0` of five tanh gradients is one constant op of the backward block; a loop's
+    grad block gets its own (ops there may be moved before the outer ones)."""
+    prog = sg.trace(sg.grad(_tanh_chain), np.ones(3))
+    prog.verify()
+    ones = [op for op in grad_ops(prog) if op.type == "constant" and op.attrs["value"] == 1.0]
+    assert len(ones) == 1
+
+    def looped(x: Any) -> Any:
+        y = sg.fori_loop(0, 3, lambda i, v: sg.tanh(v) * 0.5, sg.tanh(x))
+        return sg.sum(sg.tanh(y))
+    prog = sg.trace(sg.grad(looped), np.ones(3))
+    prog.verify()
+    blocks = {op.block.idx for op in grad_ops(prog) if op.type == "constant"
+              and op.attrs["value"] == 1.0 and op.attrs["dtype"] == np.float64}
+    assert len(blocks) == 2
+    check_grads(looped, (arr(3),), jax_fun=lambda x: jnp.sum(jnp.tanh(
+        jax.lax.fori_loop(0, 3, lambda i, v: jnp.tanh(v) * 0.5, jnp.tanh(x)))))
+
+
+def test_lowering_leaves_no_cyclic_garbage() -> None:
+    """`Transformed.lower` disposes of the program it traced: reference counting frees its
+    ops and variables, so the cyclic collector has nothing of it to walk."""
+    gc.collect()
+    gc.disable()
+    try:
+        sg.grad(_tanh_chain).lower(np.ones(3))
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        left = [o for o in gc.garbage if isinstance(o, (Op, Variable, Block, Program))]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert not left

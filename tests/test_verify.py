@@ -163,3 +163,9 @@ def test_error_names_the_user_line() -> None:
     with pytest.raises(sg.VerifyError, match=re.escape(f"(at {tanh.loc})")):
         prog.verify()
     assert tanh.loc.filename.endswith("test_verify.py")
+
+
+def test_shape_that_is_not_a_tuple() -> None:
+    prog = _program()
+    _var(prog.global_block(), "tanh").shape = [3]
+    _rejects(prog, "tanh_0", "a shape is a tuple")

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from srcgrad import dtypes
-from srcgrad.builder import as_var, emit1, grad_section
+from srcgrad.builder import as_var, constant_pool, emit1, grad_section
 from srcgrad.errors import GradientError, user_location
-from srcgrad.ir import Block, Program, Variable, current_program
+from srcgrad.ir import Block, Op, Program, Variable, current_program
 from srcgrad.ops.creation import fill_zeros_like, full, zeros
 from srcgrad.ops.elementwise import add_n, assign
 from srcgrad.registry import REGISTRY, ZERO
@@ -98,27 +98,35 @@ def backward_block(fwd: Block, seeds: Sequence[tuple[Variable, Variable]], wrt: 
     for target, g in seeds:
         if target in requires:
             partials.add(target, g, fresh=True)
-    for op in path:
-        with grad_section(op):  # a fan-in `sum` belongs to the section of the op it feeds
-            gs = [partials.get(o) for o in op.outputs]
-            if all(g is None for g in gs):
-                continue
-            row = REGISTRY[op.type]
-            if row.grad is None:
-                raise GradientError(
-                    f"{op.type} has no gradient, and it lies on the differentiated path "
-                    f"(inputs {', '.join(v.type_str() for v in op.inputs)})", op=op.type, loc=op.loc)
-            inputs = list(op.inputs)  # grad makers of loops add inputs to the forward op
-            need = [i in requires for i in inputs]
-            n_ops = len(gblock.ops)
+    with constant_pool(gblock):
+        for op in path:
+            _differentiate(op, partials, requires, gblock)
+    return {v: partials.get(v) for v in wrt}
+
+
+def _differentiate(op: Op, partials: _Partials, requires: set[Variable], gblock: Block) -> None:
+    """Append the grad ops of `op` and add the gradients of its inputs to `partials`."""
+    with grad_section(op):  # a fan-in `sum` belongs to the section of the op it feeds
+        gs = [partials.get(o) for o in op.outputs]
+        missing = [g is None for g in gs]  # not `None in gs`: == on a Variable records an op
+        if all(missing):
+            return
+        row = REGISTRY[op.type]
+        if row.grad is None:
+            raise GradientError(
+                f"{op.type} has no gradient, and it lies on the differentiated path "
+                f"(inputs {', '.join(v.type_str() for v in op.inputs)})", op=op.type, loc=op.loc)
+        inputs = list(op.inputs)  # grad makers of loops add inputs to the forward op
+        need = [i in requires for i in inputs]
+        n_ops = len(gblock.ops)
+        if any(missing):
             gs = [_zero_grad(o, gblock) if g is None and dtypes.is_inexact(o.dtype) else g
                   for o, g in zip(op.outputs, gs)]
-            in_grads = row.grad(op, gs, need)
-            new = {o for new_op in gblock.ops[n_ops:] for o in new_op.outputs}
-            for v, g, nd in zip(inputs, in_grads, need):
-                if g is not None and nd:
-                    partials.add(v, g, fresh=g in new)
-    return {v: partials.get(v) for v in wrt}
+        in_grads = row.grad(op, gs, need)
+        new = {o for new_op in gblock.ops[n_ops:] for o in new_op.outputs}
+        for v, g, nd in zip(inputs, in_grads, need):
+            if g is not None and nd:
+                partials.add(v, g, fresh=g in new)
 
 
 def _zero_grad(v: Variable, gblock: Block) -> Variable:

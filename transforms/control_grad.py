@@ -28,7 +28,7 @@ from typing import Callable, Iterator, TypeVar
 import numpy as np
 
 from srcgrad import dtypes
-from srcgrad.builder import emit
+from srcgrad.builder import constant_pool, emit
 from srcgrad.ir import Block, Op, Program, Variable
 from srcgrad.ops.control import free_vars
 from srcgrad.ops.creation import zeros
@@ -77,7 +77,7 @@ def substitute(grad_block: Block, mapping: dict[Variable, Variable]) -> None:
 def emit_at(block: Block, pos: int, make: Callable[[], T]) -> T:
     """Run `make` in `block` and move the ops it made to position `pos` of the block."""
     n = len(block.ops)
-    with block.program.block_guard(block):
+    with block.program.block_guard(block), constant_pool(None):
         out = make()
     new = block.ops[n:]
     del block.ops[n:]

@@ -110,7 +110,7 @@ class Emitter:
             lhs = self.names[outs[0]] + ("," if unpack else "")
         else:
             lhs = ", ".join([self.names[v] for v in outs])
-        self.lines.append(f"{'    ' * self.indent}{lhs} = {expr}")  # self.line, inlined (per op)
+        self.line(f"{lhs} = {expr}")
 
     def block_function(self, block: Block, kind: str) -> str:
         """Emit `def kind_N(carry): ...` (`operands` for a branch) for a sub-block; return its name."""
@@ -134,7 +134,8 @@ class Emitter:
         return fname
 
     def emit_ops(self, ops: Sequence[Op], needed: Sequence[Variable]) -> None:
-        names = self.names
+        names, lines = self.names, self.lines
+        pad = "    " * self.indent
         for op in live_ops(ops, needed):
             self._comment(op)
             row = REGISTRY[op.type]
@@ -145,10 +146,16 @@ class Emitter:
                 expr = self._constant(op)
             else:
                 args = [names[v] for v in op.inputs]
-                attrs = _attr_literals(op.attrs) if op.attrs else {}
                 lower = row.lower
-                expr = lower(args, attrs) if callable(lower) else lower.format(*args, **attrs)
-            self.assign(op.outputs, expr)
+                if op.attrs:
+                    attrs = _attr_literals(op.attrs)
+                    expr = lower(args, attrs) if callable(lower) else lower.format(*args, **attrs)
+                else:
+                    expr = lower(args, {}) if callable(lower) else lower.format(*args)
+            if len(op.outputs) == 1:  # self.assign, inlined: this is once per op
+                lines.append(f"{pad}{names[op.outputs[0]]} = {expr}")
+            else:
+                self.assign(op.outputs, expr)
 
     def _comment(self, op: Op) -> None:
         fwd = op.origin
@@ -233,21 +240,38 @@ def live_ops(ops: Sequence[Op], needed: Sequence[Variable]) -> list[Op]:
     return keep
 
 
-def lower_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[Variable],
-                  checks: Sequence[Variable] = (), name: str = "srcgrad_fn") -> Lowered:
-    """Emit `def name(*feeds): ... return (fetches), (checks)` and compile it."""
+@dataclass
+class Source:
+    """Emitted source of one function, before it is compiled."""
+
+    text: str
+    name: str
+    consts: list[Any]
+
+
+def emit_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[Variable],
+                 checks: Sequence[Variable] = (), name: str = "srcgrad_fn") -> Source:
+    """Emit `def name(*feeds): ... return (fetches), (checks)`."""
     em = Emitter()
     fname = identifier(name, em.taken)
     params = ", ".join(em.name(v) for v in feeds)
     body_start = len(em.lines)
     em.emit_ops(program.global_block().ops, list(fetches) + list(checks))
-    ret = f"return {em.tuple(fetches)}, {em.tuple(checks)}"
-    em.line(ret)
+    em.line(f"return {em.tuple(fetches)}, {em.tuple(checks)}")
     body = em.lines[body_start:]
-    header = [f"def {fname}({params}):"]
-    source = "\n".join(header + body) + "\n"
-    filename = f"<srcgrad:{fname}:{next(_counter)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace: dict[str, Any] = {"jnp": jnp, "lax": lax, "jax": jax, "_consts": em.consts}
-    exec(compile(source, filename, "exec"), namespace)
-    return Lowered(source, namespace[fname], filename)
+    return Source("\n".join([f"def {fname}({params}):"] + body) + "\n", fname, em.consts)
+
+
+def load(src: Source) -> Lowered:
+    """Compile emitted source under a registered file name (for tracebacks, inspect, pdb)."""
+    filename = f"<srcgrad:{src.name}:{next(_counter)}>"
+    linecache.cache[filename] = (len(src.text), None, src.text.splitlines(True), filename)
+    namespace: dict[str, Any] = {"jnp": jnp, "lax": lax, "jax": jax, "_consts": src.consts}
+    exec(compile(src.text, filename, "exec"), namespace)
+    return Lowered(src.text, namespace[src.name], filename)
+
+
+def lower_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[Variable],
+                  checks: Sequence[Variable] = (), name: str = "srcgrad_fn") -> Lowered:
+    """`emit_program`, then `load`."""
+    return load(emit_program(program, feeds, fetches, checks, name))

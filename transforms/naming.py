@@ -31,6 +31,10 @@ def identifier(name: str, taken: set[str]) -> str:
     become `_`. The substitutions run only where they change something (most names are
     already identifiers).
     """
+    if (name.isidentifier() and name not in taken and name[0] != "_" != name[-1]
+            and name not in RESERVED and name.isascii()):
+        taken.add(name)  # the common case: already a fresh, clean identifier
+        return name
     at = name.find("@")
     if at >= 0:
         name = name[:at] + _tags(name[at:])
