@@ -24,7 +24,7 @@ from hypothesis.extra import numpy as hnp
 from jax import lax
 
 import srcgrad as sg
-from srcgrad.testing import arrays, broadcast_shapes, shapes
+from srcgrad.testing import arrays, broadcast_shapes, check_grads, shapes
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
 I32, I64, BOOL = np.dtype(np.int32), np.dtype(np.int64), np.dtype(bool)
@@ -718,3 +718,21 @@ def test_operator_dtype_promotion(dtype: np.dtype) -> None:
             wrong.append(f"{'other ' + op + ' x' if left else 'x ' + op + ' other'} with "
                          f"{name}: srcgrad {got}, jnp {want}")
     assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("index", [-4, -1, 0, 2, 3, 7])
+@pytest.mark.parametrize("allow_negative", [True, False])
+def test_dynamic_index_and_update_match_lax(index: int, allow_negative: bool) -> None:
+    """dynamic_index / dynamic_update_index follow lax, negative and out-of-range indices
+    included; `allow_negative_indices=False` is lax's promise that the index is >= 0."""
+    x = np.arange(12.0).reshape(4, 3)
+    v = -np.ones(4)
+    kw = {"allow_negative_indices": allow_negative}
+    if allow_negative or index >= 0:
+        ours = sg.jit(lambda a, i: sg.dynamic_index(a, i, 1, **kw))(x, np.int32(index))
+        theirs = lax.dynamic_index_in_dim(x, index, 1, keepdims=False, **kw)
+        np.testing.assert_array_equal(ours, theirs)
+        ours = sg.jit(lambda a, b, i: sg.dynamic_update_index(a, b, i, 1, **kw))(x, v, np.int32(index))
+        np.testing.assert_array_equal(ours, lax.dynamic_update_index_in_dim(x, v, index, 1, **kw))
+    check_grads(lambda a, b: sg.sum(sg.dynamic_index(
+        sg.dynamic_update_index(a, b * 2.0, abs(index) % 3, 1, **kw), 1, 1, **kw) ** 2), (x, v))

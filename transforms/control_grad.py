@@ -12,7 +12,8 @@ grad block or passed out of the forward op:
 * `while`: any other residual is pushed into a stack (one slot per iteration, capacity =
   the loop's static bound or the capacity chosen by the caller) unless the loop stacks it
   already (an earlier gradient of the same loop, a user's scan output); the backward
-  `while` runs the grad block once per recorded iteration, newest first, reading slot k.
+  `while` counts k up to the trip count and runs the grad block for iteration
+  count-1-k, newest first, reading that slot.
 * `cond`: any other residual is returned from its branch (zeros from the other) unless the
   branch returns it already; the backward `cond` on the same predicate runs the taken
   branch's grad block.
@@ -32,7 +33,7 @@ from srcgrad.builder import constant_pool, emit
 from srcgrad.ir import Block, Op, Program, Variable
 from srcgrad.ops.control import free_vars
 from srcgrad.ops.creation import zeros
-from srcgrad.ops.elementwise import add, greater, subtract
+from srcgrad.ops.elementwise import add, less, subtract
 from srcgrad.ops.reduce import max as reduce_max
 from srcgrad.ops.indexing import dynamic_index, dynamic_update_index
 from srcgrad.registry import REGISTRY, ZERO, grad_maker
@@ -280,8 +281,8 @@ def _accumulate(acc: Variable, g: Variable) -> Variable:
         if (base is not None and base.type == "fill_constant" and base.attrs["value"] == 0
                 and acc.dtype == g.dtype):
             _, value, i = src.inputs
-            axis = src.attrs["axis"]
-            return dynamic_update_index(acc, add(dynamic_index(acc, i, axis), value), i, axis)
+            slot = add(dynamic_index(acc, i, **src.attrs), value)
+            return dynamic_update_index(acc, slot, i, **src.attrs)
     return add(acc, g)
 
 
@@ -341,7 +342,8 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
               for j in carried]
     accs = [gb.add_param(f"{c.name}@GRAD_acc", c.shape, c.dtype) for c in req_caps]
     with prog.block_guard(gb):
-        k1 = subtract(k, 1)
+        k_next = add(k, 1)
+        k1 = subtract(count, k_next)  # the iteration replayed: count-1, ..., 0
         n_head = len(gb.ops)
         wrt = [body.params[j] for j in carried] + req_caps
         grads = backward_block(body, [(body.results[j], d) for j, d in zip(carried, dcarry)], wrt, no_grad)
@@ -349,8 +351,8 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
                       else zeros(body.params[j].shape, body.params[j].dtype) for j in carried]
         new_accs = [_accumulate(a, grads[c]) if grads[c] is not None else a
                     for a, c in zip(accs, req_caps)]
-    gb.results = [k1] + new_dcarry + new_accs
-    gb.ops = live_ops(gb.ops, gb.results)
+        gb.results = [k_next] + new_dcarry + new_accs
+    gb.ops[n_head:] = live_ops(gb.ops[n_head:], gb.results)  # k1's ops stay: the loads read it
 
     # What the grad block reads of iteration k1: a carried value the body passes through
     # unchanged is the loop's init, a counter is rebuilt from k1, constants, views and index
@@ -369,13 +371,14 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
     for r in dict.fromkeys(checks + [r for r in reads if not rebuild.can(r) and r not in zeroed]):
         if r not in records:
             init = emit_before(op, lambda r=r: zeros((slots,) + r.shape, r.dtype))
-            _, records[r] = add_carry(op, init, lambda s, r=r: dynamic_update_index(s, r, counter),
-                                      f"{r.name}@STACK")
+            push = lambda s, r=r: dynamic_update_index(s, r, counter, allow_negative_indices=False)
+            _, records[r] = add_carry(op, init, push, f"{r.name}@STACK")
 
     def loads() -> dict[Variable, Variable]:
         got = rebuild.emit(cheap)
         got.update((r, zeros(r.shape, r.dtype)) for r in reads if r in zeroed)
-        got.update((r, dynamic_index(records[r], k1)) for r in reads if r not in got)
+        got.update((r, dynamic_index(records[r], k1, allow_negative_indices=False))
+                   for r in reads if r not in got)
         return got
     substitute(gb, emit_at(gb, n_head, loads))
 
@@ -386,14 +389,15 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
     if not bounded and not any(v is count for _, v, _ in prog.capacity_checks):
         prog.capacity_checks.append((op.attrs["loop_id"], count, op))
 
-    # The backward loop: k from the trip count down to 0.
+    # The backward loop: k counts up from 0 to the trip count (a loop XLA can analyse, where a
+    # count-down one compiles to extra kernels) and replays iteration count-1-k.
     cond_b = prog.create_block(outer_grad_block)
     kc = cond_b.add_param("k", (), INT32)
     for v in gb.params[1:]:
         cond_b.add_param(v.name, v.shape, v.dtype)
     with prog.block_guard(cond_b):
-        cond_b.results = [greater(kc, 0)]
-    init = [count] + [gs[j] for j in carried] + [zeros(c.shape, c.dtype) for c in req_caps]
+        cond_b.results = [less(kc, count)]
+    init = [zeros((), INT32)] + [gs[j] for j in carried] + [zeros(c.shape, c.dtype) for c in req_caps]
     bcaps = list(dict.fromkeys(free_vars(cond_b) + free_vars(gb)))
     attrs = {"cond": cond_b, "body": gb, "max_iters": capacity, "loop_id": prog.loop_count}
     prog.loop_count += 1

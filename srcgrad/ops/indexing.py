@@ -125,15 +125,22 @@ def dynamic_update_slice(x: Any, update: Any, start_indices: Sequence[Any]) -> V
     return emit1("dynamic_update_slice", [x, u, *starts])
 
 
-def dynamic_index(x: Variable, index: Any, axis: int = 0) -> Variable:
-    """lax.dynamic_index_in_dim without the kept axis."""
-    return emit1("dynamic_index", [x, _index_var(index)], {"axis": norm_axis(axis, x.ndim)})
+def dynamic_index(x: Variable, index: Any, axis: int = 0, *,
+                  allow_negative_indices: bool = True) -> Variable:
+    """lax.dynamic_index_in_dim without the kept axis.
+
+    `allow_negative_indices=False` (lax's option) promises `index >= 0`: srcgrad passes it
+    where it has normalized the index or counts it from 0, which saves XLA a select.
+    """
+    return emit1("dynamic_index", [x, _index_var(index)],
+                 {"axis": norm_axis(axis, x.ndim), "allow_negative_indices": allow_negative_indices})
 
 
-def dynamic_update_index(x: Variable, value: Any, index: Any, axis: int = 0) -> Variable:
+def dynamic_update_index(x: Variable, value: Any, index: Any, axis: int = 0, *,
+                         allow_negative_indices: bool = True) -> Variable:
     """lax.dynamic_update_index_in_dim: write `value` at position `index` along `axis`."""
     return emit1("dynamic_update_index", [x, as_var(value, like=x), _index_var(index)],
-                 {"axis": norm_axis(axis, x.ndim)})
+                 {"axis": norm_axis(axis, x.ndim), "allow_negative_indices": allow_negative_indices})
 
 
 def take(x: Any, indices: Any, axis: int | None = None) -> Variable:
@@ -214,7 +221,8 @@ def getitem(x: Variable, index: Any) -> Variable:
             v = take(v, idx, axis)
         else:
             n = v.shape[axis]
-            v = dynamic_index(v, where(less(idx, 0), add(idx, n), idx), axis)
+            v = dynamic_index(v, where(less(idx, 0), add(idx, n), idx), axis,
+                              allow_negative_indices=False)
     v = reshape(v, tuple(out_shape))
     if array_dims and advanced[-1] - advanced[0] + 1 != len(advanced):
         # NumPy: integer indices split by a slice or None put the array's dims first.
@@ -239,14 +247,13 @@ def _g_dus(op: Op, g: list, need: list) -> list:
 
 def _g_dyn_index(op: Op, g: list, need: list) -> list:
     x, i = op.inputs
-    return [dynamic_update_index(zeros(x.shape, x.dtype), g[0], i, op.attrs["axis"]), None]
+    return [dynamic_update_index(zeros(x.shape, x.dtype), g[0], i, **op.attrs), None]
 
 
 def _g_dyn_update_index(op: Op, g: list, need: list) -> list:
     x, v, i = op.inputs
-    axis = op.attrs["axis"]
-    gx = dynamic_update_index(g[0], zeros(v.shape, v.dtype), i, axis) if need[0] else None
-    gv = dynamic_index(g[0], i, axis) if need[1] else None
+    gx = dynamic_update_index(g[0], zeros(v.shape, v.dtype), i, **op.attrs) if need[0] else None
+    gv = dynamic_index(g[0], i, **op.attrs) if need[1] else None
     return [gx, gv, None]
 
 
@@ -282,9 +289,11 @@ def _lower_dus(args: list[str], attrs: dict[str, str]) -> str:
 register("dynamic_slice", _dynamic_slice_rule, _lower_dynamic_slice, _g_dynamic_slice)
 register("dynamic_update_slice", _dus_rule, _lower_dus, _g_dus)
 register("dynamic_index", _dyn_index_rule,
-         "lax.dynamic_index_in_dim({0}, {1}, {axis}, keepdims=False)", _g_dyn_index)
+         "lax.dynamic_index_in_dim({0}, {1}, {axis}, keepdims=False, "
+         "allow_negative_indices={allow_negative_indices})", _g_dyn_index)
 register("dynamic_update_index", _dyn_update_index_rule,
-         "lax.dynamic_update_index_in_dim({0}, {1}, {2}, {axis})", _g_dyn_update_index)
+         "lax.dynamic_update_index_in_dim({0}, {1}, {2}, {axis}, "
+         "allow_negative_indices={allow_negative_indices})", _g_dyn_update_index)
 register("take", _take_rule, "jnp.take({0}, {1}, axis={axis})", _g_take)
 register("scatter_add", _scatter_add_rule, _lower_scatter_add, _g_scatter_add)
 register("one_hot", _one_hot_rule, "jax.nn.one_hot({0}, {num_classes}, dtype={dtype})", ZERO)
