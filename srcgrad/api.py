@@ -237,12 +237,18 @@ class Transformed:
         entry = self._cache.get(key)
         if entry is None:
             entry = self._cache[key] = self._build(jax.tree_util.tree_unflatten(tree, arrays), {})
-        if entry.checks and any(isinstance(a, jax.core.Tracer) for a in arrays):
+        traced = any(isinstance(a, jax.core.Tracer) for a in arrays)
+        if entry.checks and traced:
             op = entry.checks[0][2]
             raise SrcgradError(
                 f"{self._name}: this while loop has a data-dependent trip count and no max_iters, "
                 "so its gradient needs concrete inputs to size its records; inside jax.jit (or "
                 "vmap) pass max_iters=N to sg.while_loop (or sg.fori_loop)", op="while", loc=op.loc)
+        if traced and self._jit:
+            # Inside the caller's jax.jit/vmap trace the emitted function is traced inline, as
+            # jax.grad's ops would be: a nested jit would add a call XLA has to compile and inline.
+            outs, _ = entry.lowered.fn(*arrays)
+            return jax.tree_util.tree_unflatten(entry.out_tree, list(outs))
         while True:
             outs, counts = entry.call(*arrays)
             grow = {}

@@ -216,6 +216,15 @@ def test_jax_jit_traces_the_gradient_once() -> None:
     assert g.compilations == 1
 
 
+def test_inside_jax_jit_the_gradient_is_traced_inline() -> None:
+    """Under an outer jax.jit the emitted function's ops join the caller's jaxpr, as
+    jax.grad's would, rather than a nested jit call XLA has to compile and inline."""
+    p, (x, y) = params(), data()
+    jaxpr = jax.make_jaxpr(lambda *a: sg.grad(loss)(*a))(p, x, y)
+    assert not [e for e in jaxpr.eqns if e.primitive.name in ("pjit", "jit")]
+    assert {"tanh", "dot_general"} <= {e.primitive.name for e in jaxpr.eqns}
+
+
 # ---------------------------------------------------------------- NumPy operands
 
 def test_numpy_arrays_on_the_left_of_traced_values() -> None:
