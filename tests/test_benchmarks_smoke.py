@@ -11,6 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import benchmarks  # noqa: E402
+from benchmarks import phases  # noqa: E402
 from benchmarks.report import markdown, text_table  # noqa: E402
 
 
@@ -51,3 +52,9 @@ def test_only_and_unknown_names() -> None:
     assert {r.workload for r in benchmarks.run(["mlp"], quick=True, settings=settings)} == {"mlp"}
     with pytest.raises(ValueError, match="unknown workload"):
         benchmarks.run(["nope"], quick=True)
+
+
+def test_phases_runs(capsys: pytest.CaptureFixture) -> None:
+    assert phases.main(["rnn", "1", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "rnn srcgrad: trace+lower" in out and "rnn jax: trace+lower" in out
