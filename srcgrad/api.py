@@ -24,6 +24,11 @@ from .transforms.backward import append_backward, gradients
 from .transforms.control_grad import INITIAL_CAPACITY
 from .transforms.lower_jax import Lowered, live_ops, lower_program
 
+#: The tracers of a jax.jit / make_jaxpr trace. Should a JAX release stop exposing them, no
+#: tracer matches and every traced call goes through a nested jit: correct, a little slower
+#: to compile.
+_JaxprTracer: Any = getattr(jax.interpreters.partial_eval, "DynamicJaxprTracer", type(None))
+
 _IDENT = re.compile(r"[^0-9A-Za-z_]+")
 
 
@@ -237,16 +242,16 @@ class Transformed:
         entry = self._cache.get(key)
         if entry is None:
             entry = self._cache[key] = self._build(jax.tree_util.tree_unflatten(tree, arrays), {})
-        traced = any(isinstance(a, jax.core.Tracer) for a in arrays)
-        if entry.checks and traced:
+        if entry.checks and any(isinstance(a, jax.core.Tracer) for a in arrays):
             op = entry.checks[0][2]
             raise SrcgradError(
                 f"{self._name}: this while loop has a data-dependent trip count and no max_iters, "
                 "so its gradient needs concrete inputs to size its records; inside jax.jit (or "
                 "vmap) pass max_iters=N to sg.while_loop (or sg.fori_loop)", op="while", loc=op.loc)
-        if traced and self._jit:
-            # Inside the caller's jax.jit/vmap trace the emitted function is traced inline, as
-            # jax.grad's ops would be: a nested jit would add a call XLA has to compile and inline.
+        if self._jit and _in_jit_trace(arrays):
+            # The ops join the caller's jaxpr, as jax.grad's would: a nested jit would be one
+            # more call for XLA to compile and inline. Under an eager vmap or jax.grad the
+            # nested jit stays, so that the gradient still runs as one compiled program.
             outs, _ = entry.lowered.fn(*arrays)
             return jax.tree_util.tree_unflatten(entry.out_tree, list(outs))
         while True:
@@ -260,6 +265,13 @@ class Transformed:
                 return jax.tree_util.tree_unflatten(entry.out_tree, list(outs))
             caps = {**entry.caps, **grow}
             entry = self._cache[key] = self._build(jax.tree_util.tree_unflatten(tree, arrays), caps)
+
+
+def _in_jit_trace(arrays: Sequence[Any]) -> bool:
+    """True when the traced arrays belong to a jax.jit (make_jaxpr) trace itself, not to a
+    vmap or grad transformation running on top of one or eagerly."""
+    tracers = [a for a in arrays if isinstance(a, jax.core.Tracer)]
+    return bool(tracers) and all(isinstance(t, _JaxprTracer) for t in tracers)
 
 
 def _leaf_dtype(x: Any) -> np.dtype:

@@ -218,11 +218,19 @@ def test_jax_jit_traces_the_gradient_once() -> None:
 
 def test_inside_jax_jit_the_gradient_is_traced_inline() -> None:
     """Under an outer jax.jit the emitted function's ops join the caller's jaxpr, as
-    jax.grad's would, rather than a nested jit call XLA has to compile and inline."""
+    jax.grad's would, rather than a nested jit call XLA has to compile and inline. Under
+    vmap (or jax.grad) the nested jit stays, so that run eagerly the gradient is still one
+    compiled program rather than op-by-op dispatch."""
     p, (x, y) = params(), data()
+    jits = ("pjit", "jit")
     jaxpr = jax.make_jaxpr(lambda *a: sg.grad(loss)(*a))(p, x, y)
-    assert not [e for e in jaxpr.eqns if e.primitive.name in ("pjit", "jit")]
+    assert not [e for e in jaxpr.eqns if e.primitive.name in jits]
     assert {"tanh", "dot_general"} <= {e.primitive.name for e in jaxpr.eqns}
+    g = sg.grad(loss)
+    batched = jax.make_jaxpr(jax.vmap(g, in_axes=(None, 0, 0)))(p, x[:, None], y[:, None])
+    assert [e for e in batched.eqns if e.primitive.name in jits]
+    assert_tree_close(jax.vmap(g, in_axes=(None, 0, 0))(p, x[:, None], y[:, None]),
+                      jax.vmap(jax.grad(loss_twin), in_axes=(None, 0, 0))(p, x[:, None], y[:, None]))
 
 
 # ---------------------------------------------------------------- NumPy operands

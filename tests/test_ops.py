@@ -736,3 +736,12 @@ def test_dynamic_index_and_update_match_lax(index: int, allow_negative: bool) ->
         np.testing.assert_array_equal(ours, lax.dynamic_update_index_in_dim(x, v, index, 1, **kw))
     check_grads(lambda a, b: sg.sum(sg.dynamic_index(
         sg.dynamic_update_index(a, b * 2.0, abs(index) % 3, 1, **kw), 1, 1, **kw) ** 2), (x, v))
+
+
+@pytest.mark.parametrize("i", [-7, -5, -4, -1, 0, 3, 4, 9])
+def test_traced_integer_index_matches_jax_numpy_out_of_range(i: int) -> None:
+    """x[i] with a traced i: negative indices count from the end and what is still out of
+    range clamps, as in jax.numpy under jit."""
+    x = np.arange(8.0).reshape(4, 2)
+    ours = sg.jit(lambda a, k: a[k])(x, np.int32(i))
+    np.testing.assert_array_equal(ours, jax.jit(lambda a, k: a[k])(x, np.int32(i)))
