@@ -8,7 +8,6 @@ paused for the pipeline; JAX's figure includes the collections that happen while
 """
 from __future__ import annotations
 
-import gc
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -18,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import srcgrad as sg
+from srcgrad.api import _gc_paused
 from srcgrad.transforms.lower_jax import emit_program, load
 
 from .workload import fresh
@@ -60,9 +60,7 @@ def _srcgrad_once(n: int, x: np.ndarray) -> tuple[float, float, float, float]:
     """(trace + backward, emit, compile(), release) seconds for the grad of a fresh n-op chain."""
     f = fresh(chain_sg)
     g = sg.grad(lambda v: f(v, n))
-    enabled = gc.isenabled()
-    gc.disable()  # as Transformed.lower does
-    try:
+    with _gc_paused():  # as Transformed.lower
         t0 = time.perf_counter()
         prog, ins, outs, _ = g.trace(x)
         t1 = time.perf_counter()
@@ -72,9 +70,6 @@ def _srcgrad_once(n: int, x: np.ndarray) -> tuple[float, float, float, float]:
         t3 = time.perf_counter()
         prog.dispose()
         t4 = time.perf_counter()
-    finally:
-        if enabled:
-            gc.enable()
     return t1 - t0, t2 - t1, t3 - t2, t4 - t3
 
 

@@ -9,7 +9,6 @@ import numpy as np
 from . import dtypes
 from .errors import ShapeError, SourceLoc, SrcgradError, TraceError, user_location
 from .ir import Block, Op, Program, Variable, current_program
-from .ir import _programs as _recording
 from .registry import REGISTRY
 
 _origin: list[Op] = []
@@ -73,7 +72,7 @@ def describe(inputs: Sequence[Variable]) -> str:
 def emit(type_: str, inputs: Sequence[Variable], attrs: dict[str, Any] | None = None,
          base: str | None = None) -> list[Variable]:
     """Append one op to the current block and return its (typed) outputs."""
-    prog = _recording[-1] if _recording else active_program(type_)
+    prog = active_program(type_)
     block = prog.current_block()
     attrs = {} if attrs is None else attrs
     origin = _origin[-1] if _origin else None
@@ -93,10 +92,7 @@ def emit(type_: str, inputs: Sequence[Variable], attrs: dict[str, Any] | None = 
     except ShapeError as e:
         raise ShapeError(f"{e.detail}; inputs: {describe(inputs)}", op=type_, loc=loc) from None
     name = base or type_
-    unique = prog.unique_name
-    # The shape rules return tuples and NumPy dtypes, so the Variables are made directly
-    # (Block.new_var would convert them again: this is the transform's innermost loop).
-    outs = [Variable(unique(name), shape, dt, block) for shape, dt in types]
+    outs = [block.new_var(name, shape, dt) for shape, dt in types]
     block.ops.append(Op(type_, list(inputs), outs, attrs, loc, block, origin))
     return outs
 

@@ -120,8 +120,11 @@ class Block:
 
     def new_var(self, base: str, shape: Shape, dtype: np.dtype, *, kind: str = "tmp",
                 stop_gradient: bool = False, exact_name: bool = False) -> Variable:
+        """A uniquely named variable of this block. `shape` must be a tuple and `dtype` a NumPy
+        dtype (the shape rules return them so; the verifier checks): this is the transform's
+        innermost step, so nothing is converted here."""
         name = self.program.unique_name(base, exact=exact_name)
-        return Variable(name, tuple(shape), np.dtype(dtype), self, stop_gradient, kind)
+        return Variable(name, shape, dtype, self, stop_gradient, kind)
 
     def add_param(self, base: str, shape: Shape, dtype: np.dtype) -> Variable:
         var = self.new_var(base, shape, dtype, kind="block_param")
