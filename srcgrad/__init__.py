@@ -12,6 +12,8 @@ from . import errors as _errors
 from . import ops as _ops
 from .api import (Transformed, append_backward, compile, data, gradients, grad, jit, parameter,
                   source, trace, value_and_grad, vjp)
+from .cache import clear_cache as clear_caches
+from .config import config
 from .errors import GradientError, ShapeError, SrcgradError, TraceError
 from .ir import Block, Op, Program, Variable, program_guard
 from .ops import *  # noqa: F403

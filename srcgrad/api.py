@@ -1,19 +1,20 @@
 """The public API: trace → append_backward → lower → jax.jit, cached per input signature."""
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import inspect
 import re
+import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
 
 from . import dtypes
 from .builder import active_program, as_var
+from .cache import CACHE, Slot, bindings, same_bindings
+from .config import config
 from .errors import GradientError, SrcgradError, TraceError, user_location
 from .ir import Program, Variable, current_program, program_guard
 from .ops.creation import zeros
@@ -21,6 +22,7 @@ from .ops.elementwise import assign
 
 from .transforms import control_grad  # noqa: F401  (registers the control-flow grad makers)
 from .transforms.backward import append_backward, gradients
+from .transforms.checks import lift_checks
 from .transforms.control_grad import INITIAL_CAPACITY
 from .transforms.lower_jax import Lowered, live_ops, lower_program
 
@@ -78,7 +80,8 @@ def compile(program: Program, feed: Sequence[str | Variable], fetch: Sequence[Va
     if missing:
         raise SrcgradError(f"the fetched values need the inputs {missing}, which are not in feed",
                            loc=user_location())
-    lowered = lower_program(program, feeds, list(fetch), [v for _, v, _ in program.capacity_checks])
+    lowered = lower_program(program, feeds + program.captures, list(fetch),
+                            [v for _, v, _ in program.capacity_checks])
     fn = jax.jit(lowered.fn) if jit else lowered.fn
     checks = program.capacity_checks
 
@@ -90,7 +93,7 @@ def compile(program: Program, feed: Sequence[str | Variable], fetch: Sequence[Va
             if tuple(np.shape(a)) != v.shape:
                 raise SrcgradError(f"feed {v.name} is declared {v.type_str()}, got an array of "
                                    f"shape {tuple(np.shape(a))}", loc=user_location())
-        outs, counts = fn(*arrays)
+        outs, counts = fn(*arrays, *program.capture_values)
         _raise_on_overflow(checks, counts, program.capacities)
         return list(outs)
     run.source = lowered.source  # type: ignore[attr-defined]
@@ -140,50 +143,59 @@ def _as_vars(tree: Any) -> Any:
     return jax.tree_util.tree_map(as_var, tree)
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while a program is traced and lowered.
-
-    A transform allocates many long-lived objects (ops, variables, source lines), so the
-    collector's passes over them cost time that grows with the program: up to half of a
-    50,000-op transform, and the reason its time per op grew with N.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 @dataclass
 class _Entry:
     lowered: Lowered
     call: Callable[..., Any]
     out_tree: Any
     checks: list
+    captures: list[tuple[Any, np.dtype, tuple]]
+    bindings: tuple
     caps: dict[int, int] = field(default_factory=dict)
+
+    def fed(self) -> list[Any] | None:
+        """The captured arrays' current values; None when one changed shape (retrace)."""
+        out = []
+        for value, dt, shape in self.captures:
+            if tuple(value.shape) != shape:
+                return None
+            out.append(value if isinstance(value, jax.Array) and value.dtype == dt
+                       else np.asarray(value).astype(dt, copy=False))
+        return out
 
 
 class Transformed:
-    """A traced function: called on Variables it records inline; on arrays it compiles and runs."""
+    """A traced function: called on Variables it records inline; on arrays it compiles and runs.
 
-    def __init__(self, inline: Callable[..., Any], fun: Callable[..., Any], name: str, jit: bool = True):
+    Compiled programs are cached (`srcgrad.cache`) per function, transformation and input
+    signature, so a fresh `sg.grad(f)` of the same `f` reuses them. `compilations` counts the
+    programs this object compiled.
+    """
+
+    def __init__(self, inline: Callable[..., Any], fun: Callable[..., Any], name: str, jit: bool = True,
+                 params: tuple = (), static_argnums: int | Sequence[int] = ()):
         self._inline = inline
         self._fun = fun
         self._name = name
         self._jit = jit
-        self._cache: dict[Any, _Entry] = {}
+        self._static = _static_argnums(static_argnums, name)
+        # What names the compiled program besides the arguments: the user's function (for
+        # sg.grad(sg.grad(f)), the innermost one) and every transformation applied to it.
+        inner = fun._key if isinstance(fun, Transformed) else ()
+        self._base: Callable[..., Any] = fun._base if isinstance(fun, Transformed) else fun
+        self._key = (name, jit, params, self._static) + inner
+        self._own: dict[Any, Slot] = {}
+        self._own_lock = threading.Lock()
         self.compilations = 0
         functools.update_wrapper(self, fun, updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             args = self._positional(args, kwargs)
+        static = self._static_positions(args)
         if _tracing(args) or current_program() is not None:
-            return self._inline(*_as_vars(args))
-        return self._run(args)
+            return self._inline(*[a if i in static else _as_vars(a) for i, a in enumerate(args)])
+        return self._run(args, static)
 
     def _positional(self, args: tuple, kwargs: dict[str, Any]) -> tuple:
         """Keyword arguments bound to their positions in the function's signature."""
@@ -197,12 +209,26 @@ class Transformed:
                             "supported; pass them positionally")
         return bound.args
 
-    @_gc_paused()
+    def _static_positions(self, args: tuple) -> frozenset[int]:
+        """The positions of `args` that `static_argnums` names (negative ones from the end)."""
+        if not self._static:
+            return frozenset()
+        out = set()
+        for i in self._static:
+            j = i + len(args) if i < 0 else i
+            if not 0 <= j < len(args):
+                raise SrcgradError(f"{self._name}: static_argnums {i} but only {len(args)} "
+                                   "arguments were given", loc=user_location())
+            out.add(j)
+        return frozenset(out)
+
     def trace(self, *args: Any, capacities: dict[int, int] | None = None) -> tuple[Program, list, Any, Any]:
         """The Program for these example arguments, its inputs, output leaves and output tree."""
-        leaves, tree = jax.tree_util.tree_flatten(args)
-        paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(args)[0]]
-        names = _arg_names(self._fun, args, paths)
+        static = self._static_positions(args)
+        dynamic = tuple(None if i in static else a for i, a in enumerate(args))
+        leaves, tree = jax.tree_util.tree_flatten(dynamic)
+        paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(dynamic)[0]]
+        names = _arg_names(self._fun, dynamic, paths)
         prog = Program()
         prog.capacities = dict(capacities or {})
         with program_guard(prog):
@@ -210,38 +236,81 @@ class Transformed:
                           np.shape(l), _leaf_dtype(l), "data") for i, (n, l) in enumerate(zip(names, leaves))]
             for v in ins:
                 v.stop_gradient = False
-            out = self._inline(*jax.tree_util.tree_unflatten(tree, ins))
+            traced = jax.tree_util.tree_unflatten(tree, ins)
+            out = self._inline(*[args[i] if i in static else a for i, a in enumerate(traced)])
             out_leaves, out_tree = jax.tree_util.tree_flatten(out)
             out_vars = [as_var(v) for v in out_leaves]
         return prog, ins, out_vars, out_tree
 
-    @_gc_paused()
     def lower(self, *args: Any, capacities: dict[int, int] | None = None) -> tuple[Lowered, Any, list]:
-        prog, ins, outs, out_tree = self.trace(*args, capacities=capacities)
-        for lid, v, op in prog.capacity_checks:
-            if v.block is not prog.global_block():
-                raise SrcgradError("a while loop without max_iters is differentiated inside "
-                                   "another loop's body; pass max_iters", op="while", loc=op.loc)
-        name = getattr(self._fun, "__name__", "fn")
-        lowered = lower_program(prog, ins, outs, [v for _, v, _ in prog.capacity_checks],
-                                name=name if self._name in ("jit", "trace") else f"{name}_{self._name}")
-        checks = prog.capacity_checks
-        prog.dispose()
+        lowered, out_tree, checks, _ = self._lower(args, capacities)
         return lowered, out_tree, checks
 
-    def _build(self, args: tuple, caps: dict[int, int]) -> _Entry:
-        lowered, out_tree, checks = self.lower(*args, capacities=caps)
-        self.compilations += 1
-        call = jax.jit(lowered.fn) if self._jit else _eager(lowered.fn)
-        return _Entry(lowered, call, out_tree, checks, dict(caps))
+    def _lower(self, args: tuple, capacities: dict[int, int] | None
+               ) -> tuple[Lowered, Any, list, list[tuple[Any, np.dtype, tuple]]]:
+        """`lower`, plus the captured arrays the compiled function takes after the arguments."""
+        prog, ins, outs, out_tree = self.trace(*args, capacities=capacities)
+        lift_checks(prog)
+        name = getattr(self._fun, "__name__", "fn")
+        lowered = lower_program(prog, ins + prog.captures, outs, [v for _, v, _ in prog.capacity_checks],
+                                name=name if self._name in ("jit", "trace") else f"{name}_{self._name}")
+        checks = prog.capacity_checks
+        captures = [(value, v.dtype, v.shape) for v, value in zip(prog.captures, prog.capture_values)]
+        prog.dispose()
+        return lowered, out_tree, checks, captures
 
-    def _run(self, args: tuple) -> Any:
-        leaves, tree = jax.tree_util.tree_flatten(args)
+    def _build(self, args: tuple, caps: dict[int, int], now: tuple) -> _Entry:
+        lowered, out_tree, checks, captures = self._lower(args, caps)
+        with self._own_lock:
+            self.compilations += 1
+        call = jax.jit(lowered.fn) if self._jit else _eager(lowered.fn)
+        return _Entry(lowered, call, out_tree, checks, captures, now, dict(caps))
+
+    def _slot(self, key: Any) -> Slot:
+        """The cache slot of `key`, remembered on this object after the first look-up."""
+        slot = self._own.get(key)
+        if slot is None:
+            # None for a callable that cannot be held weakly: then cached on this object only.
+            slot = CACHE.slot(self._base, (self._key, key)) or Slot()
+            with self._own_lock:
+                slot = self._own.setdefault(key, slot)
+        return slot
+
+    def _entry(self, slot: Slot, args: tuple, now: tuple, grow: dict[int, int] | None = None
+               ) -> tuple[_Entry, list]:
+        """The slot's entry (built under its lock if missing, stale or too small for `grow`)
+        and the captured arrays to feed it. `now` is what the function reads by name
+        (`cache.bindings`): an entry traced when those were other objects is stale."""
+        entry = slot.entry
+        fed = _usable(entry, now)
+        if fed is not None and not _needs(entry, grow):
+            return entry, fed
+        with slot.lock:
+            entry = slot.entry
+            fed = _usable(entry, now)
+            if fed is None or _needs(entry, grow):
+                caps = dict(entry.caps) if entry is not None and fed is not None else {}
+                for lid, cap in (grow or {}).items():
+                    caps[lid] = max(caps.get(lid, 0), cap)
+                entry = slot.entry = self._build(args, caps, now)
+                fed = entry.fed()
+                if fed is None:
+                    raise SrcgradError(f"{self._name}: a captured array changes shape while it "
+                                       "is traced", loc=user_location())
+        return entry, fed
+
+    def _run(self, args: tuple, static: frozenset[int]) -> Any:
+        statics = tuple(_hashable(args[i], i, self._name) for i in sorted(static))
+        dynamic = tuple(None if i in static else a for i, a in enumerate(args))
+        leaves, tree = jax.tree_util.tree_flatten(dynamic)
         arrays = [_leaf_array(l) for l in leaves]
-        key = (tree, tuple((np.shape(a), _leaf_dtype(a)) for a in arrays), dtypes.x64())
-        entry = self._cache.get(key)
-        if entry is None:
-            entry = self._cache[key] = self._build(jax.tree_util.tree_unflatten(tree, arrays), {})
+        key = (statics, tree, tuple((np.shape(a), _leaf_dtype(a)) for a in arrays), dtypes.x64(),
+               config.max_loop_records)
+        traced = jax.tree_util.tree_unflatten(tree, arrays)
+        call_args = tuple(args[i] if i in static else a for i, a in enumerate(traced))
+        slot = self._slot(key)
+        now = bindings(self._base)
+        entry, fed = self._entry(slot, call_args, now)
         if entry.checks and any(isinstance(a, jax.core.Tracer) for a in arrays):
             op = entry.checks[0][2]
             raise SrcgradError(
@@ -252,19 +321,67 @@ class Transformed:
             # The ops join the caller's jaxpr, as jax.grad's would: a nested jit would be one
             # more call for XLA to compile and inline. Under an eager vmap or jax.grad the
             # nested jit stays, so that the gradient still runs as one compiled program.
-            outs, _ = entry.lowered.fn(*arrays)
+            outs, _ = entry.lowered.fn(*arrays, *fed)
             return jax.tree_util.tree_unflatten(entry.out_tree, list(outs))
         while True:
-            outs, counts = entry.call(*arrays)
-            grow = {}
-            for (lid, _, _), c in zip(entry.checks, counts):
-                cap = entry.caps.get(lid, INITIAL_CAPACITY)
-                if int(c) > cap:
-                    grow[lid] = max(grow.get(lid, 0), 1 << (int(c) - 1).bit_length())
+            outs, counts = entry.call(*arrays, *fed)
+            grow = _capacities_needed(entry, counts)
             if not grow:
                 return jax.tree_util.tree_unflatten(entry.out_tree, list(outs))
-            caps = {**entry.caps, **grow}
-            entry = self._cache[key] = self._build(jax.tree_util.tree_unflatten(tree, arrays), caps)
+            entry, fed = self._entry(slot, call_args, now, grow)
+
+
+def _usable(entry: _Entry | None, now: tuple) -> list[Any] | None:
+    """The arrays to feed `entry` after the arguments, or None if it must be traced again."""
+    if entry is None or not same_bindings(entry.bindings, now):
+        return None
+    return entry.fed()
+
+
+def _needs(entry: _Entry, grow: dict[int, int] | None) -> bool:
+    """True if `entry` records fewer iterations of a loop than `grow` asks for."""
+    return bool(grow) and any(entry.caps.get(lid, INITIAL_CAPACITY) < cap for lid, cap in grow.items())
+
+
+def _capacities_needed(entry: _Entry, counts: Sequence[Any]) -> dict[int, int]:
+    """Loop id -> the capacity its records need, for loops that ran past their capacity: the
+    trip count measured, rounded up to a power of two (so a stable trip count recompiles
+    once). A loop that reached `config.max_loop_records` is an error."""
+    limit = config.max_loop_records
+    grow: dict[int, int] = {}
+    for (lid, _, op), c in zip(entry.checks, counts):
+        c = int(c)
+        if c > limit:
+            raise SrcgradError(
+                f"the loop did not stop: it reached {c} iterations, past "
+                f"sg.config.max_loop_records = {limit}, with max_iters={op.attrs['max_iters']}; "
+                "its gradient records every iteration, so pass max_iters to sg.while_loop (or "
+                "raise sg.config.max_loop_records for a longer loop)", op="while", loc=op.loc)
+        if c > entry.caps.get(lid, INITIAL_CAPACITY):
+            grow[lid] = max(grow.get(lid, 0), min(1 << (c - 1).bit_length(), limit))
+    return grow
+
+
+def _static_argnums(static_argnums: int | Sequence[int], who: str) -> tuple[int, ...]:
+    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in nums):
+        raise TypeError(f"{who}: static_argnums must be ints, got {static_argnums!r}")
+    return tuple(sorted(set(nums)))
+
+
+def _hashable(value: Any, i: int, who: str) -> Any:
+    """A static argument, checked to be hashable (it is part of the cache key)."""
+    if isinstance(value, (jax.Array, np.ndarray, Variable)):
+        raise SrcgradError(f"{who}: static argument {i} is an array ({type(value).__name__}); "
+                           "static arguments are Python values (str, bool, int, tuples), pass "
+                           "arrays without static_argnums", loc=user_location())
+    try:
+        hash(value)
+    except TypeError:
+        raise SrcgradError(f"{who}: static argument {i} must be hashable (it keys the compile "
+                           f"cache), got a {type(value).__name__}: {value!r:.60}",
+                           loc=user_location()) from None
+    return value
 
 
 def _in_jit_trace(arrays: Sequence[Any]) -> bool:
@@ -339,21 +456,35 @@ def _value_and_grad_inline(fun: Callable[..., Any], argnums: int | Sequence[int]
 
 
 def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False, *,
-         jit: bool = True) -> Transformed:
-    """The gradient of a scalar function (jax.grad's contract), by source transformation."""
+         static_argnums: int | Sequence[int] = (), jit: bool = True) -> Transformed:
+    """The gradient of a scalar function (jax.grad's contract), by source transformation.
+
+    Arguments at `static_argnums` are passed to `fun` as Python values (strings, flags, ints
+    used as Python numbers); they must be hashable, and each value compiles its own program.
+    """
     vg = _value_and_grad_inline(fun, argnums, has_aux, "grad")
+    _check_static(argnums, static_argnums, "grad")
 
     def inline(*args: Any) -> Any:
         value, g = vg(*args)
         return (g, value[1]) if has_aux else g
-    return Transformed(inline, fun, "grad", jit)
+    return Transformed(inline, fun, "grad", jit, (_argnums(argnums), has_aux), static_argnums)
 
 
 def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
-                   has_aux: bool = False, *, jit: bool = True) -> Transformed:
+                   has_aux: bool = False, *, static_argnums: int | Sequence[int] = (),
+                   jit: bool = True) -> Transformed:
     """The value and gradient of a scalar function (jax.value_and_grad's contract)."""
+    _check_static(argnums, static_argnums, "value_and_grad")
     return Transformed(_value_and_grad_inline(fun, argnums, has_aux, "value_and_grad"), fun,
-                       "value_and_grad", jit)
+                       "value_and_grad", jit, (_argnums(argnums), has_aux), static_argnums)
+
+
+def _check_static(argnums: int | Sequence[int], static_argnums: int | Sequence[int], who: str) -> None:
+    both = set(_argnums(argnums)[0]) & set(_static_argnums(static_argnums, who))
+    if both:
+        raise SrcgradError(f"{who}: argument {sorted(both)[0]} is both differentiated (argnums) "
+                           "and static (static_argnums)", loc=user_location())
 
 
 def _vjp_inline(fun: Callable[..., Any], primals: tuple) -> tuple[Any, Callable[[Any], tuple]]:
@@ -376,7 +507,12 @@ def _vjp_inline(fun: Callable[..., Any], primals: tuple) -> tuple[Any, Callable[
 
 
 def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tuple]]:
-    """(fun(*primals), vjp_fn): vjp_fn maps an output cotangent to the inputs' cotangents."""
+    """(fun(*primals), vjp_fn): vjp_fn maps an output cotangent to the inputs' cotangents.
+
+    Every primal must be floating point (an integer one has no cotangent to return here,
+    where jax.vjp would give a float0 one): pass integers through a closure instead.
+    """
+    _check_vjp_primals(fun, primals)
     if _tracing(primals) or current_program() is not None:
         return _vjp_inline(fun, _as_vars(primals))
     out = jit(fun)(*primals)
@@ -384,13 +520,26 @@ def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tu
     def pullback(primals: tuple, ct: Any) -> tuple:
         _, fn = _vjp_inline(fun, primals)
         return fn(ct)
-    compiled = Transformed(pullback, fun, "vjp")
+    compiled = Transformed(pullback, fun, "vjp", params=(len(primals),))
     return out, lambda ct: compiled(tuple(primals), ct)
 
 
-def jit(fun: Callable[..., Any], *, jit: bool = True) -> Transformed:
-    """Trace `fun` once per input signature, lower it to JAX source and compile it."""
-    return Transformed(fun, fun, "jit", jit)
+def _check_vjp_primals(fun: Callable[..., Any], primals: tuple) -> None:
+    """A GradientError, at sg.vjp time, naming the first primal that is not floating point."""
+    with_paths = jax.tree_util.tree_flatten_with_path(primals)[0]
+    for (path, leaf), name in zip(with_paths, _arg_names(fun, primals, [p for p, _ in with_paths])):
+        dt = leaf.dtype if isinstance(leaf, Variable) else _leaf_dtype(leaf)
+        if not dtypes.is_inexact(dt):
+            raise GradientError(f"vjp: the primal {name!r} is {np.dtype(dt).name}; vjp "
+                                "differentiates every primal, so each must be floating point "
+                                "(close over integer arguments instead)", loc=user_location())
+
+
+def jit(fun: Callable[..., Any], *, static_argnums: int | Sequence[int] = (),
+        jit: bool = True) -> Transformed:
+    """Trace `fun` once per input signature (and static argument values), lower it to JAX
+    source and compile it."""
+    return Transformed(fun, fun, "jit", jit, static_argnums=static_argnums)
 
 
 def _as_transformed(fun: Callable[..., Any]) -> Transformed:

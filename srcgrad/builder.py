@@ -1,6 +1,7 @@
 """Appending ops to the block being built: type inference, constants and error context."""
 from __future__ import annotations
 
+import threading
 from typing import Any, Sequence
 
 import jax
@@ -11,7 +12,17 @@ from .errors import ShapeError, SourceLoc, SrcgradError, TraceError, user_locati
 from .ir import Block, Op, Program, Variable, current_program
 from .registry import REGISTRY
 
-_origin: list[Op] = []
+
+
+class _State(threading.local):
+    """Per-thread builder state: the grad sections and constant pools being appended to."""
+
+    def __init__(self) -> None:
+        self.origin: list[Op] = []
+        self.pools: list[tuple[Block, dict] | None] = []
+
+
+_state = _State()
 
 
 class grad_section:
@@ -27,10 +38,10 @@ class grad_section:
         self.op = op
 
     def __enter__(self) -> None:
-        _origin.append(self.op)
+        _state.origin.append(self.op)
 
     def __exit__(self, *exc: object) -> None:
-        _origin.pop()
+        _state.origin.pop()
 
 
 class constant_pool:
@@ -47,13 +58,11 @@ class constant_pool:
         self.entry = (block, {}) if block is not None else None
 
     def __enter__(self) -> None:
-        _pools.append(self.entry)
+        _state.pools.append(self.entry)
 
     def __exit__(self, *exc: object) -> None:
-        _pools.pop()
+        _state.pools.pop()
 
-
-_pools: list[tuple[Block, dict] | None] = []
 
 
 def active_program(what: str) -> Program:
@@ -75,7 +84,8 @@ def emit(type_: str, inputs: Sequence[Variable], attrs: dict[str, Any] | None = 
     prog = active_program(type_)
     block = prog.current_block()
     attrs = {} if attrs is None else attrs
-    origin = _origin[-1] if _origin else None
+    origins = _state.origin
+    origin = origins[-1] if origins else None
     if origin is not None:
         # Grad ops may read forward values of a sibling block until the grad maker turns them
         # into recorded residuals; the verifier checks the finished program.
@@ -107,11 +117,13 @@ def _visible(v: Variable, block: Block) -> bool:
 
 
 def constant(value: Any, dtype: np.dtype | None = None) -> Variable:
-    """A constant: Python scalars are inlined, arrays become program constants."""
+    """A constant: Python scalars are inlined; a concrete NumPy or JAX array becomes an input
+    of the program (`Program.capture`), other array-likes become program constants."""
     if isinstance(value, (bool, int, float, complex, np.generic)) and not isinstance(value, np.ndarray):
         dt = dtypes.canonical(np.asarray(value).dtype if dtype is None else dtype)
         py = np.asarray(value).astype(dt).item()
-        pool = _pools[-1] if _pools else None
+        pools = _state.pools
+        pool = pools[-1] if pools else None
         if pool is None or pool[0] is not active_program("constant").current_block():
             return emit1("constant", [], {"value": py, "dtype": dt, "shape": ()}, base="c")
         key = (dt, repr(py))  # repr tells 0.0 from -0.0
@@ -122,10 +134,14 @@ def constant(value: Any, dtype: np.dtype | None = None) -> Variable:
     if isinstance(value, jax.core.Tracer):
         raise TraceError("a JAX tracer was closed over by a srcgrad function; pass it as an "
                          "argument instead", loc=user_location())
-    arr = value if isinstance(value, jax.Array) else np.asarray(value)
+    if isinstance(value, (np.ndarray, jax.Array)):
+        # Fed on every call, so that a captured NumPy array mutated later is seen.
+        dt = dtypes.canonical(value.dtype if dtype is None else dtype)
+        return active_program("constant").capture(value, dt)
+    arr = np.asarray(value)
     dt = dtypes.canonical(arr.dtype if dtype is None else dtype)
     if arr.dtype != dt:
-        arr = np.asarray(arr).astype(dt)
+        arr = arr.astype(dt)
     return emit1("constant", [], {"value": arr, "dtype": dt, "shape": tuple(arr.shape)}, base="c")
 
 

@@ -8,6 +8,7 @@ may read variables of enclosing blocks (lexical scoping).
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Any, Iterator
 
 import numpy as np
@@ -32,7 +33,7 @@ class Variable:
         self.dtype = dtype
         self.block = block
         self.stop_gradient = stop_gradient
-        self.kind = kind  # "tmp", "data", "param" or "block_param"
+        self.kind = kind  # "tmp", "data", "param", "capture" or "block_param"
 
     __hash__ = object.__hash__
 
@@ -147,6 +148,11 @@ class Program:
         self.loop_count = 0
         self.capacity_checks: list[tuple[int, Variable, Op]] = []
         self.capacities: dict[int, int] = {}
+        #: Concrete arrays the traced code closed over: each is an input of the compiled
+        #: function (fed its current value on every call), not a baked-in constant.
+        self.captures: list[Variable] = []
+        self.captured: dict[int, tuple[Variable, Any]] = {}
+        self.capture_values: list[Any] = []
 
     def global_block(self) -> Block:
         return self.blocks[0]
@@ -181,6 +187,18 @@ class Program:
         self._taken.add(name)
         return name
 
+    def capture(self, value: Any, dtype: np.dtype) -> Variable:
+        """The input that feeds the concrete array `value` (one per array object)."""
+        hit = self.captured.get(id(value))
+        if hit is not None and hit[0].dtype == dtype:
+            return hit[0]
+        var = self.global_block().new_var("captured", tuple(value.shape), dtype, kind="capture",
+                                          stop_gradient=True)
+        self.captures.append(var)
+        self.captured.setdefault(id(value), (var, value))
+        self.capture_values.append(value)
+        return var
+
     def rename(self, var: Variable, new: str) -> None:
         """Give `var` the name `new` (made unique)."""
         if var.name == new:
@@ -202,6 +220,9 @@ class Program:
             block.owner = None
         self.blocks.clear()
         self.inputs.clear()
+        self.captures.clear()
+        self.captured.clear()
+        self.capture_values.clear()
         self._block_stack.clear()
 
     def verify(self) -> None:
@@ -213,19 +234,28 @@ class Program:
         return format_program(self)
 
 
-_programs: list[Program] = []
+class _Tracing(threading.local):
+    """Per-thread trace state: the stack of programs being recorded into."""
+
+    def __init__(self) -> None:
+        self.programs: list[Program] = []
+
+
+_tracing = _Tracing()
 
 
 def current_program() -> Program | None:
-    """The program that ops are being recorded into, or None outside any trace."""
-    return _programs[-1] if _programs else None
+    """The program that ops are being recorded into (in this thread), or None outside any trace."""
+    programs = _tracing.programs
+    return programs[-1] if programs else None
 
 
 @contextlib.contextmanager
 def program_guard(program: Program) -> Iterator[Program]:
     """Record ops into `program` inside the `with` body (Fluid's program_guard)."""
-    _programs.append(program)
+    programs = _tracing.programs
+    programs.append(program)
     try:
         yield program
     finally:
-        _programs.pop()
+        programs.pop()

@@ -48,6 +48,8 @@ def _format_block(block: Block, indent: int, lines: list[str]) -> None:
     if block.idx == 0 and block.program.inputs:
         ins = ", ".join(f"{v.name}: {v.type_str()} {v.kind}" for v in block.program.inputs)
         lines.append(f"{pad}  inputs: {ins}")
+    if block.idx == 0 and block.program.captures:
+        lines.append(f"{pad}  captured: {_params(block.program.captures)}")
     for op in block.ops:
         lines.append(f"{pad}  {format_op(op)}")
         for sub in op.sub_blocks():

@@ -21,7 +21,7 @@ def verify(program: Program) -> None:
     """Check: defined before use, defined once, types match each op's rule, block links."""
     defined: set[Variable] = set()
     scope: set[Variable] = set()
-    for v in program.inputs:
+    for v in program.inputs + program.captures:
         if v.block is not program.global_block():
             raise _fail(f"input {v.name} does not belong to the global block")
         defined.add(v)

@@ -4,7 +4,10 @@ from __future__ import annotations
 import os
 
 import jax
+import pytest
 from hypothesis import HealthCheck, settings
+
+import srcgrad as sg
 
 jax.config.update("jax_enable_x64", True)
 
@@ -13,3 +16,9 @@ settings.register_profile("default", max_examples=15, deadline=None,
 settings.register_profile("exhaustive", max_examples=300, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_compile_cache() -> None:
+    """Each test starts with an empty compile cache, so that its compilation counts are its own."""
+    sg.clear_caches()

@@ -30,10 +30,11 @@ import numpy as np
 
 from srcgrad import dtypes
 from srcgrad.builder import constant_pool, emit
+from srcgrad.config import config
 from srcgrad.ir import Block, Op, Program, Variable
 from srcgrad.ops.control import free_vars
 from srcgrad.ops.creation import zeros
-from srcgrad.ops.elementwise import add, less, subtract
+from srcgrad.ops.elementwise import add, less, less_equal, logical_and, subtract
 from srcgrad.ops.reduce import max as reduce_max
 from srcgrad.ops.indexing import dynamic_index, dynamic_update_index
 from srcgrad.registry import REGISTRY, ZERO, grad_maker
@@ -307,6 +308,16 @@ def _records(op: Op, counters: dict[Variable, tuple[Variable, int]], slots: int
     return out
 
 
+def _stop_at_limit(op: Op, j: int) -> None:
+    """Make an unbounded forward loop also stop once its iteration counter (carried value j)
+    passes `config.max_loop_records`: its count then exceeds the limit, which the caller
+    reports, instead of a loop whose condition never becomes false hanging."""
+    cond_b = op.attrs["cond"]
+    with op.block.program.block_guard(cond_b), constant_pool(None):
+        cond_b.results = [logical_and(cond_b.results[0],
+                                      less_equal(cond_b.params[j], config.max_loop_records))]
+
+
 @grad_maker("while")
 def _while_grad(op: Op, gs: list, need: list) -> list:
     prog = op.block.program
@@ -388,6 +399,7 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
     _lift_checks(prog, body, lift)
     if not bounded and not any(v is count for _, v, _ in prog.capacity_checks):
         prog.capacity_checks.append((op.attrs["loop_id"], count, op))
+        _stop_at_limit(op, next(j for j, p in enumerate(body.params) if p is counter))
 
     # The backward loop: k counts up from 0 to the trip count (a loop XLA can analyse, where a
     # count-down one compiles to extra kernels) and replays iteration count-1-k.

@@ -6,6 +6,7 @@ import itertools
 import linecache
 import math
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -21,6 +22,10 @@ from .naming import identifier
 
 _SAFE_STR = re.compile(r"^[A-Za-z0-9_,\->]*$")
 _counter = itertools.count()
+_counter_lock = threading.Lock()
+#: Array constants of at most this many elements are written into the source; larger ones
+#: are passed in the `_consts` side table.
+INLINE_CONST_SIZE = 16
 
 
 def literal(value: Any, dtype: np.dtype | None = None) -> str:
@@ -187,8 +192,17 @@ class Emitter:
         value, dt = op.attrs["value"], op.attrs["dtype"]
         if op.attrs["shape"] == () and isinstance(value, (bool, int, float, complex)):
             return f"jnp.array({literal(value, dt)}, {literal(dt)})"
+        if np.size(value) <= INLINE_CONST_SIZE:
+            return f"jnp.asarray({_array_literal(np.asarray(value).astype(dt), dt)}, {literal(dt)})"
         self.consts.append(jnp.asarray(value))
         return f"_consts[{len(self.consts) - 1}]"
+
+
+def _array_literal(arr: np.ndarray, dtype: np.dtype) -> str:
+    """`[[1.0, 2.0], [3.0, 4.0]]`: a small array as nested lists of literals in its dtype."""
+    if arr.ndim == 0:
+        return literal(arr.item(), dtype)
+    return "[" + ", ".join(_array_literal(a, dtype) for a in arr) + "]"
 
 
 def _recorded_ops(block: Block) -> set[Op]:
@@ -264,7 +278,9 @@ def emit_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[
 
 def load(src: Source) -> Lowered:
     """Compile emitted source under a registered file name (for tracebacks, inspect, pdb)."""
-    filename = f"<srcgrad:{src.name}:{next(_counter)}>"
+    with _counter_lock:
+        n = next(_counter)
+    filename = f"<srcgrad:{src.name}:{n}>"
     linecache.cache[filename] = (len(src.text), None, src.text.splitlines(True), filename)
     namespace: dict[str, Any] = {"jnp": jnp, "lax": lax, "jax": jax, "_consts": src.consts}
     exec(compile(src.text, filename, "exec"), namespace)

@@ -1,0 +1,125 @@
+"""The compile cache: compiled programs per function (held weakly) and per call signature.
+
+`sg.grad(f)` made afresh reuses what an earlier `sg.grad(f)` compiled, as `jax.jit` caches
+on the function: the key is the function object (for a bound method, its function and its
+instance), never its name or code alone, so two closures over different values do not share
+an entry. An entry goes when its function is garbage collected. Each key has a lock, so
+threads making the same first call compile once and wait for it.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+import types
+import weakref
+from typing import Any, Callable
+
+
+class Slot:
+    """One cache key's entry and the lock its builders hold."""
+
+    __slots__ = ("lock", "entry")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.entry: Any = None
+
+
+def _owners(fun: Callable[..., Any]) -> tuple[Any, ...] | None:
+    """The objects whose identity names `fun`: itself, or a bound method's function and
+    instance; None when one of them cannot be weakly referenced."""
+    owners = (fun.__func__, fun.__self__) if hasattr(fun, "__func__") and hasattr(fun, "__self__") else (fun,)
+    try:
+        for o in owners:
+            weakref.ref(o)
+    except TypeError:
+        return None
+    return owners
+
+
+class CompileCache:
+    """Slots per (function identity, key); the functions are held weakly."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._by_fun: dict[tuple[int, ...], tuple[tuple[weakref.ref, ...], dict[Any, Slot]]] = {}
+
+    def slot(self, fun: Callable[..., Any], key: Any) -> Slot | None:
+        """The slot of `key` for `fun`; None for a function that cannot be held weakly."""
+        owners = _owners(fun)
+        if owners is None:
+            return None
+        ident = tuple(id(o) for o in owners)
+        with self._lock:
+            held = self._by_fun.get(ident)
+            if held is None:
+                refs = tuple(weakref.ref(o, lambda _, i=ident: self._drop(i)) for o in owners)
+                held = self._by_fun[ident] = (refs, {})
+            slots = held[1]
+            slot = slots.get(key)
+            if slot is None:
+                slot = slots[key] = Slot()
+            return slot
+
+    def _drop(self, ident: tuple[int, ...]) -> None:
+        with self._lock:
+            self._by_fun.pop(ident, None)
+
+    def clear(self) -> None:
+        """Forget every entry (also in the slots that `Transformed` objects remember)."""
+        with self._lock:
+            for _, slots in self._by_fun.values():
+                for slot in slots.values():
+                    with slot.lock:
+                        slot.entry = None
+            self._by_fun.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(len(s) for _, s in self._by_fun.values())
+
+
+CACHE = CompileCache()
+
+
+def clear_cache() -> None:
+    """Forget every compiled program (later calls trace and compile again)."""
+    CACHE.clear()
+
+
+_UNBOUND = object()
+
+
+@functools.lru_cache(maxsize=4096)
+def _names(code: types.CodeType) -> tuple[str, ...]:
+    """The global names `code` and the functions nested in it may read."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names.update(_names(c))
+    return tuple(sorted(names))
+
+
+def bindings(fun: Callable[..., Any]) -> tuple[Any, ...]:
+    """What `fun`'s own code reads by name: its globals' and closure cells' current values.
+
+    An entry compiled when these were other objects is stale (a global or closed-over
+    variable was rebound to another array or number since): it is traced again. Values
+    read elsewhere (in a helper `fun` calls, or as an attribute) are not looked at.
+    """
+    f = getattr(fun, "__func__", fun)
+    code = getattr(f, "__code__", None)
+    if not isinstance(code, types.CodeType):
+        return ()
+    glob = f.__globals__
+    out = [glob.get(n, _UNBOUND) for n in _names(code)]
+    for cell in f.__closure__ or ():
+        try:
+            out.append(cell.cell_contents)
+        except ValueError:  # a cell not yet assigned
+            out.append(_UNBOUND)
+    return tuple(out)
+
+
+def same_bindings(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))

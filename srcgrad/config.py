@@ -1,0 +1,37 @@
+"""Library settings (`sg.config`), read when a function is traced and compiled."""
+from __future__ import annotations
+
+from typing import Any
+
+
+class Config:
+    """srcgrad's settings.
+
+    max_loop_records: the most iterations a `while_loop` without `max_iters` may run under
+        reverse mode. Its gradient records every iteration, in stacks sized by a search over
+        powers of two; a loop still running past this many iterations stops and raises a
+        SrcgradError naming the loop (so a loop whose condition never becomes false does not
+        hang). Default 2**20.
+    """
+
+    __slots__ = ("_max_loop_records",)
+
+    def __init__(self) -> None:
+        self._max_loop_records = 2 ** 20
+
+    @property
+    def max_loop_records(self) -> int:
+        return self._max_loop_records
+
+    @max_loop_records.setter
+    def max_loop_records(self, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2 ** 31 - 1:
+            raise ValueError("sg.config.max_loop_records must be an int in [1, 2**31 - 2], "
+                             f"got {value!r}")
+        self._max_loop_records = value
+
+    def __repr__(self) -> str:
+        return f"Config(max_loop_records={self.max_loop_records})"
+
+
+config = Config()
