@@ -276,8 +276,8 @@ class Transformed:
                 slot = self._own.setdefault(key, slot)
         return slot
 
-    def _entry(self, slot: Slot, args: tuple, now: tuple, grow: dict[int, int] | None = None
-               ) -> tuple[_Entry, list]:
+    def _entry(self, slot: Slot, args: Callable[[], tuple], now: tuple,
+               grow: dict[int, int] | None = None) -> tuple[_Entry, list]:
         """The slot's entry (built under its lock if missing, stale or too small for `grow`)
         and the captured arrays to feed it. `now` is what the function reads by name
         (`cache.bindings`): an entry traced when those were other objects is stale."""
@@ -292,7 +292,7 @@ class Transformed:
                 caps = dict(entry.caps) if entry is not None and fed is not None else {}
                 for lid, cap in (grow or {}).items():
                     caps[lid] = max(caps.get(lid, 0), cap)
-                entry = slot.entry = self._build(args, caps, now)
+                entry = slot.entry = self._build(args(), caps, now)
                 fed = entry.fed()
                 if fed is None:
                     raise SrcgradError(f"{self._name}: a captured array changes shape while it "
@@ -300,14 +300,20 @@ class Transformed:
         return entry, fed
 
     def _run(self, args: tuple, static: frozenset[int]) -> Any:
-        statics = tuple(_hashable(args[i], i, self._name) for i in sorted(static))
-        dynamic = tuple(None if i in static else a for i, a in enumerate(args))
+        if static:
+            statics = tuple(_hashable(args[i], i, self._name) for i in sorted(static))
+            dynamic = tuple(None if i in static else a for i, a in enumerate(args))
+        else:
+            statics, dynamic = (), args
         leaves, tree = jax.tree_util.tree_flatten(dynamic)
         arrays = [_leaf_array(l) for l in leaves]
         key = (statics, tree, tuple((np.shape(a), _leaf_dtype(a)) for a in arrays), dtypes.x64(),
                config.max_loop_records)
-        traced = jax.tree_util.tree_unflatten(tree, arrays)
-        call_args = tuple(args[i] if i in static else a for i, a in enumerate(traced))
+
+        def call_args() -> tuple:
+            """The arguments to trace with: the arrays, the static values in their places."""
+            traced = jax.tree_util.tree_unflatten(tree, arrays)
+            return tuple(args[i] if i in static else a for i, a in enumerate(traced))
         slot = self._slot(key)
         now = bindings(self._base)
         entry, fed = self._entry(slot, call_args, now)
@@ -325,7 +331,7 @@ class Transformed:
             return jax.tree_util.tree_unflatten(entry.out_tree, list(outs))
         while True:
             outs, counts = entry.call(*arrays, *fed)
-            grow = _capacities_needed(entry, counts)
+            grow = _capacities_needed(entry, counts) if entry.checks else None
             if not grow:
                 return jax.tree_util.tree_unflatten(entry.out_tree, list(outs))
             entry, fed = self._entry(slot, call_args, now, grow)
