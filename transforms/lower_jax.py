@@ -214,7 +214,7 @@ class Emitter:
         if fwd is not None:
             what = "recorded for the grad of" if self._records(op) else "grad of"
             if self._origin is None or self._origin[0] is not fwd or self._origin[1] != what:
-                where = f" ({fwd.loc.safe()})" if fwd.loc else ""
+                where = f" in {fwd.loc.safe_where()}" if fwd.loc else ""
                 out = f" -> {self.names[fwd.outputs[0]]}" if len(fwd.outputs) == 1 else ""
                 self.line(f"# {what} {fwd.type}{out}{where}")
                 self._origin, self._loc = (fwd, what), None
@@ -222,7 +222,7 @@ class Emitter:
         self._origin = None
         loc = op.loc
         if loc is not self._loc and loc is not None and loc != self._loc:
-            self.line(f"# {loc.safe()}")
+            self.line(f"# in {loc.safe_where()}")
             self._loc = loc
 
     def _records(self, op: Op) -> bool:
