@@ -18,6 +18,7 @@ from .errors import GradientError, SrcgradError, TraceError, user_location
 from .ir import Program, Variable, current_program, program_guard
 from .ops.creation import zeros
 from .ops.elementwise import assign
+from .verify import check
 
 from .transforms import control_grad  # noqa: F401  (registers the control-flow grad makers)
 from .transforms.backward import append_backward, gradients
@@ -213,6 +214,7 @@ class Transformed:
             out = self._inline(*jax.tree_util.tree_unflatten(tree, ins))
             out_leaves, out_tree = jax.tree_util.tree_flatten(out)
             out_vars = [as_var(v) for v in out_leaves]
+        check(prog, "tracing")
         return prog, ins, out_vars, out_tree
 
     @_gc_paused()

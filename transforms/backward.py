@@ -17,6 +17,7 @@ from srcgrad.ir import Block, Op, Program, Variable, current_program, program_gu
 from srcgrad.ops.creation import fill_zeros_like, full, zeros
 from srcgrad.ops.elementwise import add_n, assign
 from srcgrad.registry import REGISTRY, ZERO
+from srcgrad.verify import check
 
 
 def _differentiable(v: Variable, no_grad: set[Variable]) -> bool:
@@ -223,6 +224,7 @@ def _gradients(prog: Program, ts: list[Variable], inputs: Variable | Sequence[Va
         seeds.append((t, g))
     no_grad = set(no_grad_set or ())
     grads = backward_block(block, seeds, xs, no_grad)
+    check(prog, "the backward pass")
     return [grads[x] for x in xs]
 
 

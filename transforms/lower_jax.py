@@ -16,6 +16,7 @@ from jax import lax
 
 from srcgrad.ir import Block, Op, Program, Variable
 from srcgrad.registry import REGISTRY
+from srcgrad.verify import check
 
 from .naming import identifier
 
@@ -327,5 +328,6 @@ def load(src: Source) -> Lowered:
 
 def lower_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[Variable],
                   checks: Sequence[Variable] = (), name: str = "srcgrad_fn") -> Lowered:
-    """`emit_program`, then `load`."""
+    """Verify (with SRCGRAD_ENABLE_CHECKS=1), `emit_program`, then `load`."""
+    check(program, "the transforms, before lowering")
     return load(emit_program(program, feeds, fetches, checks, name))
