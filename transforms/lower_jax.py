@@ -22,6 +22,7 @@ from .naming import identifier
 
 _SAFE_STR = re.compile(r"^[A-Za-z0-9_,\->]*$")
 _counter = itertools.count()
+_PAD = "    "  # every emitted function is at top level: its body is indented once
 
 
 def literal(value: Any, dtype: np.dtype | None = None) -> str:
@@ -117,7 +118,6 @@ class Emitter:
     def __init__(self) -> None:
         self.frame = _Frame()
         self.lines = self.frame.lines
-        self.indent = 1
         self.taken: set[str] = set()
         self.names = _Names(self.taken)
         self.consts: list[Any] = []
@@ -136,7 +136,7 @@ class Emitter:
         return f"({items},)" if len(vs) == 1 else f"({items})"
 
     def line(self, text: str) -> None:
-        self.lines.append("    " * self.indent + text)
+        self.lines.append(_PAD + text)
 
     def assign(self, outs: Sequence[Variable], expr: str, unpack: bool = False) -> None:
         """`out = expr`, or `a, b = expr` when `unpack` (expr yields a tuple)."""
@@ -180,13 +180,13 @@ class Emitter:
             return fname
         n = 1 if block.params else 0  # after the line that unpacks the parameters
         self.functions[slot] = ([f"def {fname}({arg}, captured):"] + body[:n]
-                                + [f"    {', '.join(self.names[v] for v in captured)}"
+                                + [f"{_PAD}{', '.join(self.names[v] for v in captured)}"
                                    f"{',' if len(captured) == 1 else ''} = captured"] + body[n:])
         return f"partial({fname}, captured={self.tuple(captured)})"
 
     def emit_ops(self, ops: Sequence[Op], needed: Sequence[Variable]) -> None:
         names, lines = self.names, self.lines
-        pad = "    " * self.indent
+        pad = _PAD
         live = live_ops(ops, needed)
         self.frame.items.extend(live)
         for op in live:
