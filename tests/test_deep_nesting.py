@@ -2,13 +2,13 @@
 
 300 nested `cond`s (Python's indentation limit is 100) and 50 nested `while` loops, forward
 and gradient, against jax.numpy references. XLA's compile time grows steeply with nesting
-(a few minutes at 200 nested conditionals), so these run the emitted source eagerly under
+(about two minutes at 200 nested conditionals, and 300 crash it), so these run the emitted source eagerly under
 `jax.disable_jit()`, where lax.cond and lax.while_loop run the branch / body in Python.
 
 The gradient of D nested conds passes each level's residuals out through every enclosing
 branch (D^2/2 branch outputs, as JAX's own partial evaluation of nested conds does), so its
 cost grows with D^2: the suite differentiates 100 levels (past Python's limit of 99) and
-`SRCGRAD_DEEP_GRAD_DEPTH=300` differentiates 300 (about 6 minutes on one core).
+`SRCGRAD_DEEP_GRAD_DEPTH=300` differentiates 300 (about 30 s; 100 levels take about 6 s).
 """
 from __future__ import annotations
 
