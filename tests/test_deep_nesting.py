@@ -2,8 +2,9 @@
 
 300 nested `cond`s (Python's indentation limit is 100) and 50 nested `while` loops, forward
 and gradient, against jax.numpy references. XLA's compile time grows steeply with nesting
-(about two minutes at 200 nested conditionals, and 300 crash it), so these run the emitted source eagerly under
-`jax.disable_jit()`, where lax.cond and lax.while_loop run the branch / body in Python.
+(about two minutes at 200 nested conditionals; 300 crash it), so these run the emitted
+source eagerly under `jax.disable_jit()`, where lax.cond and lax.while_loop run the branch
+or body in Python.
 
 The gradient of D nested conds passes each level's residuals out through every enclosing
 branch (D^2/2 branch outputs, as JAX's own partial evaluation of nested conds does), so its
