@@ -166,7 +166,8 @@ def test_values_not_in_the_program_are_not_in_a_computational_graph() -> None:
                      lambda: sg.gradients([loss], [np.ones(3)]),
                      lambda: sg.gradients([loss, foreign_loss], [x]),
                      lambda: sg.append_backward(np.float64(1.0))):
-            with pytest.raises(sg.GradientError, match="not in a computational graph|different programs"):
+            with pytest.raises(sg.GradientError,
+                               match="not in a computational graph|different programs"):
                 call()
     leaked = []
     sg.grad(lambda a: leaked.append(sg.sin(a)) or sg.sum(a))(np.ones(2))
