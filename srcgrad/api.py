@@ -19,6 +19,7 @@ from .errors import GradientError, SrcgradError, TraceError, user_location
 from .ir import Program, Variable, current_program, program_guard
 from .ops.creation import zeros
 from .ops.elementwise import assign
+from .verify import check
 
 from .transforms import control_grad  # noqa: F401  (registers the control-flow grad makers)
 from .transforms.backward import append_backward, gradients
@@ -240,6 +241,7 @@ class Transformed:
             out = self._inline(*[args[i] if i in static else a for i, a in enumerate(traced)])
             out_leaves, out_tree = jax.tree_util.tree_flatten(out)
             out_vars = [as_var(v) for v in out_leaves]
+        check(prog, "tracing")
         return prog, ins, out_vars, out_tree
 
     def lower(self, *args: Any, capacities: dict[int, int] | None = None) -> tuple[Lowered, Any, list]:

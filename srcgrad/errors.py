@@ -12,6 +12,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 # contextlib's frames wrap srcgrad functions (a context manager used as a decorator): not user code
 _PKG_DIRS: tuple[str, ...] = (_HERE + os.sep, contextlib.__file__)
 _SAFE = re.compile(r"[^A-Za-z0-9_.\-/\\ ]")
+_NOT_IDENT = re.compile(r"[^A-Za-z0-9_]")
 
 
 def register_internal_dir(path: str) -> None:
@@ -37,10 +38,11 @@ _internal: dict[str, bool] = {}
 
 @dataclass(frozen=True)
 class SourceLoc:
-    """A file:line in user code."""
+    """A file:line in user code, and the function it is in."""
 
     filename: str
     lineno: int
+    function: str = ""
 
     def __str__(self) -> str:
         return f"{self.filename}:{self.lineno}"
@@ -48,6 +50,11 @@ class SourceLoc:
     def safe(self) -> str:
         """The location with the file's base name scrubbed to safe characters (for emitted comments)."""
         return _safe(self.filename, self.lineno)
+
+    def safe_where(self) -> str:
+        """`layer (model.py:12)`: the function, reduced to identifier characters, and `safe()`
+        (for emitted comments: a layer called from two places reads differently)."""
+        return _safe_where(self.function, self.filename, self.lineno)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -57,9 +64,15 @@ def _safe(filename: str, lineno: int) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def _source_loc(filename: str, lineno: int) -> SourceLoc:
+def _safe_where(function: str, filename: str, lineno: int) -> str:
+    name = _NOT_IDENT.sub("", function)[:60]
+    return f"{name} ({_safe(filename, lineno)})" if name else _safe(filename, lineno)
+
+
+@functools.lru_cache(maxsize=4096)
+def _source_loc(filename: str, lineno: int, function: str) -> SourceLoc:
     """One shared SourceLoc per user line (ops made on one line compare by identity)."""
-    return SourceLoc(filename, lineno)
+    return SourceLoc(filename, lineno, function)
 
 
 def user_location() -> SourceLoc | None:
@@ -68,7 +81,7 @@ def user_location() -> SourceLoc | None:
     while frame is not None:
         fname = frame.f_code.co_filename
         if not _is_internal(fname):
-            return _source_loc(fname, frame.f_lineno)
+            return _source_loc(fname, frame.f_lineno, frame.f_code.co_name)
         frame = frame.f_back
     return None
 
@@ -95,7 +108,8 @@ def _call_site() -> tuple[str | None, list, SourceLoc | None]:
         if not frame.f_code.co_name.startswith(("_", "<")):
             entry = frame
         frame = frame.f_back
-    loc = SourceLoc(frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
+    loc = (SourceLoc(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+           if frame is not None else None)
     if entry is None:
         return None, [], loc
     code = entry.f_code

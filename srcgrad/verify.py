@@ -1,6 +1,8 @@
 """The verifier: structural and type invariants of a Program, separate from construction."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from .dtypes import short
@@ -15,6 +17,21 @@ class VerifyError(SrcgradError):
 
 def _fail(msg: str, op: Op | None = None) -> VerifyError:
     return VerifyError(msg, op=op.type if op else None, loc=op.loc if op else None)
+
+
+def checks_enabled() -> bool:
+    """True when `SRCGRAD_ENABLE_CHECKS` is set (and not `0`), like `jax_enable_checks`."""
+    return os.environ.get("SRCGRAD_ENABLE_CHECKS", "0") not in ("", "0")
+
+
+def check(program: Program, after: str) -> None:
+    """Verify `program` if checks are enabled; the error says which stage broke it."""
+    if not checks_enabled():
+        return
+    try:
+        verify(program)
+    except VerifyError as e:
+        raise VerifyError(f"after {after}: {e.detail}", op=e.op, loc=e.loc) from None
 
 
 def verify(program: Program) -> None:

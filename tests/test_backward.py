@@ -388,12 +388,40 @@ def test_source_names_the_forward_op_and_user_line_of_each_grad_section() -> Non
     xv, wv = arr(4, 3), arr(3, 2)
     src = sg.source(sg.grad(_annotated, argnums=(0, 1)), xv, wv)
     base = re.escape(os.path.basename(__file__))
-    found = set(re.findall(rf"# grad of (\w+) -> \w+ \({base}:(\d+)\)", src))
+    found = set(re.findall(rf"# grad of (\w+) -> \w+ in _annotated \({base}:(\d+)\)", src))
     want = {("matmul", _line_of(_annotated, "x @ w")), ("tanh", _line_of(_annotated, "sg.tanh")),
             ("exp", _line_of(_annotated, "return")), ("multiply", _line_of(_annotated, "return")),
             ("reduce_sum", _line_of(_annotated, "return"))}
     assert {(t, int(n)) for t, n in found} == want
     assert src.count("# grad of ") == len(want)
+
+
+def _layer(h: Any, w: Any) -> Any:
+    return sg.tanh(h @ w)
+
+
+def _two_layers(x: Any, w: Any) -> Any:
+    return sg.sum(_layer(_layer(x, w), w) * 2.0)
+
+
+def test_comments_name_the_users_function() -> None:
+    """Grad sections and location comments say which function the op was made in; the
+    name is a user string, so only identifier characters of it reach the source."""
+    xv, wv = arr(3, 3), arr(3, 3)
+    src = sg.source(sg.grad(_two_layers, argnums=(0, 1)), xv, wv)
+    base = re.escape(os.path.basename(__file__))
+    tanh_line = _line_of(_layer, "sg.tanh")
+    assert len(re.findall(rf"# grad of tanh -> \w+ in _layer \({base}:{tanh_line}\)", src)) == 2
+    assert re.search(rf"# grad of multiply -> \w+ in _two_layers \({base}:\d+\)", src)
+    assert re.search(rf"^    # in _layer \({base}:{tanh_line}\)$", sg.source(_two_layers, xv, wv),
+                     flags=re.M)
+
+    def evil(x: Any) -> Any:
+        return sg.sum(sg.sin(x))
+    evil.__code__ = evil.__code__.replace(co_name="ev il\n#)'\"; import os\u00e9")
+    src = sg.source(sg.grad(evil), xv)
+    assert "# grad of sin -> sin_0 in evilimportos (" in src
+    compile(src, "<evil>", "exec")
 
 
 # ---------------------------------------------------------------- economy

@@ -164,11 +164,67 @@ def test_values_not_in_the_program_are_not_in_a_computational_graph() -> None:
         for call in (lambda: sg.gradients([loss], [foreign]),
                      lambda: sg.gradients([foreign_loss], [x]),
                      lambda: sg.gradients([loss], [np.ones(3)]),
-                     lambda: sg.append_backward(foreign_loss)):
-            with pytest.raises(sg.GradientError, match="not in a computational graph"):
+                     lambda: sg.gradients([loss, foreign_loss], [x]),
+                     lambda: sg.append_backward(np.float64(1.0))):
+            with pytest.raises(sg.GradientError,
+                               match="not in a computational graph|different programs"):
                 call()
-    with pytest.raises(sg.GradientError, match="traced program"):
-        sg.gradients([loss], [x])
+    leaked = []
+    sg.grad(lambda a: leaked.append(sg.sin(a)) or sg.sum(a))(np.ones(2))
+    with pytest.raises(sg.GradientError) as info:  # a value of a finished trace
+        line = next_line()
+        sg.append_backward(leaked[0])
+    raises_at(sg.GradientError, line, "not in a computational graph")(info.value)
+    with pytest.raises(sg.GradientError, match="not in a computational graph"):
+        sg.gradients(leaked, [x])
+
+
+# ---------------------------------------------------------------- Fluid: the loss's program
+
+def test_append_backward_after_the_guard_appends_to_the_loss_program() -> None:
+    prog, v = build_regression()
+    pairs = sg.append_backward(v["loss"])  # the guard has exited, as in Fluid scripts
+    prog.verify()
+    assert [(p.name, g.name) for p, g in pairs] == [("w", "w@GRAD"), ("b", "b@GRAD")]
+    assert all(g.block is prog.global_block() for _, g in pairs)
+    xv, yv, wv, bv = arr(4, 3), arr(4, 1), arr(3, 1), arr(1)
+    got = sg.compile(prog, ["x", "y", "w", "b"], [g for _, g in pairs])(xv, yv, wv, bv)
+    want = jax.grad(regression_twin, argnums=(0, 1))(wv, bv, xv, yv)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_gradients_outside_any_guard_and_inside_another_programs_guard() -> None:
+    prog, v = build_regression()
+    [gw] = sg.gradients(v["loss"], [v["w"]])
+    other = sg.Program()
+    with sg.program_guard(other):
+        sg.parameter("z", (2,), "float64")
+        [gb] = sg.gradients([v["loss"]], [v["b"]])
+        pairs = sg.append_backward(v["loss"], parameter_list=["w"])
+    assert not other.global_block().ops and [v.name for v in other.inputs] == ["z"]
+    assert gw.block is gb.block is pairs[0][1].block is prog.global_block()
+    prog.verify()
+    xv, yv, wv, bv = arr(4, 3), arr(4, 1), arr(3, 1), arr(1)
+    got = sg.compile(prog, ["x", "y", "w", "b"], [gw, gb, pairs[0][1]])(xv, yv, wv, bv)
+    want = jax.grad(regression_twin, argnums=(0, 1))(wv, bv, xv, yv)
+    for a, b in zip(got, [want[0], want[1], want[0]]):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_non_scalar_loss_after_the_guard_is_reported_as_such() -> None:
+    prog = sg.Program()
+    with sg.program_guard(prog):
+        x = sg.parameter("x", (4, 3), "float64")
+        y = sg.tanh(x)
+    with pytest.raises(sg.GradientError) as info:
+        line = next_line()
+        sg.append_backward(y)
+    raises_at(sg.GradientError, line, "must be a scalar", "f64[4,3]")(info.value)
+    with pytest.raises(sg.GradientError) as info:
+        line = next_line()
+        sg.gradients(y, x)
+    raises_at(sg.GradientError, line, "not a scalar", "target_gradients")(info.value)
 
 
 def test_gradient_of_inputs_that_take_no_gradient() -> None:

@@ -5,6 +5,7 @@ checks that both `prog.verify()` and `sg.verify(prog)` raise `sg.VerifyError`.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 
 import srcgrad as sg
 from srcgrad.ir import Block, Op, Program, Variable
+from srcgrad.registry import REGISTRY
 
 
 def _loop_then_branch(x: Any) -> Any:
@@ -169,3 +171,46 @@ def test_shape_that_is_not_a_tuple() -> None:
     prog = _program()
     _var(prog.global_block(), "tanh").shape = [3]
     _rejects(prog, "tanh_0", "a shape is a tuple")
+
+
+# ---------------------------------------------------------------- SRCGRAD_ENABLE_CHECKS
+
+def _duplicating_exp_grad(op: Op, g: list, need: list) -> list:
+    """A buggy grad maker: right values, but it lists its last op twice (defined twice)."""
+    out = sg.multiply(g[0], op.outputs[0])
+    block = out.block
+    block.ops.append(block.ops[-1])
+    return [out]
+
+
+def test_enable_checks_verifies_after_tracing_backward_and_lowering(monkeypatch: Any) -> None:
+    f = lambda x: sg.sum(sg.exp(x) * 2.0)  # noqa: E731
+    x = np.array([0.1, 0.2])
+    buggy = dataclasses.replace(REGISTRY["exp"], grad=_duplicating_exp_grad)
+    monkeypatch.setitem(REGISTRY, "exp", buggy)
+    monkeypatch.delenv("SRCGRAD_ENABLE_CHECKS", raising=False)
+    np.testing.assert_allclose(sg.grad(f)(x), 2.0 * np.exp(x))  # unchecked: the defect passes
+    monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "1")
+    with pytest.raises(sg.VerifyError, match="after the backward pass: .* is defined twice"):
+        sg.grad(f)(x)
+    with pytest.raises(sg.VerifyError, match="after the backward pass"):
+        sg.trace(sg.grad(f), x)
+    prog = sg.Program()
+    with sg.program_guard(prog):
+        p = sg.parameter("p", (2,), "float64")
+        loss = sg.sum(sg.exp(p))
+    monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
+    [gp] = sg.gradients(loss, [p])
+    monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "1")
+    with pytest.raises(sg.VerifyError, match="after the transforms, before lowering"):
+        sg.compile(prog, ["p"], [gp])
+
+
+def test_enable_checks_passes_valid_programs(monkeypatch: Any) -> None:
+    x = np.array([0.4, -0.3, 0.2])
+    monkeypatch.delenv("SRCGRAD_ENABLE_CHECKS", raising=False)
+    unchecked = sg.grad(lambda v: sg.sum(_loop_then_branch(v)))(x)
+    monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "1")
+    checked = sg.grad(lambda v: sg.sum(_loop_then_branch(v) ** 2))(x)
+    np.testing.assert_allclose(unchecked, sg.grad(lambda v: sg.sum(_loop_then_branch(v)))(x))
+    assert checked.shape == (3,) and np.all(np.isfinite(checked))

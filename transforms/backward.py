@@ -13,10 +13,11 @@ from typing import Any, Iterable, Sequence
 from srcgrad import dtypes
 from srcgrad.builder import as_var, constant_pool, emit1, grad_section
 from srcgrad.errors import GradientError, user_location
-from srcgrad.ir import Block, Op, Program, Variable, current_program
+from srcgrad.ir import Block, Op, Program, Variable, current_program, program_guard
 from srcgrad.ops.creation import fill_zeros_like, full, zeros
 from srcgrad.ops.elementwise import add_n, assign
 from srcgrad.registry import REGISTRY, ZERO
+from srcgrad.verify import check
 
 
 def _differentiable(v: Variable, no_grad: set[Variable]) -> bool:
@@ -142,22 +143,48 @@ def _check_in_program(vs: Sequence[Variable], prog: Program, what: str) -> None:
                                 "the program being built)", loc=user_location())
 
 
+def _owner(targets: Sequence[Any], what: str) -> Program:
+    """The program the targets live in (Fluid's `loss.block.program`), still open for ops."""
+    progs = []
+    for t in targets:
+        prog = t.block.program if isinstance(t, Variable) else None
+        if prog is None or t.block not in prog.blocks:  # not a Variable, or a disposed trace
+            raise GradientError(f"{what} {t!r} is not in a computational graph (not a value of a "
+                                "program: build it inside sg.program_guard or a traced function)",
+                                loc=user_location())
+        if prog not in progs:
+            progs.append(prog)
+    if len(progs) > 1:
+        raise GradientError(f"the {what}s {[t.name for t in targets]} belong to different "
+                            "programs", loc=user_location())
+    if not progs:
+        raise GradientError(f"no {what} given", loc=user_location())
+    return progs[0]
+
+
 def gradients(targets: Variable | Sequence[Variable], inputs: Variable | Sequence[Variable],
               target_gradients: Any = None, no_grad_set: Iterable[Variable] | None = None
               ) -> list[Variable | None]:
     """Gradients of `targets` (seeded with `target_gradients`, default ones) w.r.t. `inputs`.
 
-    Returns one grad Variable per input, or None where the input does not affect the targets
-    or takes no gradient (`sg.data`, stop_gradient, `no_grad_set`). A non-floating-point input,
-    and a non-scalar target without a target gradient, raise GradientError.
+    The grad ops are appended to the program the targets live in, as Fluid does, whether or
+    not its `program_guard` is still open. Returns one grad Variable per input, or None where
+    the input does not affect the targets or takes no gradient (`sg.data`, stop_gradient,
+    `no_grad_set`). A non-floating-point input, and a non-scalar target without a target
+    gradient, raise GradientError.
     """
-    prog = current_program()
     ts = [targets] if isinstance(targets, Variable) else list(targets)
+    prog = _owner(ts, "target")
+    if current_program() is prog:
+        return _gradients(prog, ts, inputs, target_gradients, no_grad_set)
+    with program_guard(prog):
+        return _gradients(prog, ts, inputs, target_gradients, no_grad_set)
+
+
+def _gradients(prog: Program, ts: list[Variable], inputs: Variable | Sequence[Variable],
+               target_gradients: Any, no_grad_set: Iterable[Variable] | None
+               ) -> list[Variable | None]:
     xs = [inputs] if isinstance(inputs, Variable) else list(inputs)
-    if prog is None:
-        raise GradientError("gradients() needs a traced program (sg.program_guard)",
-                            loc=user_location())
-    _check_in_program(ts, prog, "target")
     _check_in_program(xs, prog, "input")
     block = prog.current_block()
     for t in ts:
@@ -197,16 +224,16 @@ def gradients(targets: Variable | Sequence[Variable], inputs: Variable | Sequenc
         seeds.append((t, g))
     no_grad = set(no_grad_set or ())
     grads = backward_block(block, seeds, xs, no_grad)
+    check(prog, "the backward pass")
     return [grads[x] for x in xs]
 
 
 def append_backward(loss: Variable, parameter_list: Sequence[Variable | str] | None = None,
                     no_grad_set: Iterable[Variable | str] | None = None
                     ) -> list[tuple[Variable, Variable]]:
-    """Fluid's append_backward: gradients of a scalar loss for the program's parameters."""
-    prog = current_program()
-    if prog is None or not isinstance(loss, Variable) or loss.block.program is not prog:
-        raise GradientError(f"loss {loss!r} is not in a computational graph", loc=user_location())
+    """Fluid's append_backward: gradients of a scalar loss for the parameters of the program
+    the loss lives in (`loss.block.program`), inside or outside its `program_guard`."""
+    prog = _owner([loss], "loss")
     if loss.shape != () and loss.size != 1:
         raise GradientError(f"the loss must be a scalar to seed its gradient, got "
                             f"{loss.type_str()}; pass target gradients to sg.gradients instead",

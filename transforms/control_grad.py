@@ -46,6 +46,7 @@ from .lower_jax import live_ops
 INITIAL_CAPACITY = 64
 INT32 = np.dtype(np.int32)
 T = TypeVar("T")
+_RES_SUFFIX = re.compile(r"(_res(_\d+)?)+$")
 
 
 def walk_blocks(block: Block) -> Iterator[Block]:
@@ -67,6 +68,12 @@ def residuals(grad_block: Block, fwd: Block) -> list[Variable]:
             if v.block is fwd:
                 seen.setdefault(v, None)
     return list(seen)
+
+
+def residual_name(v: Variable) -> str:
+    """`sin_0_res` for a residual of `sin_0` passed out of a branch; a residual passed on
+    out of an enclosing branch keeps that name (its length does not grow with the depth)."""
+    return _RES_SUFFIX.sub("", v.name.split("@")[0]) + "_res"
 
 
 def substitute(grad_block: Block, mapping: dict[Variable, Variable]) -> None:
@@ -165,13 +172,20 @@ class Rebuild:
         return {v: get(v) for v in vs}
 
 
-def shape_only(r: Variable, grad_block: Block) -> bool:
-    """True if the grad block reads `r` only for its shape (`fill_zeros_like`)."""
-    blocks = list(walk_blocks(grad_block))
-    if any(v is r for blk in blocks for v in blk.results):
-        return False
-    readers = [o for blk in blocks for o in blk.ops if any(v is r for v in o.inputs)]
-    return bool(readers) and all(o.type == "fill_zeros_like" for o in readers)
+def shape_only_reads(grad_block: Block) -> set[Variable]:
+    """The values the grad block reads only for their shape (`fill_zeros_like`).
+
+    One walk over the grad block for all its residuals (a walk per residual made the
+    gradient of D nested branches cost D^3).
+    """
+    returned: set[Variable] = set()
+    other_use: set[Variable] = set()
+    zeros_of: set[Variable] = set()
+    for blk in walk_blocks(grad_block):
+        returned.update(blk.results)
+        for o in blk.ops:
+            (zeros_of if o.type == "fill_zeros_like" else other_use).update(o.inputs)
+    return zeros_of - other_use - returned
 
 
 def add_carry(op: Op, init: Variable, update: Callable[[Variable], Variable],
@@ -377,7 +391,8 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
     checks = [v for _, v, _ in prog.capacity_checks if v.block is body]
     reads = residuals(gb, body)
     cheap = [r for r in reads if rebuild.can(r)]
-    zeroed = {r for r in reads if not rebuild.can(r) and shape_only(r, gb)}
+    shape_only = shape_only_reads(gb)
+    zeroed = {r for r in reads if not rebuild.can(r) and r in shape_only}
     records = _records(op, counters, slots)
     for r in dict.fromkeys(checks + [r for r in reads if not rebuild.can(r) and r not in zeroed]):
         if r not in records:
@@ -450,7 +465,8 @@ def _cond_grad(op: Op, gs: list, need: list) -> list:
         checks_here = [v for _, v, _ in prog.capacity_checks if v.block is fb]
         rebuild = Rebuild(fb, {p: (lambda v=v: v) for p, v in zip(fb.params, operands)})
         reads = residuals(gb, fb)
-        zeroed = {r for r in reads if not rebuild.can(r) and shape_only(r, gb)}
+        shape_only = shape_only_reads(gb)
+        zeroed = {r for r in reads if not rebuild.can(r) and r in shape_only}
 
         def rebuilt(rebuild: Rebuild = rebuild, reads: list = reads, zeroed: set = zeroed
                     ) -> dict[Variable, Variable]:
@@ -466,7 +482,7 @@ def _cond_grad(op: Op, gs: list, need: list) -> list:
                 with prog.block_guard(other):
                     other.results.append(zeros(r.shape, r.dtype))
                 fb.results.append(r)
-                passed[r] = op.block.new_var(f"{r.name.split('@')[0]}_res", r.shape, r.dtype)
+                passed[r] = op.block.new_var(residual_name(r), r.shape, r.dtype)
                 op.outputs.append(passed[r])
             mapping[r] = passed[r]
         substitute(gb, mapping)

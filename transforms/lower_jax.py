@@ -17,6 +17,7 @@ from jax import lax
 
 from srcgrad.ir import Block, Op, Program, Variable
 from srcgrad.registry import REGISTRY
+from srcgrad.verify import check
 
 from .naming import identifier
 
@@ -26,6 +27,7 @@ _counter_lock = threading.Lock()
 #: Array constants of at most this many elements are written into the source; larger ones
 #: are passed in the `_consts` side table.
 INLINE_CONST_SIZE = 16
+_PAD = "    "  # every emitted function is at top level: its body is indented once
 
 
 def literal(value: Any, dtype: np.dtype | None = None) -> str:
@@ -86,28 +88,60 @@ class _Names(dict):
         return n
 
 
+class _Frame:
+    """One emitted function: its lines, what it defines and reads, in order of emission."""
+
+    __slots__ = ("lines", "params", "items")
+
+    def __init__(self, params: Sequence[Variable] = ()):
+        self.lines: list[str] = []
+        self.params = params
+        self.items: list[Op | Variable] = []  # emitted ops, and values read by statements
+
+    def captures(self) -> list[Variable]:
+        """Values the function reads but does not define: passed in as `captured`."""
+        defined = set(self.params)
+        reads: dict[Variable, None] = {}
+        for item in self.items:
+            if isinstance(item, Variable):
+                reads[item] = None
+                continue
+            defined.update(item.outputs)
+            if REGISTRY[item.type].lower_stmt is None:  # a statement records its own reads
+                reads.update(dict.fromkeys(item.inputs))
+        return [v for v in reads if v not in defined]
+
+
 class Emitter:
-    """Writes one function: one line per op, nested functions for sub-blocks."""
+    """Writes one module: the program's function, one line per op, then one top-level
+    function per sub-block (so nesting depth is not bounded by Python's indentation limit).
+
+    A block function receives the outer values it reads as a `captured` tuple bound with
+    `partial`; names are unique across the module, so a value keeps its name everywhere.
+    """
 
     def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.indent = 1
+        self.frame = _Frame()
+        self.lines = self.frame.lines
         self.taken: set[str] = set()
         self.names = _Names(self.taken)
         self.consts: list[Any] = []
+        self.functions: list[list[str]] = []
         self._origin: tuple[Op, str] | None = None
         self._loc: Any = None
         self._recorded: dict[Block, set[Op]] = {}
 
     def name(self, v: Variable) -> str:
+        self.frame.items.append(v)
         return self.names[v]
 
     def tuple(self, vs: Sequence[Variable]) -> str:
+        self.frame.items.extend(vs)
         items = ", ".join([self.names[v] for v in vs])
         return f"({items},)" if len(vs) == 1 else f"({items})"
 
     def line(self, text: str) -> None:
-        self.lines.append("    " * self.indent + text)
+        self.lines.append(_PAD + text)
 
     def assign(self, outs: Sequence[Variable], expr: str, unpack: bool = False) -> None:
         """`out = expr`, or `a, b = expr` when `unpack` (expr yields a tuple)."""
@@ -117,31 +151,50 @@ class Emitter:
             lhs = ", ".join([self.names[v] for v in outs])
         self.line(f"{lhs} = {expr}")
 
+    def unpack(self, vs: Sequence[Variable], source: str) -> None:
+        """`a, b = source` (`a, = source` for one value)."""
+        self.line(f"{', '.join(self.names[v] for v in vs)}{',' if len(vs) == 1 else ''} = {source}")
+
     def block_function(self, block: Block, kind: str) -> str:
-        """Emit `def kind_N(carry): ...` (`operands` for a branch) for a sub-block; return its name."""
+        """Emit the top-level `def kind_N(carry[, captured]): ...` (`operands` for a branch) of
+        a sub-block; return the expression that passes it to lax: its name, or a `partial`
+        binding the outer values it reads."""
         fname = identifier(f"{kind}_{block.idx}", self.taken)
         arg = "operands" if kind in ("true", "false") else "carry"
         ops: Sequence[Op] = block.ops
         if kind == "body":
             hoisted, ops = loop_invariant(live_ops(ops, block.results), block)
             self.emit_ops(hoisted, [v for op in hoisted for v in op.outputs])
-        self.line(f"def {fname}({arg}):")
-        self.indent += 1
-        saved = self._origin, self._loc
+        slot = len(self.functions)
+        self.functions.append([])
+        outer, saved = self.frame, (self._origin, self._loc)
+        self.frame = _Frame(block.params)
+        self.lines, self._origin, self._loc = self.frame.lines, None, None
         if block.params:
-            self.line(f"{', '.join(self.name(p) for p in block.params)}{',' if len(block.params) == 1 else ''} = {arg}")
+            self.unpack(block.params, arg)
         self.emit_ops(ops, block.results)
         results = block.results
         ret = self.name(results[0]) if kind == "cond" else self.tuple(results)
         self.line(f"return {ret}")
+        captured = self.frame.captures()
+        body = self.frame.lines
+        self.frame, self.lines = outer, outer.lines
         self._origin, self._loc = saved
-        self.indent -= 1
-        return fname
+        if not captured:
+            self.functions[slot] = [f"def {fname}({arg}):"] + body
+            return fname
+        n = 1 if block.params else 0  # after the line that unpacks the parameters
+        self.functions[slot] = ([f"def {fname}({arg}, captured):"] + body[:n]
+                                + [f"{_PAD}{', '.join(self.names[v] for v in captured)}"
+                                   f"{',' if len(captured) == 1 else ''} = captured"] + body[n:])
+        return f"partial({fname}, captured={self.tuple(captured)})"
 
     def emit_ops(self, ops: Sequence[Op], needed: Sequence[Variable]) -> None:
         names, lines = self.names, self.lines
-        pad = "    " * self.indent
-        for op in live_ops(ops, needed):
+        pad = _PAD
+        live = live_ops(ops, needed)
+        self.frame.items.extend(live)
+        for op in live:
             self._comment(op)
             row = REGISTRY[op.type]
             if row.lower_stmt is not None:
@@ -167,7 +220,7 @@ class Emitter:
         if fwd is not None:
             what = "recorded for the grad of" if self._records(op) else "grad of"
             if self._origin is None or self._origin[0] is not fwd or self._origin[1] != what:
-                where = f" ({fwd.loc.safe()})" if fwd.loc else ""
+                where = f" in {fwd.loc.safe_where()}" if fwd.loc else ""
                 out = f" -> {self.names[fwd.outputs[0]]}" if len(fwd.outputs) == 1 else ""
                 self.line(f"# {what} {fwd.type}{out}{where}")
                 self._origin, self._loc = (fwd, what), None
@@ -175,7 +228,7 @@ class Emitter:
         self._origin = None
         loc = op.loc
         if loc is not self._loc and loc is not None and loc != self._loc:
-            self.line(f"# {loc.safe()}")
+            self.line(f"# in {loc.safe_where()}")
             self._loc = loc
 
     def _records(self, op: Op) -> bool:
@@ -273,7 +326,8 @@ def emit_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[
     em.emit_ops(program.global_block().ops, list(fetches) + list(checks))
     em.line(f"return {em.tuple(fetches)}, {em.tuple(checks)}")
     body = em.lines[body_start:]
-    return Source("\n".join([f"def {fname}({params}):"] + body) + "\n", fname, em.consts)
+    parts = [[f"def {fname}({params}):"] + body] + em.functions
+    return Source("\n\n".join("\n".join(p) for p in parts) + "\n", fname, em.consts)
 
 
 def load(src: Source) -> Lowered:
@@ -282,12 +336,14 @@ def load(src: Source) -> Lowered:
         n = next(_counter)
     filename = f"<srcgrad:{src.name}:{n}>"
     linecache.cache[filename] = (len(src.text), None, src.text.splitlines(True), filename)
-    namespace: dict[str, Any] = {"jnp": jnp, "lax": lax, "jax": jax, "_consts": src.consts}
+    namespace: dict[str, Any] = {"jnp": jnp, "lax": lax, "jax": jax, "partial": functools.partial,
+                                 "_consts": src.consts}
     exec(compile(src.text, filename, "exec"), namespace)
     return Lowered(src.text, namespace[src.name], filename)
 
 
 def lower_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[Variable],
                   checks: Sequence[Variable] = (), name: str = "srcgrad_fn") -> Lowered:
-    """`emit_program`, then `load`."""
+    """Verify (with SRCGRAD_ENABLE_CHECKS=1), `emit_program`, then `load`."""
+    check(program, "the transforms, before lowering")
     return load(emit_program(program, feeds, fetches, checks, name))

@@ -9,9 +9,9 @@ import re
 _NOT_IDENT = re.compile(r"[^0-9A-Za-z_]")
 _TAG = re.compile(r"@([A-Z]+)")
 #: Names an identifier must not take (it gets a trailing `_`): keywords, builtins, the
-#: emitted function's globals and block-function parameters.
+#: emitted module's globals and block-function parameters.
 RESERVED = (frozenset(keyword.kwlist) | frozenset(dir(builtins))
-            | {"jnp", "lax", "jax", "np", "_consts", "carry", "operands"})
+            | {"jnp", "lax", "jax", "np", "_consts", "partial", "carry", "operands", "captured"})
 
 
 def _lower_tag(m: re.Match) -> str:

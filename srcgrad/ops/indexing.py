@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import builtins
+import inspect
 from typing import Any, Sequence
 
 import numpy as np
+from jax import lax
 
 from .. import dtypes
 from ..builder import as_var, emit1
@@ -277,6 +279,26 @@ def _tuple_src(items: list[str]) -> str:
     return f"({', '.join(items)},)" if items else "()"
 
 
+#: `allow_negative_indices` came with jax 0.5.3. Before it, lax always wraps a negative index
+#: (the same values, one select more), so the emitted call leaves the flag out there.
+_NEGATIVE_FLAG = all("allow_negative_indices" in inspect.signature(f).parameters
+                     for f in (lax.dynamic_index_in_dim, lax.dynamic_update_index_in_dim))
+
+
+def _negative_flag(attrs: dict[str, str]) -> str:
+    return f", allow_negative_indices={attrs['allow_negative_indices']}" if _NEGATIVE_FLAG else ""
+
+
+def _lower_dyn_index(args: list[str], attrs: dict[str, str]) -> str:
+    return (f"lax.dynamic_index_in_dim({args[0]}, {args[1]}, {attrs['axis']}, keepdims=False"
+            f"{_negative_flag(attrs)})")
+
+
+def _lower_dyn_update_index(args: list[str], attrs: dict[str, str]) -> str:
+    return (f"lax.dynamic_update_index_in_dim({args[0]}, {args[1]}, {args[2]}, {attrs['axis']}"
+            f"{_negative_flag(attrs)})")
+
+
 def _lower_dynamic_slice(args: list[str], attrs: dict[str, str]) -> str:
     return f"lax.dynamic_slice({args[0]}, {_tuple_src(args[1:])}, {attrs['sizes']})"
 
@@ -288,12 +310,9 @@ def _lower_dus(args: list[str], attrs: dict[str, str]) -> str:
 
 register("dynamic_slice", _dynamic_slice_rule, _lower_dynamic_slice, _g_dynamic_slice)
 register("dynamic_update_slice", _dus_rule, _lower_dus, _g_dus)
-register("dynamic_index", _dyn_index_rule,
-         "lax.dynamic_index_in_dim({0}, {1}, {axis}, keepdims=False, "
-         "allow_negative_indices={allow_negative_indices})", _g_dyn_index)
-register("dynamic_update_index", _dyn_update_index_rule,
-         "lax.dynamic_update_index_in_dim({0}, {1}, {2}, {axis}, "
-         "allow_negative_indices={allow_negative_indices})", _g_dyn_update_index)
+register("dynamic_index", _dyn_index_rule, _lower_dyn_index, _g_dyn_index)
+register("dynamic_update_index", _dyn_update_index_rule, _lower_dyn_update_index,
+         _g_dyn_update_index)
 register("take", _take_rule, "jnp.take({0}, {1}, axis={axis})", _g_take)
 register("scatter_add", _scatter_add_rule, _lower_scatter_add, _g_scatter_add)
 register("one_hot", _one_hot_rule, "jax.nn.one_hot({0}, {num_classes}, dtype={dtype})", ZERO)
