@@ -1,9 +1,10 @@
-"""Test configuration: float64 for finite differences, hypothesis profiles."""
+"""Test configuration: float64 for finite differences, hypothesis profiles, `slow` opt-in."""
 from __future__ import annotations
 
 import os
 
 import jax
+import pytest
 from hypothesis import HealthCheck, settings
 
 jax.config.update("jax_enable_x64", True)
@@ -13,3 +14,13 @@ settings.register_profile("default", max_examples=15, deadline=None,
 settings.register_profile("exhaustive", max_examples=300, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `slow` run only when asked for (`-m slow`)."""
+    if "slow" in (config.getoption("markexpr") or ""):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
