@@ -177,3 +177,19 @@ def test_complex_inside_a_trace_is_refused_too() -> None:
         return sg.sum(sg.grad(lambda z: sg.sum(z * z).astype("float64"))(z))
     with pytest.raises(sg.GradientError, match="is complex"):
         sg.jit(outer)(np.ones(2))
+
+
+# ---------------------------------------------------------------- target_gradients (docs/api.md)
+
+def test_non_scalar_target_needs_a_head_gradient_and_ones_like_gives_fluids_seed() -> None:
+    prog = sg.Program()
+    with sg.program_guard(prog):
+        x = sg.parameter("x", (2, 3), "float64")
+        y = sg.tanh(x) * 2.0
+        run = lambda: sg.gradients([y], [x])  # noqa: E731
+        _raises(sg.GradientError, run, "is not a scalar", "target_gradients")
+        [gx] = sg.gradients([y], [x], target_gradients=[sg.ones_like(y)])
+    xv = np.linspace(-1.0, 1.0, 6).reshape(2, 3)
+    got, = sg.compile(prog, feed=["x"], fetch=[gx])(xv)
+    want = jax.grad(lambda x: jax.numpy.sum(jax.numpy.tanh(x) * 2.0))(xv)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
