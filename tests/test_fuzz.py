@@ -6,10 +6,11 @@ with one of two backends:
 
 - `_Sg`, srcgrad's ops and control flow (`sg.cond`, `sg.while_loop`, `sg.fori_loop`);
 - `_Jnp`, jax.numpy with Python control flow. Run on concrete arrays it decides every branch
-  and trip count from the values and records the decisions (and the values that
-  stop_gradient freezes) on a tape; under `jax.grad` and for finite differences it replays
-  the tape, so loops are unrolled at their concrete trip counts (jax.grad refuses reverse
-  mode through a while loop) and stopped values stay constant.
+  and trip count from the values and records them, with comparison masks, argmax indices
+  and the values stop_gradient freezes, on a tape; under `jax.grad` and for finite
+  differences it replays the tape, so loops are unrolled at their concrete trip counts
+  (jax.grad refuses reverse mode through a while loop), stopped values stay constant and
+  ties (`x > stop_gradient(x)`) do not flip.
 
 Each program's srcgrad value and gradient (with respect to all three inputs) are compared
 with the JAX value, with `jax.grad` of the replayed program, and with float64 central finite
@@ -33,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import srcgrad as sg
@@ -69,6 +70,10 @@ class _Sg:
         return sg.astype(a, "float64")
 
     @staticmethod
+    def greater(a: Any, b: Any) -> Any:
+        return a > b
+
+    @staticmethod
     def cond(pred: Any, true_fn: Callable, false_fn: Callable, operand: Any) -> Any:
         return sg.cond(pred, true_fn, false_fn, operand)
 
@@ -83,8 +88,8 @@ class _Sg:
 
 
 class _Jnp:
-    """jax.numpy with Python control flow; branch decisions, trip counts and stop_gradient
-    values are recorded on a tape by a concrete run and replayed under jax.grad and by
+    """jax.numpy with Python control flow; branch decisions, trip counts, comparison masks,
+    argmax indices and stop_gradient values are recorded on a tape by a concrete run and replayed under jax.grad and by
     finite differences (which must hold stopped values fixed too)."""
 
     unary = {"sin": jnp.sin, "cos": jnp.cos, "tanh": jnp.tanh, "sigmoid": jax.nn.sigmoid,
@@ -92,7 +97,7 @@ class _Jnp:
              "gauss": lambda a: jnp.exp(-(a * a))}
     binary = _Sg.binary
     reduce = {"sum": jnp.sum, "mean": jnp.mean, "max": jnp.max, "min": jnp.min}
-    argmax, minimum, where = staticmethod(jnp.argmax), staticmethod(jnp.minimum), staticmethod(jnp.where)
+    minimum, where = staticmethod(jnp.minimum), staticmethod(jnp.where)
     transpose = staticmethod(jnp.transpose)
     matmul, dot = staticmethod(jnp.matmul), staticmethod(jnp.dot)
 
@@ -113,6 +118,15 @@ class _Jnp:
     def stop_gradient(self, a: Any) -> Any:
         """The recorded value: a constant for jax.grad and for finite differences alike."""
         return self._record(lambda: np.asarray(a))
+
+    def argmax(self, a: Any) -> Any:
+        """The recorded index (a tie, as in `x - stop_gradient(x)`, would flip too)."""
+        return self._record(lambda: np.asarray(jnp.argmax(a)))
+
+    def greater(self, a: Any, b: Any) -> Any:
+        """The recorded mask: finite differences keep the unperturbed run's choices (a tie,
+        such as `x > stop_gradient(x)`, would flip under any perturbation)."""
+        return self._record(lambda: np.asarray(a > b))
 
     @staticmethod
     def to_float(a: Any) -> Any:
@@ -182,11 +196,11 @@ def _run_node(B: Any, kind: str, a: tuple, env: list[Any], shapes: list) -> Any:
     if kind == "stopgrad":
         return B.stop_gradient(env[a[0]])
     if kind == "where":
-        return B.where(env[a[0]] > env[a[1]], env[a[2]], env[a[3]])
+        return B.where(B.greater(env[a[0]], env[a[1]]), env[a[2]], env[a[3]])
     if kind == "intscale":  # b * float(argmax(a)): gradient flows only through b
         return env[a[1]] * B.to_float(B.argmax(env[a[0]]))
     if kind == "boolmask":  # c * (a > b): a comparison on the way
-        return env[a[2]] * B.to_float(env[a[0]] > env[a[1]])
+        return env[a[2]] * B.to_float(B.greater(env[a[0]], env[a[1]]))
     if kind == "cond":
         p, x, tb, fb = a
         shape = shapes[x]
@@ -392,8 +406,14 @@ def _walk(block: Block) -> Any:
 _N = os.environ.get("SRCGRAD_FUZZ_EXAMPLES")
 _SETTINGS = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
+#: Found by a long run, kept as a regression case: a tie (`x > stop_gradient(x)`) that
+#: finite differences flipped before comparison masks were replayed.
+_TIE = (("unary", "sin", 0), ("unary", "sin", 0), ("unary", "sin", 0), ("dot", 1, 1),
+        ("stopgrad", 0), ("where", 0, 7, 0, 1))
+
 
 @settings(max_examples=int(_N) if _N else 8, derandomize=not _N, **_SETTINGS)
+@example(_TIE, 0)
 @given(programs, st.integers(0, 2 ** 31 - 1))
 def test_fuzz_gradients(program: Block, seed: int) -> None:
     check_program(program, seed)
