@@ -45,10 +45,31 @@ def _input(name: str, shape: Sequence[int], dtype: Any, kind: str) -> Variable:
                          loc=user_location())
     if any(v.name == name for v in prog.inputs):
         raise TraceError(f"the program already has an input named {name!r}", loc=user_location())
-    var = block.new_var(name, tuple(int(s) for s in shape), dtypes.canonical(dtype), kind=kind,
+    var = block.new_var(name, _static_shape(name, shape, kind), dtypes.canonical(dtype), kind=kind,
                         stop_gradient=(kind == "data"), exact_name=True)
     prog.inputs.append(var)
     return var
+
+
+def _static_shape(name: str, shape: Sequence[int], kind: str) -> tuple[int, ...]:
+    """The declared shape as a tuple of non-negative ints, or a TraceError naming the input.
+
+    Programs are traced once with static shapes: a `None` / `-1` batch dimension has no
+    size to trace with, so it is refused here rather than failing later inside an op.
+    """
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        dims = None
+    if dims is None or not all(isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_))
+                               and d >= 0 for d in dims):
+        raise TraceError(f"sg.{kind}({name!r}) has shape {shape!r}: every dimension must be a "
+                         "non-negative int. srcgrad traces static shapes, so a None or -1 (batch) "
+                         "dimension is not supported; declare the size you will feed (build one "
+                         "program per batch size, or use sg.grad/sg.jit, which specialise per "
+                         "input shape)", loc=user_location())
+    return tuple(int(d) for d in dims)
 
 
 def data(name: str, shape: Sequence[int], dtype: Any = "float32") -> Variable:
@@ -61,9 +82,20 @@ def parameter(name: str, shape: Sequence[int], dtype: Any = "float32") -> Variab
     return _input(name, shape, dtype, "param")
 
 
-def compile(program: Program, feed: Sequence[str | Variable], fetch: Sequence[Variable], *,
+def _global_values(program: Program) -> dict[str, Variable]:
+    """The program's inputs and the outputs of its global block's ops, by name."""
+    found = {v.name: v for v in program.inputs}
+    for op in program.global_block().ops:
+        found.update((v.name, v) for v in op.outputs)
+    return found
+
+
+def compile(program: Program, feed: Sequence[str | Variable], fetch: Sequence[str | Variable], *,
             jit: bool = True) -> Callable[..., list[Any]]:
-    """Compile a Program: the result takes the `feed` arrays and returns the `fetch` values."""
+    """Compile a Program: the result takes the `feed` arrays and returns the `fetch` values.
+
+    `feed` and `fetch` name values by Variable or by name (`"x"`, `"w@GRAD"`).
+    """
     by_name = {v.name: v for v in program.inputs}
     feeds = []
     for f in feed:
@@ -71,6 +103,8 @@ def compile(program: Program, feed: Sequence[str | Variable], fetch: Sequence[Va
         if v is None or not any(v is p for p in program.inputs):
             raise SrcgradError(f"feed {f!r} is not an input of the program", loc=user_location())
         feeds.append(v)
+    values = _global_values(program) if any(isinstance(f, str) for f in fetch) else {}
+    fetch = [values.get(f, f) if isinstance(f, str) else f for f in fetch]
     for v in fetch:
         if not isinstance(v, Variable) or v.block is not program.global_block():
             raise SrcgradError(f"fetch {v!r} is not a value of the program's global block",
@@ -417,8 +451,23 @@ def _argnums(argnums: int | Sequence[int]) -> tuple[tuple[int, ...], bool]:
     return tuple(argnums), False
 
 
-def _diff_copies(args: tuple, argnums: tuple[int, ...], who: str) -> tuple[tuple, list[Variable]]:
-    """Fresh copies of the differentiated arguments, so each is its own gradient target."""
+def _param_name(fun: Callable[..., Any], i: int) -> str:
+    """The name of `fun`'s positional parameter `i` ("argument i" when it has none)."""
+    try:
+        params = [p for p in inspect.signature(fun).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    return f"argument {i} ({params[i].name!r})" if i < len(params) else f"argument {i}"
+
+
+def _diff_copies(args: tuple, argnums: tuple[int, ...], who: str,
+                 fun: Callable[..., Any] | None = None) -> tuple[tuple, list[Variable]]:
+    """Fresh copies of the differentiated arguments, so each is its own gradient target.
+
+    Only real floating-point arguments are differentiable: an integer or complex one raises
+    a GradientError naming the user's parameter (complex differentiation is not supported).
+    """
     args = list(args)
     wrt: list[Variable] = []
     for i in argnums:
@@ -428,9 +477,13 @@ def _diff_copies(args: tuple, argnums: tuple[int, ...], who: str) -> tuple[tuple
         leaves, tree = jax.tree_util.tree_flatten(args[i])
         copies = []
         for v in leaves:
-            if not dtypes.is_inexact(v.dtype):
-                raise GradientError(f"{who} requires floating-point inputs, but argument {i} "
-                                    f"has {v.type_str()} ({v.name})", loc=user_location())
+            if not dtypes.is_float(v.dtype):
+                what = {"c": "complex", "b": "bool"}.get(v.dtype.kind, "integer")
+                hint = ("; srcgrad differentiates real functions only: pass the real and "
+                        "imaginary parts as separate arguments") if what == "complex" else ""
+                name = _param_name(fun, i) if fun is not None else f"argument {i}"
+                raise GradientError(f"{who} requires floating-point inputs, but {name} is "
+                                    f"{what}: {v.type_str()} ({v.name}){hint}", loc=user_location())
             copies.append(assign(v, base=v.name.split("@")[0]))
         wrt += copies
         args[i] = jax.tree_util.tree_unflatten(tree, copies)
@@ -442,7 +495,7 @@ def _value_and_grad_inline(fun: Callable[..., Any], argnums: int | Sequence[int]
     nums, single = _argnums(argnums)
 
     def inline(*args: Any) -> Any:
-        args, wrt = _diff_copies(args, nums, who)
+        args, wrt = _diff_copies(args, nums, who, fun)
         out = fun(*args)
         aux = None
         if has_aux:
@@ -450,10 +503,18 @@ def _value_and_grad_inline(fun: Callable[..., Any], argnums: int | Sequence[int]
                 raise GradientError(f"{who}(has_aux=True) needs the function to return a pair "
                                     "(output, aux)", loc=user_location())
             out, aux = out
+        elif isinstance(out, (tuple, list, dict)):
+            raise GradientError(f"{who} needs a scalar output, but the function returned a "
+                                f"{type(out).__name__} of {len(out)} values; if it returns "
+                                f"(loss, aux), pass has_aux=True to sg.{who}", loc=user_location())
         out = as_var(out)
         if out.shape != ():
             raise GradientError(f"{who} needs a scalar output, got {out.type_str()}; use sg.vjp "
                                 "for non-scalar outputs", loc=user_location())
+        if not dtypes.is_float(out.dtype):
+            raise GradientError(f"{who} needs a real floating-point output, got {out.type_str()}"
+                                + ("; srcgrad differentiates real functions only"
+                                   if out.dtype.kind == "c" else ""), loc=user_location())
         grads = gradients([out], wrt)
         grads = [g if g is not None else zeros(x.shape, x.dtype) for g, x in zip(grads, wrt)]
         it = iter(grads)
@@ -496,10 +557,14 @@ def _check_static(argnums: int | Sequence[int], static_argnums: int | Sequence[i
 
 
 def _vjp_inline(fun: Callable[..., Any], primals: tuple) -> tuple[Any, Callable[[Any], tuple]]:
-    primals, wrt = _diff_copies(tuple(primals), tuple(range(len(primals))), "vjp")
+    primals, wrt = _diff_copies(tuple(primals), tuple(range(len(primals))), "vjp", fun)
     out = fun(*primals)
     out_leaves, out_tree = jax.tree_util.tree_flatten(out)
     out_vars = [as_var(v) for v in out_leaves]
+    for o in out_vars:
+        if o.dtype.kind == "c":
+            raise GradientError(f"vjp: the output {o.name} is complex ({o.type_str()}); srcgrad "
+                                "differentiates real functions only", loc=user_location())
 
     def vjp_fn(ct: Any) -> tuple:
         ct_leaves, ct_tree = jax.tree_util.tree_flatten(ct)
@@ -514,6 +579,15 @@ def _vjp_inline(fun: Callable[..., Any], primals: tuple) -> tuple[Any, Callable[
     return jax.tree_util.tree_unflatten(out_tree, out_vars), vjp_fn
 
 
+def _refuse_complex(fun: Callable[..., Any], primals: tuple) -> None:
+    """A GradientError at `sg.vjp` time (not from the returned function) for a complex primal."""
+    for i, p in enumerate(primals):
+        if any(np.iscomplexobj(l) for l in jax.tree_util.tree_leaves(p)):
+            raise GradientError(f"vjp requires floating-point inputs, but {_param_name(fun, i)}"
+                                " is complex; srcgrad differentiates real functions only",
+                                loc=user_location())
+
+
 def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tuple]]:
     """(fun(*primals), vjp_fn): vjp_fn maps an output cotangent to the inputs' cotangents.
 
@@ -523,7 +597,11 @@ def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tu
     _check_vjp_primals(fun, primals)
     if _tracing(primals) or current_program() is not None:
         return _vjp_inline(fun, _as_vars(primals))
+    _refuse_complex(fun, primals)
     out = jit(fun)(*primals)
+    if any(np.iscomplexobj(o) for o in jax.tree_util.tree_leaves(out)):
+        raise GradientError("vjp: the function's output is complex; srcgrad differentiates real "
+                            "functions only", loc=user_location())
 
     def pullback(primals: tuple, ct: Any) -> tuple:
         _, fn = _vjp_inline(fun, primals)

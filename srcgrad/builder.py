@@ -94,9 +94,7 @@ def emit(type_: str, inputs: Sequence[Variable], attrs: dict[str, Any] | None = 
         loc = user_location()
         for v in inputs:
             if v.block is not block and not _visible(v, block):
-                raise TraceError(f"{v.name} is used outside the block that defines it (a value "
-                                 "made inside a loop or branch body escaped through a Python "
-                                 "variable)", op=type_, loc=loc)
+                raise TraceError(_escape_message(v, prog), op=type_, loc=loc)
     try:
         types = REGISTRY[type_].infer(inputs, attrs)
     except ShapeError as e:
@@ -110,6 +108,16 @@ def emit(type_: str, inputs: Sequence[Variable], attrs: dict[str, Any] | None = 
 def emit1(type_: str, inputs: Sequence[Variable], attrs: dict[str, Any] | None = None,
           base: str | None = None) -> Variable:
     return emit(type_, inputs, attrs, base)[0]
+
+
+def _escape_message(v: Variable, prog: Program) -> str:
+    """Why `v` cannot be read here: it belongs to another trace, or escaped a nested block."""
+    if v.block.program is not prog:
+        return (f"{v.name} ({v.type_str()}) belongs to another trace (an earlier sg.grad/sg.jit "
+                "trace or another Program) and cannot be used in this one; it leaked through a "
+                "Python variable, a global or a closure: pass it as an argument instead")
+    return (f"{v.name} is used outside the block that defines it (a value made inside a loop "
+            "or branch body escaped through a Python variable)")
 
 
 def _visible(v: Variable, block: Block) -> bool:

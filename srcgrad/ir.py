@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from .dtypes import short
-from .errors import SourceLoc, TraceError
+from .errors import SourceLoc, TraceError, user_location
 
 Shape = tuple[int, ...]
 
@@ -54,7 +54,8 @@ class Variable:
     def __bool__(self) -> bool:
         raise TraceError(
             f"the traced value {self!r} has no Python truth value; "
-            "use sg.cond, sg.where or sg.while_loop for data-dependent control flow")
+            "use sg.cond, sg.where or sg.while_loop for data-dependent control flow",
+            loc=user_location())
 
     def __len__(self) -> int:
         if not self.shape:

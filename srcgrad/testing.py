@@ -38,19 +38,60 @@ def _directional(f: Callable[..., Any], args: list[np.ndarray], v: list[np.ndarr
 
 
 def check_grads(fun: Callable[..., Any], args: Sequence[Any], order: int = 1,
-                jax_fun: Callable[..., Any] | None = None, *, eps: float = 1e-6,
+                jax_fun: Callable[..., Any] | None = None, *,
+                argnums: int | Sequence[int] | None = None, eps: float = 1e-6,
                 rtol: float = 1e-5, atol: float = 1e-6, fd_rtol: float = 1e-4, directions: int = 3,
                 seed: int = 0) -> None:
     """Assert srcgrad's gradients of `fun` match finite differences (and jax.grad of `jax_fun`).
 
-    All arguments are differentiated; they are cast to float64. Non-scalar outputs are reduced
-    with a fixed random cotangent. `order=2` also checks the gradient of the gradient.
+    `args` are pytrees (arrays, scalars, nested tuples/lists/dicts of them). The arguments in
+    `argnums` (default: all) are differentiated, every leaf of them cast to float64; the
+    others are passed unchanged. Non-scalar outputs are reduced with a fixed random
+    cotangent. `order=2` also checks the gradient of the gradient.
     """
     if not dtypes.x64():
         raise RuntimeError("check_grads compares in float64: call "
                            "jax.config.update('jax_enable_x64', True) first")
+    nums = tuple(range(len(args))) if argnums is None else (
+        (argnums,) if isinstance(argnums, int) else tuple(argnums))
+    leaves, rebuild = _flatten_args(list(args), nums)
+    fun = _on_leaves(fun, rebuild)
+    jax_fun = None if jax_fun is None else _on_leaves(jax_fun, rebuild)
+    _check_leaves(fun, leaves, order, jax_fun, eps=eps, rtol=rtol, atol=atol, fd_rtol=fd_rtol,
+                  directions=directions, seed=seed)
+
+
+def _flatten_args(args: list[Any], nums: tuple[int, ...]
+                  ) -> tuple[list[np.ndarray], Callable[[Sequence[Any]], list[Any]]]:
+    """The float64 leaves of the differentiated arguments, and a function that puts leaves
+    back into the full argument list."""
+    for i in nums:
+        if not -len(args) <= i < len(args):
+            raise ValueError(f"check_grads: argnums {i} but only {len(args)} arguments were given")
+    nums = tuple(i % len(args) for i in nums)
+    flat = [jax.tree_util.tree_flatten(args[i]) for i in nums]
+    leaves = [np.asarray(leaf, np.float64) for ls, _ in flat for leaf in ls]
+    sizes = [len(ls) for ls, _ in flat]
+
+    def rebuild(xs: Sequence[Any]) -> list[Any]:
+        full, pos = list(args), 0
+        for i, (_, tree), n in zip(nums, flat, sizes):
+            full[i] = jax.tree_util.tree_unflatten(tree, list(xs[pos:pos + n]))
+            pos += n
+        return full
+    return leaves, rebuild
+
+
+def _on_leaves(fun: Callable[..., Any], rebuild: Callable[[Sequence[Any]], list[Any]]
+               ) -> Callable[..., Any]:
+    return lambda *xs: fun(*rebuild(xs))
+
+
+def _check_leaves(fun: Callable[..., Any], args: list[np.ndarray], order: int,
+                  jax_fun: Callable[..., Any] | None, *, eps: float, rtol: float, atol: float,
+                  fd_rtol: float, directions: int, seed: int) -> None:
+    """check_grads on a function of flat float64 arrays, all differentiated."""
     rng = np.random.default_rng(seed)
-    args = [np.asarray(a, np.float64) for a in args]
     outs = jax.tree_util.tree_leaves(api.jit(fun)(*args))
     cts = [rng.standard_normal(np.shape(o)) for o in outs]
     f = _scalarize(fun, cts, reduce.sum, multiply)
@@ -67,8 +108,8 @@ def check_grads(fun: Callable[..., Any], args: Sequence[Any], order: int = 1,
         def grad_dot_v(*xs: Any) -> Any:
             gs = api.grad(f, argnums)(*xs)
             return _scalarize(lambda *a: gs, v, reduce.sum, multiply)()
-        check_grads(grad_dot_v, args, order - 1, eps=eps, fd_rtol=fd_rtol * 10,
-                    directions=directions, seed=seed + 1)
+        _check_leaves(grad_dot_v, args, order - 1, None, eps=eps, rtol=rtol, atol=atol,
+                      fd_rtol=fd_rtol * 10, directions=directions, seed=seed + 1)
 
 
 def _check_fd(f: Callable, f_jit: Callable, args: list, argnums: tuple, rng: np.random.Generator,

@@ -1,4 +1,4 @@
-"""Test configuration: float64 for finite differences, hypothesis profiles."""
+"""Test configuration: float64 for finite differences, hypothesis profiles, `slow` opt-in."""
 from __future__ import annotations
 
 import os
@@ -22,3 +22,13 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 def _fresh_compile_cache() -> None:
     """Each test starts with an empty compile cache, so that its compilation counts are its own."""
     sg.clear_caches()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `slow` run only when asked for (`-m slow`)."""
+    if "slow" in (config.getoption("markexpr") or ""):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]

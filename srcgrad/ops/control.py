@@ -53,15 +53,26 @@ def _types(vs: Sequence[Variable]) -> str:
     return "(" + ", ".join(v.type_str() for v in vs) + ")"
 
 
+def _check_max_iters(max_iters: Any, op: str, loc: Any) -> int | None:
+    """`max_iters` as a Python int: None, or a non-negative Python/NumPy integer (not a bool)."""
+    if max_iters is None:
+        return None
+    if isinstance(max_iters, (bool, np.bool_)) or not isinstance(max_iters, (int, np.integer)):
+        raise SrcgradError(f"max_iters must be a non-negative Python or NumPy int, got "
+                           f"{type(max_iters).__name__} {max_iters!r}", op=op, loc=loc)
+    if max_iters < 0:
+        raise SrcgradError(f"max_iters must be >= 0, got {max_iters}", op=op, loc=loc)
+    return int(max_iters)
+
+
 def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any, *,
                max_iters: int | None = None) -> Any:
     """lax.while_loop over srcgrad values; `max_iters` bounds the trip count."""
     loc = user_location()
+    max_iters = _check_max_iters(max_iters, "while", loc)
     leaves, tree = jax.tree_util.tree_flatten(init_val)
     init = [as_var(v) for v in leaves]
     if max_iters is not None:
-        if int(max_iters) < 0:
-            raise SrcgradError(f"max_iters must be >= 0, got {max_iters}", op="while", loc=loc)
         init.append(as_var(np.int32(0)))
     out = _while(cond_fun, body_fun, init, tree, loc, max_iters,
                  counter=max_iters is not None, splat=False)
@@ -114,6 +125,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
     `max_iters` bounds the trip count of a loop with traced bounds (as for `while_loop`).
     """
     loc = user_location()
+    max_iters = _check_max_iters(max_iters, "fori_loop", loc)
     leaves, tree = jax.tree_util.tree_flatten(init_val)
     static = all(isinstance(b, (int, np.integer)) for b in (lower, upper))
     lo = as_var(lower, like=None if static else as_var(upper))
@@ -121,8 +133,6 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
     if lo.dtype.kind not in "iu" or lo.shape != ():
         raise SrcgradError(f"fori_loop bounds must be integer scalars, got {lo.type_str()}",
                            op="fori_loop", loc=loc)
-    if max_iters is not None and int(max_iters) < 0:
-        raise SrcgradError(f"max_iters must be >= 0, got {max_iters}", op="fori_loop", loc=loc)
     init = [lo] + [as_var(v) for v in leaves]
     full_tree = jax.tree_util.tree_structure((0, jax.tree_util.tree_unflatten(tree, leaves)))
 

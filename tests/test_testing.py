@@ -1,0 +1,68 @@
+"""srcgrad.testing.check_grads: pytree arguments, argnums, and that it does catch errors."""
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.testing import check_grads
+
+RNG = np.random.default_rng(7)
+PARAMS = {"w": RNG.standard_normal((3, 2)), "b": RNG.standard_normal(2)}
+X = RNG.standard_normal((4, 3))
+
+
+def _mlp(params: dict, x: Any) -> Any:
+    return sg.tanh(x @ params["w"] + params["b"])
+
+
+def _mlp_jnp(params: dict, x: Any) -> Any:
+    return jnp.tanh(x @ params["w"] + params["b"])
+
+
+def test_dict_of_arrays() -> None:
+    check_grads(_mlp, (PARAMS, X), jax_fun=_mlp_jnp)
+    check_grads(_mlp, (PARAMS, X), order=2, jax_fun=_mlp_jnp, argnums=0, directions=1)
+
+
+def test_nested_tuples_lists_and_scalars() -> None:
+    def f(pair: tuple, xs: list) -> Any:
+        a, b = pair
+        return sg.sum(sg.sin(a) * xs[0]) + b * sg.sum(xs[1])
+
+    def f_jnp(pair: tuple, xs: list) -> Any:
+        a, b = pair
+        return jnp.sum(jnp.sin(a) * xs[0]) + b * jnp.sum(xs[1])
+    args = ((RNG.standard_normal(3), 1.5), [RNG.standard_normal(3), RNG.standard_normal(2)])
+    check_grads(f, args, jax_fun=f_jnp)
+
+
+def test_argnums_leaves_other_arguments_unchanged() -> None:
+    seen = []
+
+    def f(n: Any, x: Any) -> Any:
+        seen.append(n)
+        return sg.sum(x ** n)
+    check_grads(f, (3, RNG.standard_normal(4)), argnums=1,
+                jax_fun=lambda n, x: jnp.sum(x ** n))
+    assert seen and all(n == 3 and type(n) is int for n in seen)  # never cast nor traced
+    check_grads(f, (3, RNG.standard_normal(4)), argnums=(-1,))
+
+
+def test_a_wrong_gradient_is_caught_in_a_pytree() -> None:
+    def wrong(params: dict, x: Any) -> Any:  # d/db is lost
+        return sg.tanh(x @ params["w"] + sg.stop_gradient(params["b"]))
+    with pytest.raises(AssertionError):
+        check_grads(wrong, (PARAMS, X), jax_fun=_mlp_jnp)
+    with pytest.raises(AssertionError, match="directional derivative"):
+        check_grads(wrong, (PARAMS, X))
+    # Not differentiating params, the mistake is invisible, as it should be.
+    check_grads(wrong, (PARAMS, X), argnums=1, jax_fun=_mlp_jnp)
+
+
+def test_argnums_out_of_range() -> None:
+    with pytest.raises(ValueError, match="argnums 2"):
+        check_grads(_mlp, (PARAMS, X), argnums=2)
