@@ -17,7 +17,7 @@ from .builder import active_program, as_var
 from .errors import GradientError, SrcgradError, TraceError, user_location
 from .ir import Program, Variable, current_program, program_guard
 from .ops.creation import zeros
-from .ops.elementwise import assign
+from .ops.grad_helpers import assign
 
 from .transforms import control_grad  # noqa: F401  (registers the control-flow grad makers)
 from .transforms.backward import append_backward, gradients

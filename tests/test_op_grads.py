@@ -28,7 +28,9 @@ from srcgrad.testing import check_grads
 from test_ops import (ARRAY_INDEXERS, F32, F64, FLOATS, GRID, I32, I64, POS, SCALAR_INDEXERS, SIDE,
                       Dom, Draw, R, along_axis, apply_operator, basic_index_args, broadcast_args,
                       conv_args, conv_ours, conv_ref, dot_args, dus_ours, dus_ref,
-                      dynamic_slice_args, dynamic_slice_ours, dynamic_slice_ref, einsum_args,
+                      dynamic_index_args, dynamic_slice_args, dynamic_slice_ours,
+                      dynamic_slice_ref, einsum_args, lax_pad, lax_pad_args, lax_slice_args, rev_args,
+                      scatter_add_args, scatter_add_ref,
                       elementwise, examples, expand_args, getitem, join_args, key, matmul_args,
                       one_shape, pool_args, pool_ref, reduction, reshape_args, squeeze_args,
                       take_args, traced_fill_args, traced_index_args, transpose_args, values,
@@ -69,7 +71,7 @@ def binary(name: str, dom_x: Dom = R, dom_y: Dom = R, second_order: bool = False
 
 def reducer(name: str, ours: Callable, ref: Callable, dom: Dom = R, min_side: int = 0,
             second_order: bool = False) -> GradCase:
-    return GradCase(name, lambda x, axis, keepdims: ours(x, axis, keepdims),
+    return GradCase(name, lambda x, axis, keepdims: ours(x, axis, keepdims=keepdims),
                     lambda x, axis, keepdims: ref(x, axis=axis, keepdims=keepdims),
                     reduction(dom, min_side), second_order=second_order)
 
@@ -132,6 +134,7 @@ CASES: list[GradCase] = [
     binary("multiply"),
     binary("divide", R, AWAY),
     binary("power", POS, Dom(-2.0, 2.0), second_order=True),
+    binary("remainder", Dom(2.25, 2.75), Dom(1.5, 2.0)),  # x / y in [1.125, 1.84]: smooth
     binary("maximum", GRID, GRID),
     binary("minimum", GRID, GRID),
     GradCase("integer_pow", lambda x, k: x ** k, lambda x, k: x ** k, integer_pow_args,
@@ -182,6 +185,18 @@ CASES: list[GradCase] = [
              (F32, I32)),
     GradCase("dynamic_update_slice", dus_ours, dus_ref, dynamic_slice_args(True), (F32, I32)),
     GradCase("take", sg.take, jnp.take, take_args(), (F32, I32), second_order=True),
+    GradCase("slice", lambda x, start, limit, strides: sg.slice(x, start, limit, strides),
+             lambda x, start, limit, strides: lax.slice(x, start, limit, strides),
+             lax_slice_args()),
+    GradCase("rev", lambda x, axes: sg.rev(x, axes), lambda x, axes: lax.rev(x, axes),
+             rev_args()),
+    GradCase("pad", sg.pad, lax_pad, lax_pad_args(), second_order=True),
+    GradCase("dynamic_index", sg.dynamic_index,
+             lambda x, i, axis: lax.dynamic_index_in_dim(x, i, axis, keepdims=False),
+             dynamic_index_args(False), (F32, I32)),
+    GradCase("dynamic_update_index", sg.dynamic_update_index, lax.dynamic_update_index_in_dim,
+             dynamic_index_args(True), (F32, I32)),
+    GradCase("scatter_add", sg.scatter_add, scatter_add_ref, scatter_add_args(), (F32, I32)),
     GradCase("softmax", sg.softmax, jax.nn.softmax, along_axis(), second_order=True),
     GradCase("log_softmax", sg.log_softmax, jax.nn.log_softmax, along_axis()),
 ]

@@ -6,12 +6,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes
-from ..builder import as_var, emit1
+from ..builder import as_var
 from ..errors import ShapeError
 from ..ir import Op, Variable
-from ..registry import register
 from ._rules import norm_axis, require_float, same
 from .creation import full
+from .declare import Emitted, defop, public
 from .elementwise import exp, multiply, subtract
 from .reduce import max as reduce_max
 from .reduce import mean, sum
@@ -24,16 +24,6 @@ def _softmax_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list:
     return same(inputs, attrs)
 
 
-def softmax(x: Any, axis: int = -1) -> Variable:
-    x = as_var(x)
-    return emit1("softmax", [x], {"axis": norm_axis(axis, x.ndim)})
-
-
-def log_softmax(x: Any, axis: int = -1) -> Variable:
-    x = as_var(x)
-    return emit1("log_softmax", [x], {"axis": norm_axis(axis, x.ndim)})
-
-
 def _g_softmax(op: Op, g: list, need: list) -> list:
     y = op.outputs[0]
     gy = multiply(g[0], y)
@@ -44,8 +34,18 @@ def _g_log_softmax(op: Op, g: list, need: list) -> list:
     return [subtract(g[0], multiply(exp(op.outputs[0]), sum(g[0], op.attrs["axis"], keepdims=True)))]
 
 
-register("softmax", _softmax_rule, "jax.nn.softmax({0}, axis={axis})", _g_softmax)
-register("log_softmax", _softmax_rule, "jax.nn.log_softmax({0}, axis={axis})", _g_log_softmax)
+@defop("softmax", _softmax_rule, "jax.nn.softmax({0}, axis={axis})", _g_softmax)
+def softmax(x: Any, axis: int = -1) -> Emitted:
+    """jax.nn.softmax(x, axis=-1)."""
+    x = as_var(x)
+    return [x], {"axis": norm_axis(axis, x.ndim)}
+
+
+@defop("log_softmax", _softmax_rule, "jax.nn.log_softmax({0}, axis={axis})", _g_log_softmax)
+def log_softmax(x: Any, axis: int = -1) -> Emitted:
+    """jax.nn.log_softmax(x, axis=-1)."""
+    x = as_var(x)
+    return [x], {"axis": norm_axis(axis, x.ndim)}
 
 
 def _pad_lowest(x: Variable, config: Sequence[tuple[int, int, int]]) -> Variable:
@@ -103,16 +103,15 @@ def _pool(x: Any, window: Sequence[int], strides: Sequence[int] | None, padding:
     return reduce(concatenate(taps, -1), -1)
 
 
+@public
 def max_pool(x: Any, window: Sequence[int], strides: Sequence[int] | None = None,
              padding: str = "VALID", layout: str = "NHWC") -> Variable:
     """Max pooling; with SAME padding the padded positions never win (as lax.reduce_window)."""
     return _pool(x, window, strides, padding, layout, "max")
 
 
+@public
 def avg_pool(x: Any, window: Sequence[int], strides: Sequence[int] | None = None,
              padding: str = "VALID", layout: str = "NHWC") -> Variable:
     """Average pooling; with SAME padding the padded zeros count (as flax's avg_pool)."""
     return _pool(x, window, strides, padding, layout, "avg")
-
-
-__all__ = ["softmax", "log_softmax", "max_pool", "avg_pool"]
