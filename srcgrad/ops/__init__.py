@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import habits
 from ..builder import as_var
 from ..ir import Variable
 # Importing the modules declares their ops (fills the registry and EXPORTS).
@@ -58,6 +59,7 @@ def _install_operators() -> None:
 
 
 _install_operators()
+habits.install()
 globals().update(EXPORTS)
 
 __all__ = ["cond", "fori_loop", "while_loop", *EXPORTS]
