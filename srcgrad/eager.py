@@ -1,9 +1,9 @@
 """Eager calls: an op called on concrete arrays outside any trace computes with JAX.
 
 The call is traced once per (function, static arguments, array shapes and dtypes) into a
-one-call Program, lowered by srcgrad's own pipeline and kept; later calls run the lowered
-Python function directly on the arrays (as jax.Arrays), op by op as jax.numpy would (JAX
-tracers of an outer jax.jit, grad or vmap included). Array leaves (NumPy, JAX and NumPy scalars) are the program's inputs;
+one-call Program, lowered by srcgrad's own pipeline and jitted, as jax.numpy's own functions
+are; later calls run it on the arrays directly (JAX tracers of an outer jax.jit, grad or vmap
+included: the call joins their computation). Array leaves (NumPy, JAX and NumPy scalars) are the program's inputs;
 everything else (Python numbers, shapes, axes, dtypes) is static and part of the key.
 """
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from . import dtypes
@@ -41,7 +40,7 @@ def call_eagerly(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) ->
     for leaf in leaves:
         if _is_array(leaf):
             arrays.append(leaf)
-            avals.append((np.shape(leaf), dtypes.canonical(np.dtype(leaf.dtype))))
+            avals.append((leaf.shape, leaf.dtype))
         else:
             statics.append(_static_key(leaf))
     key = (fn, tree, tuple(statics), tuple(avals), dtypes.x64())
@@ -51,7 +50,7 @@ def call_eagerly(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) ->
             _CACHE.clear()
         entry = _CACHE[key] = _lower(fn, leaves, tree, avals)
     run, out_tree = entry
-    outs, _ = run(*[jnp.asarray(a) for a in arrays])
+    outs, _ = run(*arrays)
     return jax.tree_util.tree_unflatten(out_tree, list(outs))
 
 
@@ -60,8 +59,9 @@ def _lower(fn: Callable[..., Any], leaves: list, tree: Any, avals: list) -> tupl
     from .transforms.lower_jax import lower_program
     prog = Program()
     block = prog.global_block()
-    prog.inputs.extend(block.new_var(f"x{i}", tuple(shape), dt, kind="data", stop_gradient=True,
-                                     exact_name=True) for i, (shape, dt) in enumerate(avals))
+    prog.inputs.extend(block.new_var(f"x{i}", tuple(shape), dtypes.canonical(np.dtype(dt)),
+                                     kind="data", stop_gradient=True, exact_name=True)
+                       for i, (shape, dt) in enumerate(avals))
     ins = iter(prog.inputs)
     with program_guard(prog):
         traced = [next(ins) if _is_array(leaf) else leaf for leaf in leaves]
@@ -72,4 +72,4 @@ def _lower(fn: Callable[..., Any], leaves: list, tree: Any, avals: list) -> tupl
     name = getattr(fn, "__name__", "op")
     lowered = lower_program(prog, list(prog.inputs), outs, [], name=f"eager_{name}")
     prog.dispose()
-    return lowered.fn, out_tree
+    return jax.jit(lowered.fn), out_tree

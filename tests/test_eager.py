@@ -15,7 +15,7 @@ from test_ops import CASES, Case, assert_same, examples
 
 #: Cases that use Python syntax (x[i], x + y, x.T) rather than an sg function: on NumPy
 #: arrays that syntax is NumPy's own.
-SYNTAX = ("getitem", "operator", "attributes")
+SYNTAX = ("getitem", "operator", "attributes", "methods")
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if not c.name.startswith(SYNTAX)], ids=str)

@@ -114,6 +114,48 @@ def where_args(dom: Dom = R) -> Draw:
     return draw
 
 
+def with_specials(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+    """Values with some entries replaced by nan, inf or -inf (floats only)."""
+    (x,) = elementwise(R)(data, dts)[1]
+    if x.dtype.kind == "f" and x.size:
+        picks = data.draw(hnp.arrays(np.int8, x.shape, elements=st.integers(0, 3)))
+        x = np.where(picks == 1, np.nan, np.where(picks == 2, np.inf,
+                                                  np.where(picks == 3, -np.inf, x))).astype(x.dtype)
+    return {}, [x]
+
+
+def stat_args(dom: Dom = R) -> Draw:
+    """var/std: an int axis or None (at least two values each), keepdims and ddof 0 or 1."""
+    def draw(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+        params, args = reduction(dom, 2, False)(data, dts)
+        return {**params, "ddof": data.draw(st.integers(0, 1))}, args
+    return draw
+
+
+METHODS: dict[str, Callable[[Any], Any]] = {
+    "sum": lambda x: x.sum(axis=0), "mean": lambda x: x.mean(), "max": lambda x: x.max(axis=-1),
+    "min": lambda x: x.min(keepdims=True), "prod": lambda x: x.prod(), "var": lambda x: x.var(),
+    "std": lambda x: x.std(axis=0, ddof=1), "argmax": lambda x: x.argmax(),
+    "argmin": lambda x: x.argmin(axis=0), "reshape": lambda x: x.reshape(-1),
+    "transpose": lambda x: x.transpose(), "T": lambda x: x.T, "flatten": lambda x: x.flatten(),
+    "ravel": lambda x: x.ravel(), "squeeze": lambda x: x[None].squeeze(0),
+    "astype": lambda x: x.astype(np.float32), "dot": lambda x: x.dot(x.T),
+    "clip": lambda x: x.clip(-0.5, 0.5), "round": lambda x: x.round(),
+}
+
+
+def method_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+    shape = data.draw(hnp.array_shapes(min_dims=2, max_dims=2, min_side=2, max_side=SIDE))
+    return {"method": data.draw(st.sampled_from(sorted(METHODS)))}, [values(data, shape, dts[0])]
+
+
+def clip_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+    """jnp.clip with Python bounds, either of them None."""
+    lo = data.draw(st.sampled_from([None, -1.0, -0.5]))
+    hi = data.draw(st.sampled_from([None, 0.5, 1.0]))
+    return {"min": lo, "max": hi}, elementwise(R)(data, dts)[1]
+
+
 def cast_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
     """An array and a target dtype for astype."""
     dtype = data.draw(st.sampled_from([F32, F64, I32, BOOL]))
@@ -642,6 +684,34 @@ CASES: list[Case] = [
     unary("square", jnp.square, variants=NUMS),
     unary("reciprocal", jnp.reciprocal, NONZERO, NUMS),
     unary("sigmoid", jax.nn.sigmoid, variants=FLOATS),
+    unary("tan", jnp.tan, Dom(-1.25, 1.25), NUMS),
+    unary("sinh", jnp.sinh, variants=NUMS),
+    unary("cosh", jnp.cosh),
+    unary("arcsin", jnp.arcsin, Dom(-1.0, 1.0)),
+    unary("arccos", jnp.arccos, Dom(-1.0, 1.0)),
+    unary("arctan", jnp.arctan, variants=NUMS),
+    unary("arcsinh", jnp.arcsinh),
+    unary("arccosh", jnp.arccosh, Dom(1.0, 3.0)),
+    unary("arctanh", jnp.arctanh, Dom(-0.875, 0.875)),
+    unary("log2", jnp.log2, POS, NUMS),
+    unary("log10", jnp.log10, POS),
+    unary("exp2", jnp.exp2, variants=NUMS),
+    unary("cbrt", jnp.cbrt, variants=NUMS),
+    unary("deg2rad", jnp.deg2rad, variants=NUMS),
+    unary("radians", jnp.radians),
+    unary("rad2deg", jnp.rad2deg, variants=NUMS),
+    unary("degrees", jnp.degrees),
+    unary("absolute", jnp.absolute, variants=NUMS),
+    unary("fabs", jnp.fabs, variants=NUMS),
+    unary("real", jnp.real, variants=NUMS),
+    unary("imag", jnp.imag, variants=NUMS),
+    unary("conj", jnp.conj, variants=NUMS),
+    *[Case(name, getattr(sg, name), getattr(jnp, name), with_specials, NUMS)
+      for name in ("isnan", "isinf", "isfinite")],
+    Case("clip", sg.clip, jnp.clip, clip_args, NUMS),
+    Case("methods .sum() .var() .std() .flatten() .clip() ...",
+         lambda x, method: METHODS[method](x), lambda x, method: METHODS[method](x),
+         method_args, FLOATS),
     unary("relu", jax.nn.relu, variants=NUMS),
     unary("softplus", jax.nn.softplus),
     unary("erf", jax.scipy.special.erf, variants=NUMS),
@@ -652,6 +722,13 @@ CASES: list[Case] = [
     binary("power", POS, Dom(-2.0, 2.0), FLOATS),
     binary("power", Dom(0.0, 3.0), Dom(0.0, 3.0), ((I32,),), label="power int"),
     binary("remainder", Dom(-3.0, 3.0), Dom(0.5, 2.0), NUMS + ((F32, F64),)),
+    binary("mod", Dom(-3.0, 3.0), Dom(0.5, 2.0), NUMS),
+    binary("true_divide", dom_y=NONZERO, variants=NUMS + ((I32, F32),)),
+    binary("arctan2", variants=NUMS + ((F32, F64),)),
+    binary("hypot", variants=NUMS),
+    binary("logaddexp", variants=NUMS + ((F32, F64),)),
+    binary("logaddexp2", variants=NUMS),
+    binary("heaviside", GRID, GRID, NUMS),
     binary("floor_divide", GRID, Dom(0.5, 2.0), NUMS),
     binary("maximum", GRID, GRID),
     binary("minimum", GRID, GRID, FLOATS + ((F32, F64),)),
@@ -669,6 +746,8 @@ CASES: list[Case] = [
     reducer("min", sg.min, jnp.min, GRID, min_side=1, variants=((F64,),)),
     reducer("prod", sg.prod, jnp.prod, Dom(-2.0, 2.0)),
     reducer("logsumexp", sg.logsumexp, jax.nn.logsumexp, variants=FLOATS),
+    *[Case(name, getattr(sg, name), getattr(jnp, name), stat_args(), NUMS)
+      for name in ("var", "std")],
     reducer("argmax", sg.argmax, jnp.argmax, GRID, min_side=1, tuples=False),
     reducer("argmin", sg.argmin, jnp.argmin, GRID, min_side=1, tuples=False, variants=((F32,),)),
     Case("matmul", sg.matmul, jnp.matmul, matmul_args(), NUMS + ((F32, F64),)),
@@ -719,6 +798,10 @@ CASES: list[Case] = [
          lambda x, num_classes, dtype: jax.nn.one_hot(x, num_classes, dtype=dtype or jnp.float64),
          one_hot_args, ((I32,), (I64,))),
     Case("softmax", sg.softmax, jax.nn.softmax, along_axis()),
+    *[unary(name, getattr(jax.nn, name)) for name in
+      ("silu", "log_sigmoid", "relu6", "leaky_relu", "elu", "gelu")],
+    Case("gelu exact", lambda x: sg.gelu(x, approximate=False),
+         lambda x: jax.nn.gelu(x, approximate=False), elementwise(R)),
     Case("log_softmax", sg.log_softmax, jax.nn.log_softmax, along_axis()),
     Case("zeros", sg.zeros, jnp.zeros, creation_args, ((),)),
     Case("ones", sg.ones, jnp.ones, creation_args, ((),)),

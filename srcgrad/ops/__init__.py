@@ -56,6 +56,14 @@ def _install_operators() -> None:
     Variable.min = reduce.min
     Variable.prod = reduce.prod
     Variable.argmax = reduce.argmax
+    Variable.argmin = reduce.argmin
+    Variable.var = reduce.var
+    Variable.std = reduce.std
+    Variable.clip = E.clip
+    Variable.round = E.round
+    Variable.dot = linalg.dot
+    Variable.squeeze = shape.squeeze
+    Variable.flatten = Variable.ravel = lambda self: shape.reshape(self, (-1,))
 
 
 _install_operators()

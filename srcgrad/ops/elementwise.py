@@ -42,7 +42,7 @@ def _binary_rule(kind: str) -> Callable[..., list[OutType]]:
                 raise ShapeError("logical ops need bool inputs")
             return [(shape, BOOL)]
         dt = dtypes.promote(x.dtype, y.dtype)
-        if kind == "divide" and not dtypes.is_inexact(dt):
+        if kind in ("divide", "float") and not dtypes.is_inexact(dt):
             dt = jax_dtype(jnp.true_divide, dt, dt)
         if kind == "power" and dt == BOOL:
             dt = jax_dtype(jnp.power, dt, dt)
@@ -141,6 +141,11 @@ def _g_where(op: Op, g: list, need: list) -> Iterator[Variable | None]:
     yield where(c, 0.0, g[0]) if need[2] else None
 
 
+def _sum_squares(op: Op) -> Variable:
+    x1, x2 = op.inputs
+    return x1 * x1 + x2 * x2
+
+
 # ---------------------------------------------------------------- the rows
 
 negative = unary("negative", "-{0}", (lambda op, g: negative(g),))
@@ -196,6 +201,56 @@ equal = binary("equal", "{0} == {1}", None, "compare")
 not_equal = binary("not_equal", "{0} != {1}", None, "compare")
 logical_and = binary("logical_and", "jnp.logical_and({0}, {1})", None, "logic")
 logical_or = binary("logical_or", "jnp.logical_or({0}, {1})", None, "logic")
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+tan = unary("tan", "jnp.tan({0})", (lambda op, g: g * (1.0 + op.outputs[0] * op.outputs[0]),),
+            floating=True)
+sinh = unary("sinh", "jnp.sinh({0})", (lambda op, g: g * cosh(op.inputs[0]),), floating=True)
+cosh = unary("cosh", "jnp.cosh({0})", (lambda op, g: g * sinh(op.inputs[0]),), floating=True)
+arcsin = unary("arcsin", "jnp.arcsin({0})",
+               (lambda op, g: g * rsqrt(1.0 - op.inputs[0] * op.inputs[0]),), floating=True)
+arccos = unary("arccos", "jnp.arccos({0})",
+               (lambda op, g: negative(g * rsqrt(1.0 - op.inputs[0] * op.inputs[0])),),
+               floating=True)
+arctan = unary("arctan", "jnp.arctan({0})",
+               (lambda op, g: g / (1.0 + op.inputs[0] * op.inputs[0]),), floating=True)
+arcsinh = unary("arcsinh", "jnp.arcsinh({0})",
+                (lambda op, g: g * rsqrt(op.inputs[0] * op.inputs[0] + 1.0),), floating=True)
+arccosh = unary("arccosh", "jnp.arccosh({0})",
+                (lambda op, g: g * rsqrt(op.inputs[0] * op.inputs[0] - 1.0),), floating=True)
+arctanh = unary("arctanh", "jnp.arctanh({0})",
+                (lambda op, g: g / (1.0 - op.inputs[0] * op.inputs[0]),), floating=True)
+log2 = unary("log2", "jnp.log2({0})", (lambda op, g: g / (op.inputs[0] * _LN2),), floating=True)
+log10 = unary("log10", "jnp.log10({0})", (lambda op, g: g / (op.inputs[0] * _LN10),),
+              floating=True)
+exp2 = unary("exp2", "jnp.exp2({0})", (lambda op, g: g * (op.outputs[0] * _LN2),), floating=True)
+cbrt = unary("cbrt", "jnp.cbrt({0})",
+             (lambda op, g: g / (op.outputs[0] * op.outputs[0] * 3.0),), floating=True)
+deg2rad = unary("deg2rad", "jnp.deg2rad({0})", (lambda op, g: g * (math.pi / 180.0),),
+                floating=True)
+radians = unary("radians", "jnp.radians({0})", (lambda op, g: g * (math.pi / 180.0),),
+                floating=True)
+rad2deg = unary("rad2deg", "jnp.rad2deg({0})", (lambda op, g: g * (180.0 / math.pi),),
+                floating=True)
+degrees = unary("degrees", "jnp.degrees({0})", (lambda op, g: g * (180.0 / math.pi),),
+                floating=True)
+fabs = unary("fabs", "jnp.fabs({0})", (lambda op, g: where(op.inputs[0] >= 0, g, negative(g)),),
+             floating=True)
+arctan2 = binary("arctan2", "jnp.arctan2({0}, {1})",
+                 (lambda op, g: g * op.inputs[1] / _sum_squares(op),
+                  lambda op, g: negative(g * op.inputs[0] / _sum_squares(op))), "float",
+                 doc="jnp.arctan2(x1, x2): the angle of the point (x2, x1).")
+hypot = binary("hypot", "jnp.hypot({0}, {1})",
+               (lambda op, g: g * op.inputs[0] / op.outputs[0],
+                lambda op, g: g * op.inputs[1] / op.outputs[0]), "float")
+logaddexp = binary("logaddexp", "jnp.logaddexp({0}, {1})",
+                   (lambda op, g: g * exp(op.inputs[0] - op.outputs[0]),
+                    lambda op, g: g * exp(op.inputs[1] - op.outputs[0])), "float")
+logaddexp2 = binary("logaddexp2", "jnp.logaddexp2({0}, {1})",
+                    (lambda op, g: g * exp2(op.inputs[0] - op.outputs[0]),
+                     lambda op, g: g * exp2(op.inputs[1] - op.outputs[0])), "float")
+heaviside = binary("heaviside", "jnp.heaviside({0}, {1})",
+                   (None, lambda op, g: where(op.inputs[0] == 0, g, 0.0)), "float",
+                   doc="jnp.heaviside(x1, x2): 0 below zero, 1 above, x2 at x1 == 0.")
 _power = binary("power", "jnp.power({0}, {1})", _g_power, "power", export="power")
 
 
@@ -258,3 +313,64 @@ def stop_gradient(x: ArrayLike) -> Variable:
     out = _stop_gradient(as_var(x))
     out.stop_gradient = True
     return out
+
+
+def _is(name: str) -> Callable[[ArrayLike], Variable]:
+    """Declare an elementwise test of a float value (bool result, no gradient)."""
+    def front(x: ArrayLike) -> tuple[list[Variable], dict]:
+        return [as_var(x)], {}
+    named(front, name, f"jnp.{name}(x): elementwise, a bool array.")
+    return defop(name, lambda inputs, attrs: [(inputs[0].shape, BOOL)], f"jnp.{name}({{0}})",
+                 None)(front)
+
+
+isnan = _is("isnan")
+isinf = _is("isinf")
+isfinite = _is("isfinite")
+
+
+@public
+def absolute(x: ArrayLike) -> Variable:
+    """jnp.absolute: the same as abs."""
+    return abs(x)
+
+
+@public
+def true_divide(x1: ArrayLike, x2: ArrayLike) -> Variable:
+    """jnp.true_divide: the same as divide."""
+    return divide(x1, x2)
+
+
+@public
+def mod(x1: ArrayLike, x2: ArrayLike) -> Variable:
+    """jnp.mod: the same as remainder (the result takes the sign of `x2`)."""
+    return remainder(x1, x2)
+
+
+@public
+def clip(x: ArrayLike, min: ArrayLike | None = None, max: ArrayLike | None = None) -> Variable:
+    """jnp.clip(x, min=None, max=None): maximum with `min`, then minimum with `max`."""
+    out = as_var(x)
+    if min is not None:
+        out = maximum(out, min)
+    if max is not None:
+        out = minimum(out, max)
+    return out
+
+
+@public
+def real(x: ArrayLike) -> Variable:
+    """jnp.real: `x` itself (srcgrad's values are real)."""
+    return as_var(x)
+
+
+@public
+def conj(x: ArrayLike) -> Variable:
+    """jnp.conj: `x` itself (srcgrad's values are real)."""
+    return as_var(x)
+
+
+@public
+def imag(x: ArrayLike) -> Variable:
+    """jnp.imag: zeros like `x` (srcgrad's values are real)."""
+    return zeros_like(x)

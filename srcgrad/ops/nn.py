@@ -1,7 +1,9 @@
-"""Neural-network ops: softmax, log_softmax and pooling."""
+"""Neural-network ops: softmax, log_softmax, activations (as jax.nn) and pooling."""
 from __future__ import annotations
 
 from typing import Any, Sequence
+
+import math
 
 import numpy as np
 
@@ -12,7 +14,8 @@ from ..ir import Op, Variable
 from ._rules import norm_axis, require_float, same
 from .creation import full
 from .declare import Emitted, defop, public
-from .elementwise import exp, multiply, subtract
+from .elementwise import (erf, exp, expm1, maximum, minimum, multiply, negative, sigmoid,
+                          softplus, subtract, tanh, where)
 from .reduce import max as reduce_max
 from .reduce import mean, sum
 from .shape import concatenate, expand_dims, pad, reshape, slice
@@ -115,3 +118,49 @@ def avg_pool(x: Any, window: Sequence[int], strides: Sequence[int] | None = None
              padding: str = "VALID", layout: str = "NHWC") -> Variable:
     """Average pooling; with SAME padding the padded zeros count (as flax's avg_pool)."""
     return _pool(x, window, strides, padding, layout, "avg")
+
+
+# ---------------------------------------------------------------- activations (jax.nn)
+
+@public
+def silu(x: Any) -> Variable:
+    """jax.nn.silu: x * sigmoid(x)."""
+    x = as_var(x)
+    return x * sigmoid(x)
+
+
+@public
+def log_sigmoid(x: Any) -> Variable:
+    """jax.nn.log_sigmoid: -softplus(-x)."""
+    return negative(softplus(negative(as_var(x))))
+
+
+@public
+def relu6(x: Any) -> Variable:
+    """jax.nn.relu6: min(max(x, 0), 6)."""
+    return minimum(maximum(as_var(x), 0.0), 6.0)
+
+
+@public
+def leaky_relu(x: Any, negative_slope: float = 0.01) -> Variable:
+    """jax.nn.leaky_relu(x, negative_slope=0.01)."""
+    x = as_var(x)
+    return where(x >= 0, x, x * negative_slope)
+
+
+@public
+def elu(x: Any, alpha: float = 1.0) -> Variable:
+    """jax.nn.elu(x, alpha=1.0); the untaken branch sees 0, so no overflow reaches its gradient."""
+    x = as_var(x)
+    positive = x > 0
+    return where(positive, x, expm1(where(positive, 0.0, x)) * alpha)
+
+
+@public
+def gelu(x: Any, approximate: bool = True) -> Variable:
+    """jax.nn.gelu(x, approximate=True): the tanh approximation, or the exact erf form."""
+    x = as_var(x)
+    if approximate:
+        inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
+        return x * (tanh(inner) + 1.0) * 0.5
+    return x * (erf(x * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5

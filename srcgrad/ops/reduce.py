@@ -125,3 +125,27 @@ prod = reduction("reduce_prod", "prod", "jnp.prod", (_g_prod,), "sum")
 logsumexp = reduction("logsumexp", "logsumexp", "jax.nn.logsumexp", (_g_logsumexp,), "float")
 argmax = _arg("argmax", "index")
 argmin = _arg("argmin", "index")
+
+
+@public
+def var(x: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
+        keepdims: bool = False) -> Variable:
+    """jnp.var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False)."""
+    _no_out("var", out)
+    x = as_var(x)
+    if dtype is not None:
+        x = astype(x, dtype)
+    if not dtypes.is_inexact(x.dtype):
+        x = astype(x, jax_dtype(jnp.mean, x.dtype))
+    axes = norm_axes(axis, x.ndim)
+    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    centered = x - mean(x, axes, keepdims=True)
+    return divide(sum(centered * centered, axes, keepdims=keepdims), float(count - ddof))
+
+
+@public
+def std(x: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
+        keepdims: bool = False) -> Variable:
+    """jnp.std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False)."""
+    from .elementwise import sqrt
+    return sqrt(var(x, axis, dtype, out, ddof, keepdims))
