@@ -27,7 +27,7 @@ CALLS = [
     (lambda x: jax.nn.softmax(x, axis=-1), "jax.nn.softmax", "use sg.softmax instead"),
     (lambda x: jnp.sum(x, axis=0), "jnp.sum", "use sg.sum instead of jnp.sum"),
     (lambda x: jnp.dot(x, x.T), "jnp.dot", "use sg.dot instead of jnp.dot"),
-    (lambda x: jnp.absolute(x), "jnp.absolute", "use sg.abs instead of jnp.absolute"),
+    (lambda x: jnp.amax(x), "jnp.amax", "use sg.max instead of jnp.amax"),
     (lambda x: np.tanh(x), "np.tanh", "use sg.tanh instead of np.tanh"),
     (lambda x: np.cumsum(x), "np.cumsum", "srcgrad has no cumsum yet"),
     (lambda x: np.asarray(x), "np.asarray", "srcgrad has no asarray yet"),
