@@ -44,7 +44,7 @@ def _binary_rule(kind: str) -> Callable[..., list[OutType]]:
         dt = dtypes.promote(x.dtype, y.dtype)
         if kind in ("divide", "float") and not dtypes.is_inexact(dt):
             dt = jax_dtype(jnp.true_divide, dt, dt)
-        if kind == "power" and dt == BOOL:
+        if kind in ("power", "intdiv") and dt == BOOL:  # jnp computes these on bools as ints
             dt = jax_dtype(jnp.power, dt, dt)
         return [(shape, dt)]
     return infer
@@ -188,9 +188,9 @@ multiply = binary("multiply", "{0} * {1}",
 divide = binary("divide", "{0} / {1}", _g_divide, "divide")
 remainder = binary("remainder", "jnp.remainder({0}, {1})",
                    (lambda op, g: g,
-                    lambda op, g: negative(g * floor(op.inputs[0] / op.inputs[1]))),
+                    lambda op, g: negative(g * floor(op.inputs[0] / op.inputs[1]))), "intdiv",
                    doc="jnp.remainder (Python's `%`: the result takes the sign of `y`).")
-floor_divide = binary("floor_divide", "jnp.floor_divide({0}, {1})", ZERO)
+floor_divide = binary("floor_divide", "jnp.floor_divide({0}, {1})", ZERO, "intdiv")
 maximum = binary("maximum", "jnp.maximum({0}, {1})", _g_chooser)
 minimum = binary("minimum", "jnp.minimum({0}, {1})", _g_chooser)
 less = binary("less", "{0} < {1}", None, "compare")
