@@ -16,10 +16,21 @@ from .cache import clear_cache as clear_caches
 from .config import config
 from .errors import GradientError, ShapeError, SrcgradError, TraceError
 from .ir import Block, Op, Program, Variable, program_guard
-from .ops import *  # noqa: F403
-from .ops import cond, fori_loop, while_loop
+from .ops import *  # noqa: F403  (exactly the declared ops: srcgrad.ops.__all__)
 from .verify import VerifyError, verify
 
 _errors.register_internal_dir(_os.path.dirname(_os.path.abspath(__import__("srcgrad.transforms", fromlist=["_"]).__file__)))
 
 __version__ = "0.1.0"
+
+__all__ = [
+    # transforms
+    "grad", "value_and_grad", "vjp", "jit", "trace", "source", "Transformed",
+    # Fluid-style programs
+    "Program", "Block", "Op", "Variable", "program_guard", "data", "parameter", "gradients",
+    "append_backward", "compile", "verify",
+    # errors
+    "SrcgradError", "TraceError", "ShapeError", "GradientError", "VerifyError",
+    # the ops (control flow, then every declared op)
+    *_ops.__all__,
+]

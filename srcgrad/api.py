@@ -18,7 +18,7 @@ from .config import config
 from .errors import GradientError, SrcgradError, TraceError, user_location
 from .ir import Program, Variable, current_program, program_guard
 from .ops.creation import zeros
-from .ops.elementwise import assign
+from .ops.grad_helpers import assign
 from .verify import check
 
 from .transforms import control_grad  # noqa: F401  (registers the control-flow grad makers)

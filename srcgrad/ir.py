@@ -65,9 +65,7 @@ class Variable:
     def __iter__(self) -> Iterator["Variable"]:
         return (self[i] for i in range(len(self)))
 
-    def __array__(self, *args: Any, **kwargs: Any) -> np.ndarray:
-        raise TraceError(f"the traced value {self!r} cannot be converted to a NumPy array "
-                         "while srcgrad traces; use srcgrad ops on it")
+    # __array__, __array_ufunc__ and __array_function__: srcgrad/habits.py.
 
 
 class Op:

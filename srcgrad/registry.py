@@ -1,8 +1,12 @@
-"""The op registry: one row per op (shape/dtype rule, grad maker, JAX lowering)."""
+"""The op registry: one row per op (shape/dtype rule, grad maker, JAX lowering).
+
+Rows are declared with `srcgrad.ops.declare.defop`, which also makes the op's user function;
+`register` is the bare form for ops whose user function is not one emit (control flow).
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -11,7 +15,10 @@ if TYPE_CHECKING:
 
 OutType = tuple[tuple[int, ...], np.dtype]
 InferFn = Callable[[Sequence["Variable"], dict[str, Any]], list[OutType]]
-GradFn = Callable[["Op", list["Variable | None"], list[bool]], list["Variable | None"]]
+GradFn = Callable[["Op", list["Variable | None"], list[bool]], Iterable["Variable | None"]]
+#: The gradient of one input from the gradient of the op's (only) output.
+InputGrad = Callable[["Op", "Variable"], "Variable"]
+GradSpec = GradFn | Sequence["InputGrad | None"] | str | None
 
 #: Grad marker for ops that are piecewise constant: their gradient is zero everywhere.
 ZERO = "zero"
@@ -23,9 +30,11 @@ class OpDef:
 
     `lower` is a format template over the argument names (`{0}`, `{1}`, …) and the attrs
     rendered as Python literals (`{axis}`), or a function `(args, attrs) -> str`. Control-flow
-    ops lower through `lower_stmt(emitter, op)` instead. `grad` maps an op and the gradients
-    of its outputs to the gradients of its inputs by emitting ordinary ops; ZERO marks a
-    zero gradient and None an op that cannot be differentiated.
+    ops lower through `lower_stmt(emitter, op)` instead. `grad(op, out_grads, need)` yields
+    (or returns) one gradient per input by emitting ordinary ops, None where `need` is False;
+    the backward walk sums each down to its input's shape (unbroadcasting) and drops the
+    ones no input needs. ZERO marks a zero gradient and None an op that cannot be
+    differentiated. `public` names the user function (`sg.<public>`), None for internal ops.
     """
 
     name: str
@@ -33,17 +42,34 @@ class OpDef:
     lower: str | Callable[[list[str], dict[str, Any]], str] | None
     grad: GradFn | str | None
     lower_stmt: Callable[[Any, "Op"], None] | None = None
+    public: str | None = None
+
+    @property
+    def differentiable(self) -> bool:
+        """False for ops with no gradient and for piecewise-constant ones (gradient zero)."""
+        return self.grad is not None and self.grad is not ZERO
 
 
 REGISTRY: dict[str, OpDef] = {}
 
 
-def register(name: str, infer: InferFn, lower: Any = None, grad: GradFn | str | None = None,
-             lower_stmt: Callable[[Any, "Op"], None] | None = None) -> OpDef:
-    """Add a row to the registry."""
+def per_input(fns: Sequence[InputGrad | None]) -> GradFn:
+    """A grad maker from one function per input, each called only where its input needs it."""
+    def grad(op: "Op", g: list, need: list) -> Iterator["Variable | None"]:
+        for fn, n in zip(fns, need):
+            yield fn(op, g[0]) if n and fn is not None else None
+    return grad
+
+
+def register(name: str, infer: InferFn, lower: Any = None, grad: GradSpec = None,
+             lower_stmt: Callable[[Any, "Op"], None] | None = None,
+             public: str | None = None) -> OpDef:
+    """Add a row to the registry; `grad` may be a tuple of per-input gradient functions."""
     if name in REGISTRY:
         raise ValueError(f"op {name!r} is registered twice")
-    row = OpDef(name, infer, lower, grad, lower_stmt)
+    if isinstance(grad, (tuple, list)):
+        grad = per_input(grad)
+    row = OpDef(name, infer, lower, grad, lower_stmt, public)
     REGISTRY[name] = row
     return row
 
@@ -52,6 +78,6 @@ def grad_maker(name: str) -> Callable[[GradFn], GradFn]:
     """Decorator that sets the grad maker of an already registered op."""
     def deco(fn: GradFn) -> GradFn:
         row = REGISTRY[name]
-        REGISTRY[name] = OpDef(row.name, row.infer, row.lower, fn, row.lower_stmt)
+        REGISTRY[name] = replace(row, grad=fn)
         return fn
     return deco

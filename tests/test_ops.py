@@ -114,6 +114,48 @@ def where_args(dom: Dom = R) -> Draw:
     return draw
 
 
+def with_specials(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+    """Values with some entries replaced by nan, inf or -inf (floats only)."""
+    (x,) = elementwise(R)(data, dts)[1]
+    if x.dtype.kind == "f" and x.size:
+        picks = data.draw(hnp.arrays(np.int8, x.shape, elements=st.integers(0, 3)))
+        x = np.where(picks == 1, np.nan, np.where(picks == 2, np.inf,
+                                                  np.where(picks == 3, -np.inf, x))).astype(x.dtype)
+    return {}, [x]
+
+
+def stat_args(dom: Dom = R) -> Draw:
+    """var/std: an int axis or None (at least two values each), keepdims and ddof 0 or 1."""
+    def draw(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+        params, args = reduction(dom, 2, False)(data, dts)
+        return {**params, "ddof": data.draw(st.integers(0, 1))}, args
+    return draw
+
+
+METHODS: dict[str, Callable[[Any], Any]] = {
+    "sum": lambda x: x.sum(axis=0), "mean": lambda x: x.mean(), "max": lambda x: x.max(axis=-1),
+    "min": lambda x: x.min(keepdims=True), "prod": lambda x: x.prod(), "var": lambda x: x.var(),
+    "std": lambda x: x.std(axis=0, ddof=1), "argmax": lambda x: x.argmax(),
+    "argmin": lambda x: x.argmin(axis=0), "reshape": lambda x: x.reshape(-1),
+    "transpose": lambda x: x.transpose(), "T": lambda x: x.T, "flatten": lambda x: x.flatten(),
+    "ravel": lambda x: x.ravel(), "squeeze": lambda x: x[None].squeeze(0),
+    "astype": lambda x: x.astype(np.float32), "dot": lambda x: x.dot(x.T),
+    "clip": lambda x: x.clip(-0.5, 0.5), "round": lambda x: x.round(),
+}
+
+
+def method_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+    shape = data.draw(hnp.array_shapes(min_dims=2, max_dims=2, min_side=2, max_side=SIDE))
+    return {"method": data.draw(st.sampled_from(sorted(METHODS)))}, [values(data, shape, dts[0])]
+
+
+def clip_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+    """jnp.clip with Python bounds, either of them None."""
+    lo = data.draw(st.sampled_from([None, -1.0, -0.5]))
+    hi = data.draw(st.sampled_from([None, 0.5, 1.0]))
+    return {"min": lo, "max": hi}, elementwise(R)(data, dts)[1]
+
+
 def cast_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
     """An array and a target dtype for astype."""
     dtype = data.draw(st.sampled_from([F32, F64, I32, BOOL]))
@@ -387,6 +429,83 @@ def take_args(dom: Dom = R) -> Draw:
     return draw
 
 
+def lax_slice_args(dom: Dom = R) -> Draw:
+    """lax.slice: start <= limit within each axis, strides 1 to 3."""
+    def draw(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+        shape = data.draw(one_shape(min_dims=1))
+        start = [data.draw(st.integers(0, d)) for d in shape]
+        limit = [data.draw(st.integers(lo, d)) for lo, d in zip(start, shape)]
+        strides = [data.draw(st.integers(1, 3)) for _ in shape]
+        return ({"start": tuple(start), "limit": tuple(limit), "strides": tuple(strides)},
+                [values(data, shape, dts[0], dom)])
+    return draw
+
+
+def swapaxes_args(dom: Dom = R) -> Draw:
+    """Two axes (negative too, possibly equal) of an array of rank >= 1."""
+    def draw(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+        shape = data.draw(one_shape(min_dims=1))
+        a, b = (data.draw(st.integers(-len(shape), len(shape) - 1)) for _ in range(2))
+        return {"axis1": a, "axis2": b}, [values(data, shape, dts[0], dom)]
+    return draw
+
+
+def rev_args(dom: Dom = R) -> Draw:
+    """lax.rev over a set of distinct axes."""
+    def draw(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+        shape = data.draw(one_shape(min_dims=1))
+        axes = data.draw(st.lists(st.integers(0, len(shape) - 1), unique=True, max_size=len(shape)))
+        return {"axes": tuple(axes)}, [values(data, shape, dts[0], dom)]
+    return draw
+
+
+def lax_pad_args(dom: Dom = R) -> Draw:
+    """lax.pad with zeros: (low, high, interior) per axis, each 0 to 2."""
+    def draw(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+        shape = data.draw(one_shape())
+        config = tuple((data.draw(st.integers(0, 2)), data.draw(st.integers(0, 2)),
+                        data.draw(st.integers(0, 2))) for _ in shape)
+        return {"config": config}, [values(data, shape, dts[0], dom)]
+    return draw
+
+
+def lax_pad(x: Any, config: Any) -> Any:
+    return lax.pad(x, jnp.zeros((), x.dtype), config)
+
+
+def dynamic_index_args(update: bool, dom: Dom = R) -> Draw:
+    """An axis and a traced 0-d index in range (negative too); for an update, a value too."""
+    def draw(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+        shape = data.draw(one_shape(min_dims=1, min_side=1))
+        axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+        n = shape[axis]
+        i = np.asarray(data.draw(st.integers(-n, n - 1)), dts[1])
+        x = values(data, shape, dts[0], dom)
+        if update:
+            rest = shape[:axis % len(shape)] + shape[axis % len(shape) + 1:]
+            return {"axis": axis}, [x, values(data, rest, dts[0], dom), i]
+        return {"axis": axis}, [x, i]
+    return draw
+
+
+def scatter_add_args(dom: Dom = R) -> Draw:
+    """x.at[..., idx, ...].add(u) along an axis, indices in range (negative and repeated too)."""
+    def draw(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+        shape = data.draw(one_shape(min_dims=1, min_side=1))
+        axis = data.draw(st.integers(0, len(shape) - 1))
+        n = shape[axis]
+        ishape = data.draw(one_shape(max_dims=2))
+        idx = np.asarray(data.draw(hnp.arrays(dts[1], ishape, elements=st.integers(-n, n - 1))))
+        ushape = shape[:axis] + ishape + shape[axis + 1:]
+        return {"axis": axis}, [values(data, shape, dts[0], dom), idx,
+                                values(data, ushape, dts[0], dom)]
+    return draw
+
+
+def scatter_add_ref(x: Any, idx: Any, u: Any, axis: int) -> Any:
+    return x.at[(slice(None),) * axis + (idx,)].add(u, mode="drop")
+
+
 def one_hot_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
     n = data.draw(st.integers(1, 4))
     shape = data.draw(one_shape(max_dims=2))
@@ -436,7 +555,7 @@ def arange_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, l
 
 BINARY_OPERATORS = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-    "**": operator.pow, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+    "**": operator.pow, "%": operator.mod, "//": operator.floordiv, "<": operator.lt, "<=": operator.le, ">": operator.gt,
     ">=": operator.ge, "==": operator.eq, "!=": operator.ne,
 }
 CONSTANTS: dict[str, Callable[[float], Any]] = {
@@ -453,14 +572,15 @@ def operator_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict,
     op = data.draw(st.sampled_from(["+", "*", "/", "**", "<", "==", "!=", ">="] if dts[0] == BOOL
                                    else sorted(BINARY_OPERATORS)))
     kind = data.draw(st.sampled_from(["traced"] + sorted(CONSTANTS)))
-    dom = Dom(0.5, 2.0) if op in ("/", "**") else GRID
+    dom = Dom(0.5, 2.0) if op in ("/", "**", "%", "//") else GRID
     shape = (2,) if kind.startswith("ndarray") else data.draw(one_shape(max_dims=2))
     x = values(data, shape, dts[0], dom)
     params = {"op": op, "kind": kind, "left": data.draw(st.booleans())}
     if kind == "traced":
         other = data.draw(hnp.broadcastable_shapes(shape, min_side=0, max_side=SIDE))
         return params, [x, values(data, other, dts[-1], dom)]
-    value = data.draw(st.sampled_from([1.0, 2.0] if op in ("/", "**") else [-1.0, 0.0, 1.5, 2.0]))
+    value = data.draw(st.sampled_from([1.0, 2.0] if op in ("/", "**", "%", "//")
+                                      else [-1.0, 0.0, 1.5, 2.0]))
     return {**params, "const": CONSTANTS[kind](value)}, [x]
 
 
@@ -522,7 +642,7 @@ def binary(name: str, dom_x: Dom = R, dom_y: Dom = R, variants: tuple = NUMS,
 
 def reducer(name: str, ours: Callable, ref: Callable, dom: Dom = R, min_side: int = 0,
             tuples: bool = True, variants: tuple = NUMS) -> Case:
-    return Case(name, lambda x, axis, keepdims: ours(x, axis, keepdims),
+    return Case(name, lambda x, axis, keepdims: ours(x, axis, keepdims=keepdims),
                 lambda x, axis, keepdims: ref(x, axis=axis, keepdims=keepdims),
                 reduction(dom, min_side, tuples), variants)
 
@@ -564,6 +684,34 @@ CASES: list[Case] = [
     unary("square", jnp.square, variants=NUMS),
     unary("reciprocal", jnp.reciprocal, NONZERO, NUMS),
     unary("sigmoid", jax.nn.sigmoid, variants=FLOATS),
+    unary("tan", jnp.tan, Dom(-1.25, 1.25), NUMS),
+    unary("sinh", jnp.sinh, variants=NUMS),
+    unary("cosh", jnp.cosh),
+    unary("arcsin", jnp.arcsin, Dom(-1.0, 1.0)),
+    unary("arccos", jnp.arccos, Dom(-1.0, 1.0)),
+    unary("arctan", jnp.arctan, variants=NUMS),
+    unary("arcsinh", jnp.arcsinh),
+    unary("arccosh", jnp.arccosh, Dom(1.0, 3.0)),
+    unary("arctanh", jnp.arctanh, Dom(-0.875, 0.875)),
+    unary("log2", jnp.log2, POS, NUMS),
+    unary("log10", jnp.log10, POS),
+    unary("exp2", jnp.exp2, variants=NUMS),
+    unary("cbrt", jnp.cbrt, variants=NUMS),
+    unary("deg2rad", jnp.deg2rad, variants=NUMS),
+    unary("radians", jnp.radians),
+    unary("rad2deg", jnp.rad2deg, variants=NUMS),
+    unary("degrees", jnp.degrees),
+    unary("absolute", jnp.absolute, variants=NUMS),
+    unary("fabs", jnp.fabs, variants=NUMS),
+    unary("real", jnp.real, variants=NUMS),
+    unary("imag", jnp.imag, variants=NUMS),
+    unary("conj", jnp.conj, variants=NUMS),
+    *[Case(name, getattr(sg, name), getattr(jnp, name), with_specials, NUMS)
+      for name in ("isnan", "isinf", "isfinite")],
+    Case("clip", sg.clip, jnp.clip, clip_args, NUMS),
+    Case("methods .sum() .var() .std() .flatten() .clip() ...",
+         lambda x, method: METHODS[method](x), lambda x, method: METHODS[method](x),
+         method_args, FLOATS),
     unary("relu", jax.nn.relu, variants=NUMS),
     unary("softplus", jax.nn.softplus),
     unary("erf", jax.scipy.special.erf, variants=NUMS),
@@ -573,6 +721,15 @@ CASES: list[Case] = [
     binary("divide", dom_y=NONZERO, variants=NUMS + ((F32, F64), (I32, F32))),
     binary("power", POS, Dom(-2.0, 2.0), FLOATS),
     binary("power", Dom(0.0, 3.0), Dom(0.0, 3.0), ((I32,),), label="power int"),
+    binary("remainder", Dom(-3.0, 3.0), Dom(0.5, 2.0), NUMS + ((F32, F64),)),
+    binary("mod", Dom(-3.0, 3.0), Dom(0.5, 2.0), NUMS),
+    binary("true_divide", dom_y=NONZERO, variants=NUMS + ((I32, F32),)),
+    binary("arctan2", variants=NUMS + ((F32, F64),)),
+    binary("hypot", variants=NUMS),
+    binary("logaddexp", variants=NUMS + ((F32, F64),)),
+    binary("logaddexp2", variants=NUMS),
+    binary("heaviside", GRID, GRID, NUMS),
+    binary("floor_divide", GRID, Dom(0.5, 2.0), NUMS),
     binary("maximum", GRID, GRID),
     binary("minimum", GRID, GRID, FLOATS + ((F32, F64),)),
     *[binary(name, GRID, GRID, (variant,)) for name, variant in
@@ -589,6 +746,8 @@ CASES: list[Case] = [
     reducer("min", sg.min, jnp.min, GRID, min_side=1, variants=((F64,),)),
     reducer("prod", sg.prod, jnp.prod, Dom(-2.0, 2.0)),
     reducer("logsumexp", sg.logsumexp, jax.nn.logsumexp, variants=FLOATS),
+    *[Case(name, getattr(sg, name), getattr(jnp, name), stat_args(), NUMS)
+      for name in ("var", "std")],
     reducer("argmax", sg.argmax, jnp.argmax, GRID, min_side=1, tuples=False),
     reducer("argmin", sg.argmin, jnp.argmin, GRID, min_side=1, tuples=False, variants=((F32,),)),
     Case("matmul", sg.matmul, jnp.matmul, matmul_args(), NUMS + ((F32, F64),)),
@@ -601,6 +760,7 @@ CASES: list[Case] = [
     Case("reshape", sg.reshape, jnp.reshape, reshape_args(), ((F32,), (I32,))),
     Case("transpose", sg.transpose, jnp.transpose, transpose_args(), ((F64,), (BOOL,))),
     Case("broadcast_to", sg.broadcast_to, jnp.broadcast_to, broadcast_args(), ((F32,), (I32,))),
+    Case("swapaxes", sg.swapaxes, jnp.swapaxes, swapaxes_args(), ((F32,), (I32,))),
     Case("expand_dims", sg.expand_dims, jnp.expand_dims, expand_args(), ((F64,),)),
     Case("squeeze", sg.squeeze, jnp.squeeze, squeeze_args(), ((F32,),)),
     Case("concatenate", lambda *xs, axis: sg.concatenate(xs, axis),
@@ -621,10 +781,27 @@ CASES: list[Case] = [
     Case("dynamic_update_slice", dus_ours, dus_ref, dynamic_slice_args(True),
          ((F64, I32), (I32, I64))),
     Case("take", sg.take, jnp.take, take_args(), ((F32, I32), (I32, I64))),
+    Case("slice", lambda x, start, limit, strides: sg.slice(x, start, limit, strides),
+         lambda x, start, limit, strides: lax.slice(x, start, limit, strides), lax_slice_args(),
+         ((F32,), (I32,))),
+    Case("rev", lambda x, axes: sg.rev(x, axes), lambda x, axes: lax.rev(x, axes), rev_args(),
+         ((F64,), (BOOL,))),
+    Case("pad", sg.pad, lax_pad, lax_pad_args(), ((F32,), (I32,))),
+    Case("dynamic_index", sg.dynamic_index,
+         lambda x, i, axis: lax.dynamic_index_in_dim(x, i, axis, keepdims=False),
+         dynamic_index_args(False), ((F32, I32), (I32, I64))),
+    Case("dynamic_update_index", sg.dynamic_update_index, lax.dynamic_update_index_in_dim,
+         dynamic_index_args(True), ((F64, I32), (I32, I64))),
+    Case("scatter_add", sg.scatter_add, scatter_add_ref, scatter_add_args(),
+         ((F32, I32), (I32, I64))),
     Case("one_hot", sg.one_hot,
          lambda x, num_classes, dtype: jax.nn.one_hot(x, num_classes, dtype=dtype or jnp.float64),
          one_hot_args, ((I32,), (I64,))),
     Case("softmax", sg.softmax, jax.nn.softmax, along_axis()),
+    *[unary(name, getattr(jax.nn, name)) for name in
+      ("silu", "log_sigmoid", "relu6", "leaky_relu", "elu", "gelu")],
+    Case("gelu exact", lambda x: sg.gelu(x, approximate=False),
+         lambda x: jax.nn.gelu(x, approximate=False), elementwise(R)),
     Case("log_softmax", sg.log_softmax, jax.nn.log_softmax, along_axis()),
     Case("zeros", sg.zeros, jnp.zeros, creation_args, ((),)),
     Case("ones", sg.ones, jnp.ones, creation_args, ((),)),

@@ -2,8 +2,9 @@
 
 `backward_block` is the one walk that every gradient goes through: it seeds the targets'
 gradients, keeps only ops on a path from a differentiable input to a target, visits them
-in reverse asking each op's grad maker for the gradients of its inputs, and merges
-fan-in (`x@GRAD@RENAME@n` + `sum`). Control-flow grad makers (control_grad.py) call it
+in reverse asking each op's grad maker for the gradients of the inputs that need one, sums
+each down to its input's shape where the op broadcast it, and merges fan-in
+(`x@GRAD@RENAME@n` + `sum`). Control-flow grad makers (control_grad.py) call it
 recursively on their sub-blocks.
 """
 from __future__ import annotations
@@ -14,8 +15,8 @@ from srcgrad import dtypes
 from srcgrad.builder import as_var, constant_pool, emit1, grad_section
 from srcgrad.errors import GradientError, user_location
 from srcgrad.ir import Block, Op, Program, Variable, current_program, program_guard
-from srcgrad.ops.creation import fill_zeros_like, full, zeros
-from srcgrad.ops.elementwise import add_n, assign
+from srcgrad.ops.creation import full, zeros
+from srcgrad.ops.grad_helpers import add_n, assign, broadcasts_to, fill_zeros_like, unbroadcast
 from srcgrad.registry import REGISTRY, ZERO
 from srcgrad.verify import check
 
@@ -123,7 +124,12 @@ def _differentiate(op: Op, partials: _Partials, requires: set[Variable], gblock:
         if any(missing):
             gs = [_zero_grad(o, gblock) if g is None and dtypes.is_inexact(o.dtype) else g
                   for o, g in zip(op.outputs, gs)]
-        in_grads = row.grad(op, gs, need)
+        # Consumed lazily: a maker that yields has each gradient unbroadcast before it goes on.
+        in_grads = []
+        for v, g, nd in zip(inputs, row.grad(op, gs, need), need):
+            if g is not None and nd and broadcasts_to(v.shape, g.shape):
+                g = unbroadcast(g, v.shape)
+            in_grads.append(g)
         new = {o for new_op in gblock.ops[n_ops:] for o in new_op.outputs}
         for v, g, nd in zip(inputs, in_grads, need):
             if g is not None and nd:

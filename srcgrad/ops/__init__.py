@@ -1,19 +1,19 @@
-"""The op set. Importing it fills the registry and gives traced values their operators."""
+"""The op set. Importing it fills the registry and gives traced values their operators.
+
+Every user function is declared once (declare.defop / declare.public) and collected in
+`declare.EXPORTS`; this package re-exports exactly those and the control-flow functions.
+"""
 from __future__ import annotations
 
 from typing import Any
 
+from .. import habits
 from ..builder import as_var
 from ..ir import Variable
-from . import control, creation, elementwise, indexing, linalg, nn, reduce, shape
+# Importing the modules declares their ops (fills the registry and EXPORTS).
+from . import control, creation, elementwise, grad_helpers, indexing, linalg, nn, reduce, shape  # noqa: F401
 from .control import cond, fori_loop, while_loop
-from .creation import *  # noqa: F403
-from .elementwise import *  # noqa: F403
-from .indexing import *  # noqa: F403
-from .linalg import *  # noqa: F403
-from .nn import *  # noqa: F403
-from .reduce import *  # noqa: F403
-from .shape import *  # noqa: F403
+from .declare import EXPORTS
 
 E = elementwise
 
@@ -56,9 +56,18 @@ def _install_operators() -> None:
     Variable.min = reduce.min
     Variable.prod = reduce.prod
     Variable.argmax = reduce.argmax
+    Variable.argmin = reduce.argmin
+    Variable.var = reduce.var
+    Variable.std = reduce.std
+    Variable.clip = E.clip
+    Variable.round = E.round
+    Variable.dot = linalg.dot
+    Variable.squeeze = shape.squeeze
+    Variable.flatten = Variable.ravel = lambda self: shape.reshape(self, (-1,))
 
 
 _install_operators()
+habits.install()
+globals().update(EXPORTS)
 
-__all__ = ["cond", "fori_loop", "while_loop"] + [
-    name for mod in (creation, elementwise, indexing, linalg, nn, reduce, shape) for name in mod.__all__]
+__all__ = ["cond", "fori_loop", "while_loop", *EXPORTS]

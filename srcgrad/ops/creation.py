@@ -1,4 +1,4 @@
-"""Constants and fills: full/zeros/ones(_like), arange, Fluid's fill_zeros_like."""
+"""Constants and fills: full/zeros/ones(_like), arange and the builder's constant op."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -8,18 +8,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import dtypes
-from ..builder import as_var, emit1
+from ..builder import as_var
 from ..errors import ShapeError
 from ..ir import Shape, Variable
 from ..registry import ZERO, OutType, register
-from ._rules import same
+from .declare import Emitted, defop, public
 
 
 def _attr_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     return [(tuple(attrs["shape"]), attrs["dtype"])]
 
 
-def full(shape: Shape | int, fill_value: Any, dtype: Any = None) -> Variable:
+@defop("fill_constant", _attr_rule, "jnp.full({shape}, {value}, {dtype})", ZERO, base="full")
+def full(shape: Shape | int, fill_value: Any, dtype: Any = None) -> Emitted:
     """jnp.full: `fill_value` (a scalar, or an array or traced value) broadcast to `shape`."""
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
     if isinstance(fill_value, Variable) or np.ndim(fill_value) != 0:
@@ -34,11 +35,12 @@ def full(shape: Shape | int, fill_value: Any, dtype: Any = None) -> Variable:
     else:
         dt = dtypes.scalar_dtype(fill_value, None)
     value = np.asarray(fill_value).astype(dt).item()
-    return emit1("fill_constant", [], {"shape": shape, "dtype": dt, "value": value}, base="full")
+    return [], {"shape": shape, "dtype": dt, "value": value}
 
 
+@defop("arange", _attr_rule, "jnp.arange({start}, {stop}, {step}, dtype={dtype})", ZERO)
 def arange(start: float, stop: float | None = None, step: float | None = None,
-           dtype: Any = None) -> Variable:
+           dtype: Any = None) -> Emitted:
     """jnp.arange(start, stop, step, dtype) for static Python numbers."""
     bounds = []
     for v in (start, stop, step):
@@ -46,39 +48,34 @@ def arange(start: float, stop: float | None = None, step: float | None = None,
             raise ShapeError(f"arange needs static Python numbers, got {v!r}", op="arange")
         bounds.append(v.item() if isinstance(v, np.generic) else v)
     out = jax.eval_shape(lambda: jnp.arange(*bounds, dtype=dtype))
-    return emit1("arange", [], {"start": bounds[0], "stop": bounds[1], "step": bounds[2],
-                                "dtype": dtypes.canonical(out.dtype), "shape": tuple(out.shape)})
+    return [], {"start": bounds[0], "stop": bounds[1], "step": bounds[2],
+                "dtype": dtypes.canonical(out.dtype), "shape": tuple(out.shape)}
 
 
+@public
 def zeros(shape: Shape | int, dtype: Any = None) -> Variable:
     return full(shape, 0, dtype if dtype is not None else dtypes.default_float())
 
 
+@public
 def ones(shape: Shape | int, dtype: Any = None) -> Variable:
     return full(shape, 1, dtype if dtype is not None else dtypes.default_float())
 
 
-def full_like(x: Variable, fill_value: Any, dtype: Any = None) -> Variable:
+@public
+def full_like(x: Any, fill_value: Any, dtype: Any = None) -> Variable:
     return full(x.shape, fill_value, x.dtype if dtype is None else dtype)
 
 
-def zeros_like(x: Variable, dtype: Any = None) -> Variable:
+@public
+def zeros_like(x: Any, dtype: Any = None) -> Variable:
     return full_like(x, 0, dtype)
 
 
-def ones_like(x: Variable, dtype: Any = None) -> Variable:
+@public
+def ones_like(x: Any, dtype: Any = None) -> Variable:
     return full_like(x, 1, dtype)
 
 
-def fill_zeros_like(x: Variable) -> Variable:
-    """Fluid's fill_zeros_like: zeros of `x`'s shape and dtype."""
-    return emit1("fill_zeros_like", [x], base=f"{x.name}@ZERO")
-
-
-register("fill_zeros_like", same, "jnp.zeros_like({0})", ZERO)
-register("fill_constant", _attr_rule, "jnp.full({shape}, {value}, {dtype})", ZERO)
-register("arange", _attr_rule, "jnp.arange({start}, {stop}, {step}, dtype={dtype})", ZERO)
+#: The builder's constants (builder.constant); lowered by the emitter, not by a template.
 register("constant", _attr_rule, None, ZERO)
-
-__all__ = ["full", "arange", "zeros", "ones", "full_like", "zeros_like", "ones_like",
-           "fill_zeros_like"]

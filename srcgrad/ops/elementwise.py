@@ -1,19 +1,20 @@
-"""Elementwise math, comparisons, logic, `where`, casts and the grad helper ops."""
+"""Elementwise math, comparisons, logic, `where` and casts: one declaration per op."""
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import jax.numpy as jnp
 import numpy as np
 
 from .. import dtypes
-from ..builder import as_var, constant, emit1
+from ..builder import as_var
 from ..errors import ShapeError
-from ..ir import Op, Shape, Variable
-from ..registry import REGISTRY, ZERO, OutType, register
+from ..ir import Op, Variable
+from ..registry import REGISTRY, ZERO, GradSpec, OutType
 from ._rules import broadcast_shapes, jax_dtype, same
 from .creation import zeros_like
+from .declare import defop, named, public
 
 ArrayLike = Any
 BOOL = np.dtype(bool)
@@ -41,9 +42,9 @@ def _binary_rule(kind: str) -> Callable[..., list[OutType]]:
                 raise ShapeError("logical ops need bool inputs")
             return [(shape, BOOL)]
         dt = dtypes.promote(x.dtype, y.dtype)
-        if kind == "divide" and not dtypes.is_inexact(dt):
+        if kind in ("divide", "float") and not dtypes.is_inexact(dt):
             dt = jax_dtype(jnp.true_divide, dt, dt)
-        if kind == "power" and dt == BOOL:
+        if kind in ("power", "intdiv") and dt == BOOL:  # jnp computes these on bools as ints
             dt = jax_dtype(jnp.power, dt, dt)
         return [(shape, dt)]
     return infer
@@ -60,106 +61,226 @@ def _cast_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutTyp
     return [(inputs[0].shape, attrs["dtype"])]
 
 
-def _sum_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
-    first = inputs[0]
-    for v in inputs[1:]:
-        if v.shape != first.shape or v.dtype != first.dtype:
-            raise ShapeError("sum (fan-in) needs inputs of one shape and dtype")
-    return [(first.shape, first.dtype)]
+# ---------------------------------------------------------------- the two op families
+
+def unary(name: str, lower: str, grad: GradSpec, floating: bool = False,
+          like: Callable[..., Any] | None = None) -> Callable[[ArrayLike], Variable]:
+    """Declare an elementwise op of one argument.
+
+    `floating`: integer and bool inputs are cast to the float dtype JAX gives `like` (default
+    jnp.<name>) on them; otherwise every dtype keeps its own.
+    """
+    def front(x: ArrayLike) -> tuple[list[Variable], dict]:
+        x = as_var(x)
+        # An inexact input keeps its dtype under every unary rule; others are cast first.
+        if not dtypes.is_inexact(x.dtype):
+            x = astype(x, REGISTRY[name].infer([x], {})[0][1])
+        return [x], {}
+    named(front, name, f"Elementwise {name} (jax.numpy semantics).")
+    return defop(name, _unary_rule(like or getattr(jnp, name), floating), lower, grad)(front)
 
 
-# ---------------------------------------------------------------- user-facing functions
+def binary(name: str, lower: str, grad: GradSpec, kind: str = "arith", doc: str | None = None,
+           export: bool | str = True) -> Callable[[ArrayLike, ArrayLike], Variable]:
+    """Declare an elementwise op of two broadcasting arguments (`kind` picks the dtype rule).
 
-def _binary(name: str, x: ArrayLike, y: ArrayLike) -> Variable:
-    if isinstance(x, Variable):
-        y = as_var(y, like=x)
-    else:
-        y = as_var(y)
-        x = as_var(x, like=y)
-    return emit1(name, [x, y])
-
-
-def add(x: ArrayLike, y: ArrayLike) -> Variable:
-    return _binary("add", x, y)
-
-
-def subtract(x: ArrayLike, y: ArrayLike) -> Variable:
-    return _binary("subtract", x, y)
+    A Python scalar takes the other argument's dtype, as JAX's weak types do.
+    """
+    def front(x: ArrayLike, y: ArrayLike) -> tuple[list[Variable], dict]:
+        if isinstance(x, Variable):
+            y = as_var(y, like=x)
+        else:
+            y = as_var(y)
+            x = as_var(x, like=y)
+        return [x, y], {}
+    named(front, name, doc or f"Elementwise {name} with NumPy broadcasting (jax.numpy semantics).")
+    return defop(name, _binary_rule(kind), lower, grad, export=export)(front)
 
 
-def multiply(x: ArrayLike, y: ArrayLike) -> Variable:
-    return _binary("multiply", x, y)
+# ---------------------------------------------------------------- grad makers shared by rows
+
+def _g_integer_pow(op: Op, g: Variable) -> Variable:
+    y = op.attrs["y"]
+    x = op.inputs[0]
+    if y == 0:
+        return zeros_like(x)
+    if y == 1:
+        return g
+    base = x if y == 2 else integer_pow(x, y - 1)
+    return g * (base * float(y))
 
 
-def divide(x: ArrayLike, y: ArrayLike) -> Variable:
-    return _binary("divide", x, y)
+def _g_divide(op: Op, g: list, need: list) -> Iterator[Variable | None]:
+    x, y = op.inputs
+    gx = g[0] / y
+    yield gx if need[0] else None
+    yield negative(gx * op.outputs[0]) if need[1] else None
 
 
+def _g_power(op: Op, g: list, need: list) -> Iterator[Variable | None]:
+    out = op.outputs[0]
+    # Work in the result's dtype, as the forward promotion does (log(x) of an f32 base that
+    # meets an f64 exponent is taken in f64).
+    x, y = (astype(v, out.dtype) for v in op.inputs)
+    yield g[0] * where(y == 0, 0.0, y * power(x, y - 1.0)) if need[0] else None
+    yield g[0] * (out * log(where(x == 0, 1.0, x))) if need[1] else None
+
+
+def _g_chooser(op: Op, g: list, need: list) -> Iterator[Variable | None]:
+    x, y = op.inputs
+    out = op.outputs[0]
+    mask = astype(where(x == out, where(y == out, 0.5, 1.0), 0.0), g[0].dtype)
+    yield g[0] * mask if need[0] else None
+    yield g[0] * (1.0 - mask) if need[1] else None
+
+
+def _g_where(op: Op, g: list, need: list) -> Iterator[Variable | None]:
+    c = op.inputs[0]
+    yield None
+    yield where(c, g[0], 0.0) if need[1] else None
+    yield where(c, 0.0, g[0]) if need[2] else None
+
+
+def _sum_squares(op: Op) -> Variable:
+    x1, x2 = op.inputs
+    return x1 * x1 + x2 * x2
+
+
+# ---------------------------------------------------------------- the rows
+
+negative = unary("negative", "-{0}", (lambda op, g: negative(g),))
+exp = unary("exp", "jnp.exp({0})", (lambda op, g: g * op.outputs[0],), floating=True)
+log = unary("log", "jnp.log({0})", (lambda op, g: g / op.inputs[0],), floating=True)
+log1p = unary("log1p", "jnp.log1p({0})", (lambda op, g: g / (op.inputs[0] + 1.0),), floating=True)
+expm1 = unary("expm1", "jnp.expm1({0})", (lambda op, g: g * (op.outputs[0] + 1.0),), floating=True)
+sqrt = unary("sqrt", "jnp.sqrt({0})", (lambda op, g: g * 0.5 / op.outputs[0],), floating=True)
+rsqrt = unary("rsqrt", "lax.rsqrt({0})",
+              (lambda op, g: g * (op.outputs[0] / op.inputs[0]) * -0.5,), floating=True,
+              like=jnp.sqrt)
+tanh = unary("tanh", "jnp.tanh({0})",
+             (lambda op, g: g * (1.0 - op.outputs[0] * op.outputs[0]),), floating=True)
+sin = unary("sin", "jnp.sin({0})", (lambda op, g: g * cos(op.inputs[0]),), floating=True)
+cos = unary("cos", "jnp.cos({0})", (lambda op, g: negative(g * sin(op.inputs[0])),), floating=True)
+abs = unary("abs", "jnp.abs({0})",  # as JAX: slope +1 at 0
+            (lambda op, g: where(op.inputs[0] >= 0, g, negative(g)),))
+sign = unary("sign", "jnp.sign({0})", ZERO)
+floor = unary("floor", "jnp.floor({0})", ZERO)
+ceil = unary("ceil", "jnp.ceil({0})", ZERO)
+round = unary("round", "jnp.round({0})", ZERO)
+square = unary("square", "jnp.square({0})", (lambda op, g: g * (op.inputs[0] * 2.0),))
+reciprocal = unary("reciprocal", "jnp.reciprocal({0})",
+                   (lambda op, g: negative(g * (op.outputs[0] * op.outputs[0])),), floating=True)
+sigmoid = unary("sigmoid", "jax.nn.sigmoid({0})",
+                (lambda op, g: g * (op.outputs[0] * (1.0 - op.outputs[0])),), floating=True,
+                like=jnp.exp)
+relu = unary("relu", "jax.nn.relu({0})", (lambda op, g: where(op.inputs[0] > 0, g, 0.0),),
+             like=jnp.abs)
+softplus = unary("softplus", "jax.nn.softplus({0})", (lambda op, g: g * sigmoid(op.inputs[0]),),
+                 floating=True, like=jnp.exp)
+erf = unary("erf", "jax.scipy.special.erf({0})",
+            (lambda op, g: g * (exp(negative(op.inputs[0] * op.inputs[0]))
+                                * (2.0 / math.sqrt(math.pi))),), floating=True, like=jnp.exp)
+
+add = binary("add", "{0} + {1}", (lambda op, g: g, lambda op, g: g))
+subtract = binary("subtract", "{0} - {1}", (lambda op, g: g, lambda op, g: negative(g)))
+multiply = binary("multiply", "{0} * {1}",
+                  (lambda op, g: g * op.inputs[1], lambda op, g: g * op.inputs[0]))
+divide = binary("divide", "{0} / {1}", _g_divide, "divide")
+remainder = binary("remainder", "jnp.remainder({0}, {1})",
+                   (lambda op, g: g,
+                    lambda op, g: negative(g * floor(op.inputs[0] / op.inputs[1]))), "intdiv",
+                   doc="jnp.remainder (Python's `%`: the result takes the sign of `y`).")
+floor_divide = binary("floor_divide", "jnp.floor_divide({0}, {1})", ZERO, "intdiv")
+maximum = binary("maximum", "jnp.maximum({0}, {1})", _g_chooser)
+minimum = binary("minimum", "jnp.minimum({0}, {1})", _g_chooser)
+less = binary("less", "{0} < {1}", None, "compare")
+less_equal = binary("less_equal", "{0} <= {1}", None, "compare")
+greater = binary("greater", "{0} > {1}", None, "compare")
+greater_equal = binary("greater_equal", "{0} >= {1}", None, "compare")
+equal = binary("equal", "{0} == {1}", None, "compare")
+not_equal = binary("not_equal", "{0} != {1}", None, "compare")
+logical_and = binary("logical_and", "jnp.logical_and({0}, {1})", None, "logic")
+logical_or = binary("logical_or", "jnp.logical_or({0}, {1})", None, "logic")
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+tan = unary("tan", "jnp.tan({0})", (lambda op, g: g * (1.0 + op.outputs[0] * op.outputs[0]),),
+            floating=True)
+sinh = unary("sinh", "jnp.sinh({0})", (lambda op, g: g * cosh(op.inputs[0]),), floating=True)
+cosh = unary("cosh", "jnp.cosh({0})", (lambda op, g: g * sinh(op.inputs[0]),), floating=True)
+arcsin = unary("arcsin", "jnp.arcsin({0})",
+               (lambda op, g: g * rsqrt(1.0 - op.inputs[0] * op.inputs[0]),), floating=True)
+arccos = unary("arccos", "jnp.arccos({0})",
+               (lambda op, g: negative(g * rsqrt(1.0 - op.inputs[0] * op.inputs[0])),),
+               floating=True)
+arctan = unary("arctan", "jnp.arctan({0})",
+               (lambda op, g: g / (1.0 + op.inputs[0] * op.inputs[0]),), floating=True)
+arcsinh = unary("arcsinh", "jnp.arcsinh({0})",
+                (lambda op, g: g * rsqrt(op.inputs[0] * op.inputs[0] + 1.0),), floating=True)
+arccosh = unary("arccosh", "jnp.arccosh({0})",
+                (lambda op, g: g * rsqrt(op.inputs[0] * op.inputs[0] - 1.0),), floating=True)
+arctanh = unary("arctanh", "jnp.arctanh({0})",
+                (lambda op, g: g / (1.0 - op.inputs[0] * op.inputs[0]),), floating=True)
+log2 = unary("log2", "jnp.log2({0})", (lambda op, g: g / (op.inputs[0] * _LN2),), floating=True)
+log10 = unary("log10", "jnp.log10({0})", (lambda op, g: g / (op.inputs[0] * _LN10),),
+              floating=True)
+exp2 = unary("exp2", "jnp.exp2({0})", (lambda op, g: g * (op.outputs[0] * _LN2),), floating=True)
+cbrt = unary("cbrt", "jnp.cbrt({0})",
+             (lambda op, g: g / (op.outputs[0] * op.outputs[0] * 3.0),), floating=True)
+deg2rad = unary("deg2rad", "jnp.deg2rad({0})", (lambda op, g: g * (math.pi / 180.0),),
+                floating=True)
+radians = unary("radians", "jnp.radians({0})", (lambda op, g: g * (math.pi / 180.0),),
+                floating=True)
+rad2deg = unary("rad2deg", "jnp.rad2deg({0})", (lambda op, g: g * (180.0 / math.pi),),
+                floating=True)
+degrees = unary("degrees", "jnp.degrees({0})", (lambda op, g: g * (180.0 / math.pi),),
+                floating=True)
+fabs = unary("fabs", "jnp.fabs({0})", (lambda op, g: where(op.inputs[0] >= 0, g, negative(g)),),
+             floating=True)
+arctan2 = binary("arctan2", "jnp.arctan2({0}, {1})",
+                 (lambda op, g: g * op.inputs[1] / _sum_squares(op),
+                  lambda op, g: negative(g * op.inputs[0] / _sum_squares(op))), "float",
+                 doc="jnp.arctan2(x1, x2): the angle of the point (x2, x1).")
+hypot = binary("hypot", "jnp.hypot({0}, {1})",
+               (lambda op, g: g * op.inputs[0] / op.outputs[0],
+                lambda op, g: g * op.inputs[1] / op.outputs[0]), "float")
+logaddexp = binary("logaddexp", "jnp.logaddexp({0}, {1})",
+                   (lambda op, g: g * exp(op.inputs[0] - op.outputs[0]),
+                    lambda op, g: g * exp(op.inputs[1] - op.outputs[0])), "float")
+logaddexp2 = binary("logaddexp2", "jnp.logaddexp2({0}, {1})",
+                    (lambda op, g: g * exp2(op.inputs[0] - op.outputs[0]),
+                     lambda op, g: g * exp2(op.inputs[1] - op.outputs[0])), "float")
+heaviside = binary("heaviside", "jnp.heaviside({0}, {1})",
+                   (None, lambda op, g: where(op.inputs[0] == 0, g, 0.0)), "float",
+                   doc="jnp.heaviside(x1, x2): 0 below zero, 1 above, x2 at x1 == 0.")
+_power = binary("power", "jnp.power({0}, {1})", _g_power, "power", export="power")
+
+
+@defop("integer_pow", same, "lax.integer_pow({0}, {y})", (_g_integer_pow,), export="power")
+def integer_pow(x: Variable, y: int) -> tuple[list[Variable], dict]:
+    """x ** y for a static Python int `y` (what `power` emits for one)."""
+    return [x], {"y": y}
+
+
+@public
 def power(x: ArrayLike, y: ArrayLike) -> Variable:
+    """jnp.power(x, y); a Python int exponent becomes lax.integer_pow."""
     if isinstance(x, Variable) and isinstance(y, int) and not isinstance(y, bool):
         if x.dtype == BOOL:  # jnp.power computes on bools as integers
             x = astype(x, jax_dtype(jnp.power, BOOL, BOOL))
-        return emit1("integer_pow", [x], {"y": y})
-    return _binary("power", x, y)
+        return integer_pow(x, y)
+    return _power(x, y)
 
 
-def remainder(x: ArrayLike, y: ArrayLike) -> Variable:
-    """jnp.remainder (Python's `%`: the result takes the sign of `y`)."""
-    return _binary("remainder", x, y)
-
-
-def floor_divide(x: ArrayLike, y: ArrayLike) -> Variable:
-    return _binary("floor_divide", x, y)
-
-
-def maximum(x: ArrayLike, y: ArrayLike) -> Variable:
-    return _binary("maximum", x, y)
-
-
-def minimum(x: ArrayLike, y: ArrayLike) -> Variable:
-    return _binary("minimum", x, y)
-
-
-def less(x: ArrayLike, y: ArrayLike) -> Variable:
-    return _binary("less", x, y)
-
-
-def less_equal(x: ArrayLike, y: ArrayLike) -> Variable:
-    return _binary("less_equal", x, y)
-
-
-def greater(x: ArrayLike, y: ArrayLike) -> Variable:
-    return _binary("greater", x, y)
-
-
-def greater_equal(x: ArrayLike, y: ArrayLike) -> Variable:
-    return _binary("greater_equal", x, y)
-
-
-def equal(x: ArrayLike, y: ArrayLike) -> Variable:
-    return _binary("equal", x, y)
-
-
-def not_equal(x: ArrayLike, y: ArrayLike) -> Variable:
-    return _binary("not_equal", x, y)
-
-
-def logical_and(x: ArrayLike, y: ArrayLike) -> Variable:
-    return _binary("logical_and", x, y)
-
-
-def logical_or(x: ArrayLike, y: ArrayLike) -> Variable:
-    return _binary("logical_or", x, y)
-
-
-def logical_not(x: ArrayLike) -> Variable:
+@defop("logical_not", same, "jnp.logical_not({0})", None)
+def logical_not(x: ArrayLike) -> tuple[list[Variable], dict]:
+    """Elementwise logical not of a bool array."""
     x = as_var(x)
     if x.dtype != BOOL:
         raise ShapeError(f"logical_not needs a bool input, got {x.type_str()}", op="logical_not")
-    return emit1("logical_not", [x])
+    return [x], {}
 
 
-def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Variable:
+@defop("where", _where_rule, "jnp.where({0}, {1}, {2})", _g_where)
+def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> tuple[list[Variable], dict]:
     """jnp.where(condition, x, y) (the three-argument form; a non-bool condition means != 0)."""
     c = astype(as_var(condition), BOOL)
     if isinstance(x, Variable):
@@ -167,306 +288,89 @@ def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Variable:
     else:
         y = as_var(y)
         x = as_var(x, like=y)
-    return emit1("where", [c, x, y])
+    return [c, x, y], {}
 
 
-def astype(x: ArrayLike, dtype: Any) -> Variable:
+@defop("convert", _cast_rule, "{0}.astype({dtype})",
+       (lambda op, g: astype(g, op.inputs[0].dtype),))
+def astype(x: ArrayLike, dtype: Any) -> Variable | tuple[list[Variable], dict]:
+    """`x` converted to `dtype` (x.astype(dtype))."""
     x = as_var(x)
     dt = dtypes.canonical(dtype)
     if dt == x.dtype:
         return x
-    return emit1("convert", [x], {"dtype": dt})
+    return [x], {"dtype": dt}
 
 
+@defop("stop_gradient", same, "lax.stop_gradient({0})", ZERO, export="stop_gradient")
+def _stop_gradient(x: Variable) -> tuple[list[Variable], dict]:
+    return [x], {}
+
+
+@public
 def stop_gradient(x: ArrayLike) -> Variable:
     """The value of `x`, through which no gradient flows."""
-    out = emit1("stop_gradient", [as_var(x)])
+    out = _stop_gradient(as_var(x))
     out.stop_gradient = True
     return out
 
 
-def assign(x: Variable, base: str | None = None) -> Variable:
-    return emit1("assign", [x], base=base)
+def _is(name: str) -> Callable[[ArrayLike], Variable]:
+    """Declare an elementwise test of a float value (bool result, no gradient)."""
+    def front(x: ArrayLike) -> tuple[list[Variable], dict]:
+        return [as_var(x)], {}
+    named(front, name, f"jnp.{name}(x): elementwise, a bool array.")
+    return defop(name, lambda inputs, attrs: [(inputs[0].shape, BOOL)], f"jnp.{name}({{0}})",
+                 None)(front)
 
 
-def add_n(xs: Sequence[Variable], base: str | None = None) -> Variable:
-    """Fluid's `sum` op: the elementwise sum of same-typed values (gradient fan-in)."""
-    return emit1("sum", list(xs), base=base)
+isnan = _is("isnan")
+isinf = _is("isinf")
+isfinite = _is("isfinite")
 
 
-def unbroadcast(g: Variable, shape: Shape) -> Variable:
-    """Sum `g` down to `shape`, undoing NumPy broadcasting."""
-    if g.shape == shape:
-        return g
-    from .reduce import sum as reduce_sum
-    from .shape import reshape
-    lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1)
-    out = reduce_sum(g, axis=axes) if axes else g
-    return out if out.shape == shape else reshape(out, shape)
+@public
+def absolute(x: ArrayLike) -> Variable:
+    """jnp.absolute: the same as abs."""
+    return abs(x)
 
 
-def _unary_fn(name: str) -> Callable[[ArrayLike], Variable]:
-    def fn(x: ArrayLike) -> Variable:
-        x = as_var(x)
-        # An inexact input keeps its dtype under every unary rule; others are cast first.
-        if not dtypes.is_inexact(x.dtype):
-            x = astype(x, REGISTRY[name].infer([x], {})[0][1])
-        return emit1(name, [x])
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"Elementwise {name} (jax.numpy semantics)."
-    return fn
+@public
+def true_divide(x1: ArrayLike, x2: ArrayLike) -> Variable:
+    """jnp.true_divide: the same as divide."""
+    return divide(x1, x2)
 
 
-# ---------------------------------------------------------------- grad makers
+@public
+def mod(x1: ArrayLike, x2: ArrayLike) -> Variable:
+    """jnp.mod: the same as remainder (the result takes the sign of `x2`)."""
+    return remainder(x1, x2)
 
-def _g_neg(op: Op, g: list, need: list) -> list:
-    return [negative(g[0])]
 
+@public
+def clip(x: ArrayLike, min: ArrayLike | None = None, max: ArrayLike | None = None) -> Variable:
+    """jnp.clip(x, min=None, max=None): maximum with `min`, then minimum with `max`."""
+    out = as_var(x)
+    if min is not None:
+        out = maximum(out, min)
+    if max is not None:
+        out = minimum(out, max)
+    return out
 
-def _g_exp(op: Op, g: list, need: list) -> list:
-    return [g[0] * op.outputs[0]]
 
+@public
+def real(x: ArrayLike) -> Variable:
+    """jnp.real: `x` itself (srcgrad's values are real)."""
+    return as_var(x)
 
-def _g_log(op: Op, g: list, need: list) -> list:
-    return [g[0] / op.inputs[0]]
 
+@public
+def conj(x: ArrayLike) -> Variable:
+    """jnp.conj: `x` itself (srcgrad's values are real)."""
+    return as_var(x)
 
-def _g_log1p(op: Op, g: list, need: list) -> list:
-    return [g[0] / (op.inputs[0] + 1.0)]
 
-
-def _g_expm1(op: Op, g: list, need: list) -> list:
-    return [g[0] * (op.outputs[0] + 1.0)]
-
-
-def _g_sqrt(op: Op, g: list, need: list) -> list:
-    return [g[0] * 0.5 / op.outputs[0]]
-
-
-def _g_rsqrt(op: Op, g: list, need: list) -> list:
-    return [g[0] * (op.outputs[0] / op.inputs[0]) * -0.5]
-
-
-def _g_tanh(op: Op, g: list, need: list) -> list:
-    y = op.outputs[0]
-    return [g[0] * (1.0 - y * y)]
-
-
-def _g_sin(op: Op, g: list, need: list) -> list:
-    return [g[0] * cos(op.inputs[0])]
-
-
-def _g_cos(op: Op, g: list, need: list) -> list:
-    return [negative(g[0] * sin(op.inputs[0]))]
-
-
-def _g_abs(op: Op, g: list, need: list) -> list:
-    return [where(op.inputs[0] >= 0, g[0], negative(g[0]))]  # as JAX: slope +1 at 0
-
-
-def _g_square(op: Op, g: list, need: list) -> list:
-    return [g[0] * (op.inputs[0] * 2.0)]
-
-
-def _g_reciprocal(op: Op, g: list, need: list) -> list:
-    y = op.outputs[0]
-    return [negative(g[0] * (y * y))]
-
-
-def _g_sigmoid(op: Op, g: list, need: list) -> list:
-    y = op.outputs[0]
-    return [g[0] * (y * (1.0 - y))]
-
-
-def _g_relu(op: Op, g: list, need: list) -> list:
-    return [where(op.inputs[0] > 0, g[0], 0.0)]
-
-
-def _g_softplus(op: Op, g: list, need: list) -> list:
-    return [g[0] * sigmoid(op.inputs[0])]
-
-
-def _g_erf(op: Op, g: list, need: list) -> list:
-    x = op.inputs[0]
-    return [g[0] * (exp(negative(x * x)) * (2.0 / math.sqrt(math.pi)))]
-
-
-def _g_integer_pow(op: Op, g: list, need: list) -> list:
-    y = op.attrs["y"]
-    x = op.inputs[0]
-    if y == 0:
-        return [zeros_like(x)]
-    if y == 1:
-        return [g[0]]
-    base = x if y == 2 else emit1("integer_pow", [x], {"y": y - 1})
-    return [g[0] * (base * float(y))]
-
-
-def _g_add(op: Op, g: list, need: list) -> list:
-    x, y = op.inputs
-    return [unbroadcast(g[0], x.shape) if need[0] else None,
-            unbroadcast(g[0], y.shape) if need[1] else None]
-
-
-def _g_subtract(op: Op, g: list, need: list) -> list:
-    x, y = op.inputs
-    return [unbroadcast(g[0], x.shape) if need[0] else None,
-            unbroadcast(negative(g[0]), y.shape) if need[1] else None]
-
-
-def _g_multiply(op: Op, g: list, need: list) -> list:
-    x, y = op.inputs
-    return [unbroadcast(g[0] * y, x.shape) if need[0] else None,
-            unbroadcast(g[0] * x, y.shape) if need[1] else None]
-
-
-def _g_divide(op: Op, g: list, need: list) -> list:
-    x, y = op.inputs
-    gx = g[0] / y
-    return [unbroadcast(gx, x.shape) if need[0] else None,
-            unbroadcast(negative(gx * op.outputs[0]), y.shape) if need[1] else None]
-
-
-def _g_remainder(op: Op, g: list, need: list) -> list:
-    x, y = op.inputs
-    return [unbroadcast(g[0], x.shape) if need[0] else None,
-            unbroadcast(negative(g[0] * floor(x / y)), y.shape) if need[1] else None]
-
-
-def _g_power(op: Op, g: list, need: list) -> list:
-    out = op.outputs[0]
-    # Work in the result's dtype, as the forward promotion does (log(x) of an f32 base that
-    # meets an f64 exponent is taken in f64).
-    x, y = (astype(v, out.dtype) for v in op.inputs)
-    gx = gy = None
-    if need[0]:
-        d = where(y == 0, 0.0, y * power(x, y - 1.0))
-        gx = unbroadcast(g[0] * d, op.inputs[0].shape)
-    if need[1]:
-        safe_x = where(x == 0, 1.0, x)
-        gy = unbroadcast(g[0] * (out * log(safe_x)), op.inputs[1].shape)
-    return [gx, gy]
-
-
-def _g_chooser(op: Op, g: list, need: list) -> list:
-    x, y = op.inputs
-    out = op.outputs[0]
-    mask = where(x == out, where(y == out, 0.5, 1.0), 0.0)
-    mask = astype(mask, g[0].dtype)
-    return [unbroadcast(g[0] * mask, x.shape) if need[0] else None,
-            unbroadcast(g[0] * (1.0 - mask), y.shape) if need[1] else None]
-
-
-def _g_where(op: Op, g: list, need: list) -> list:
-    c, x, y = op.inputs
-    return [None,
-            unbroadcast(where(c, g[0], 0.0), x.shape) if need[1] else None,
-            unbroadcast(where(c, 0.0, g[0]), y.shape) if need[2] else None]
-
-
-def _g_convert(op: Op, g: list, need: list) -> list:
-    return [astype(g[0], op.inputs[0].dtype)]
-
-
-def _g_identity(op: Op, g: list, need: list) -> list:
-    return [g[0]]
-
-
-def _g_sum(op: Op, g: list, need: list) -> list:
-    return [g[0] if n else None for n in need]
-
-
-# ---------------------------------------------------------------- the registry rows
-
-_UNARY = [
-    # name, lowering, grad, float-valued
-    ("negative", "-{0}", _g_neg, False),
-    ("exp", "jnp.exp({0})", _g_exp, True),
-    ("log", "jnp.log({0})", _g_log, True),
-    ("log1p", "jnp.log1p({0})", _g_log1p, True),
-    ("expm1", "jnp.expm1({0})", _g_expm1, True),
-    ("sqrt", "jnp.sqrt({0})", _g_sqrt, True),
-    ("rsqrt", "lax.rsqrt({0})", _g_rsqrt, True),
-    ("tanh", "jnp.tanh({0})", _g_tanh, True),
-    ("sin", "jnp.sin({0})", _g_sin, True),
-    ("cos", "jnp.cos({0})", _g_cos, True),
-    ("abs", "jnp.abs({0})", _g_abs, False),
-    ("sign", "jnp.sign({0})", ZERO, False),
-    ("floor", "jnp.floor({0})", ZERO, False),
-    ("ceil", "jnp.ceil({0})", ZERO, False),
-    ("round", "jnp.round({0})", ZERO, False),
-    ("square", "jnp.square({0})", _g_square, False),
-    ("reciprocal", "jnp.reciprocal({0})", _g_reciprocal, True),
-    ("sigmoid", "jax.nn.sigmoid({0})", _g_sigmoid, True),
-    ("relu", "jax.nn.relu({0})", _g_relu, False),
-    ("softplus", "jax.nn.softplus({0})", _g_softplus, True),
-    ("erf", "jax.scipy.special.erf({0})", _g_erf, True),
-]
-_JFN = {"sigmoid": jnp.exp, "softplus": jnp.exp, "erf": jnp.exp, "rsqrt": jnp.sqrt, "relu": jnp.abs}
-for _name, _lower, _grad, _float in _UNARY:
-    register(_name, _unary_rule(_JFN.get(_name) or getattr(jnp, _name), _float), _lower, _grad)
-
-register("integer_pow", same, "lax.integer_pow({0}, {y})", _g_integer_pow)
-
-_BINARY = [
-    ("add", "{0} + {1}", _g_add, "arith"),
-    ("subtract", "{0} - {1}", _g_subtract, "arith"),
-    ("multiply", "{0} * {1}", _g_multiply, "arith"),
-    ("divide", "{0} / {1}", _g_divide, "divide"),
-    ("power", "jnp.power({0}, {1})", _g_power, "power"),
-    ("remainder", "jnp.remainder({0}, {1})", _g_remainder, "arith"),
-    ("floor_divide", "jnp.floor_divide({0}, {1})", ZERO, "arith"),
-    ("maximum", "jnp.maximum({0}, {1})", _g_chooser, "arith"),
-    ("minimum", "jnp.minimum({0}, {1})", _g_chooser, "arith"),
-    ("less", "{0} < {1}", None, "compare"),
-    ("less_equal", "{0} <= {1}", None, "compare"),
-    ("greater", "{0} > {1}", None, "compare"),
-    ("greater_equal", "{0} >= {1}", None, "compare"),
-    ("equal", "{0} == {1}", None, "compare"),
-    ("not_equal", "{0} != {1}", None, "compare"),
-    ("logical_and", "jnp.logical_and({0}, {1})", None, "logic"),
-    ("logical_or", "jnp.logical_or({0}, {1})", None, "logic"),
-]
-for _name, _lower, _grad, _kind in _BINARY:
-    register(_name, _binary_rule(_kind), _lower, _grad)
-
-register("logical_not", same, "jnp.logical_not({0})", None)
-register("where", _where_rule, "jnp.where({0}, {1}, {2})", _g_where)
-register("convert", _cast_rule, "{0}.astype({dtype})", _g_convert)
-register("stop_gradient", same, "lax.stop_gradient({0})", ZERO)
-register("assign", same, "{0}", _g_identity)
-register("sum", _sum_rule, lambda args, attrs: " + ".join(args), _g_sum)
-
-negative = _unary_fn("negative")
-exp = _unary_fn("exp")
-log = _unary_fn("log")
-log1p = _unary_fn("log1p")
-expm1 = _unary_fn("expm1")
-sqrt = _unary_fn("sqrt")
-rsqrt = _unary_fn("rsqrt")
-tanh = _unary_fn("tanh")
-sin = _unary_fn("sin")
-cos = _unary_fn("cos")
-abs = _unary_fn("abs")
-sign = _unary_fn("sign")
-floor = _unary_fn("floor")
-ceil = _unary_fn("ceil")
-round = _unary_fn("round")
-square = _unary_fn("square")
-reciprocal = _unary_fn("reciprocal")
-sigmoid = _unary_fn("sigmoid")
-relu = _unary_fn("relu")
-softplus = _unary_fn("softplus")
-erf = _unary_fn("erf")
-
-__all__ = [
-    "add", "subtract", "multiply", "divide", "power", "remainder", "floor_divide", "maximum",
-    "minimum", "less",
-    "less_equal", "greater", "greater_equal", "equal", "not_equal", "logical_and",
-    "logical_or", "logical_not", "where", "astype", "stop_gradient", "assign", "add_n",
-    "unbroadcast", "constant", "negative", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt",
-    "tanh", "sin", "cos", "abs", "sign", "floor", "ceil", "round", "square", "reciprocal",
-    "sigmoid", "relu", "softplus", "erf",
-]
+@public
+def imag(x: ArrayLike) -> Variable:
+    """jnp.imag: zeros like `x` (srcgrad's values are real)."""
+    return zeros_like(x)

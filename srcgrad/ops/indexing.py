@@ -9,12 +9,13 @@ import numpy as np
 from jax import lax
 
 from .. import dtypes
-from ..builder import as_var, emit1
+from ..builder import as_var
 from ..errors import ShapeError
 from ..ir import Op, Variable
-from ..registry import ZERO, OutType, register
+from ..registry import ZERO, OutType
 from ._rules import norm_axis
 from .creation import zeros
+from .declare import Emitted, defop
 from .elementwise import add, astype, less, where
 from .shape import reshape, rev, slice, transpose
 
@@ -95,6 +96,61 @@ def _one_hot_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[Out
     return [(inputs[0].shape + (attrs["num_classes"],), attrs["dtype"])]
 
 
+# ---------------------------------------------------------------- grad makers
+
+def _g_dynamic_slice(op: Op, g: list, need: list) -> list:
+    x = op.inputs[0]
+    return [dynamic_update_slice(zeros(x.shape, x.dtype), g[0], op.inputs[1:])] + [None] * (x.ndim)
+
+
+def _g_dus(op: Op, g: list, need: list) -> list:
+    x, u = op.inputs[:2]
+    starts = op.inputs[2:]
+    gx = dynamic_update_slice(g[0], zeros(u.shape, u.dtype), starts) if need[0] else None
+    gu = dynamic_slice(g[0], starts, u.shape) if need[1] else None
+    return [gx, gu] + [None] * len(starts)
+
+
+def _g_dyn_index(op: Op, g: list, need: list) -> list:
+    x, i = op.inputs
+    return [dynamic_update_index(zeros(x.shape, x.dtype), g[0], i, **op.attrs), None]
+
+
+def _g_dyn_update_index(op: Op, g: list, need: list) -> list:
+    x, v, i = op.inputs
+    gx = dynamic_update_index(g[0], zeros(v.shape, v.dtype), i, **op.attrs) if need[0] else None
+    gv = dynamic_index(g[0], i, **op.attrs) if need[1] else None
+    return [gx, gv, None]
+
+
+def _g_take(op: Op, g: list, need: list) -> list:
+    x, idx = op.inputs
+    return [scatter_add(zeros(x.shape, x.dtype), idx, g[0], op.attrs["axis"]), None]
+
+
+def _g_scatter_add(op: Op, g: list, need: list) -> list:
+    x, idx, u = op.inputs
+    return [g[0] if need[0] else None, None,
+            take(g[0], idx, op.attrs["axis"]) if need[2] else None]
+
+
+def _lower_scatter_add(args: list[str], attrs: dict[str, str]) -> str:
+    lead = ":, " * int(attrs["axis"])
+    return f"{args[0]}.at[{lead}{args[1]}].add({args[2]}, mode='drop')"
+
+
+def _tuple_src(items: list[str]) -> str:
+    return f"({', '.join(items)},)" if items else "()"
+
+
+def _lower_dynamic_slice(args: list[str], attrs: dict[str, str]) -> str:
+    return f"lax.dynamic_slice({args[0]}, {_tuple_src(args[1:])}, {attrs['sizes']})"
+
+
+def _lower_dus(args: list[str], attrs: dict[str, str]) -> str:
+    return f"lax.dynamic_update_slice({args[0]}, {args[1]}, {_tuple_src(args[2:])})"
+
+
 # ---------------------------------------------------------------- user-facing functions
 
 def _index_var(i: Any) -> Variable:
@@ -114,55 +170,89 @@ def _index_vars(indices: Sequence[Any]) -> list[Variable]:
     return [astype(v, dt) for v in vs]
 
 
-def dynamic_slice(x: Any, start_indices: Sequence[Any], slice_sizes: Sequence[int]) -> Variable:
+@defop("dynamic_slice", _dynamic_slice_rule, _lower_dynamic_slice, _g_dynamic_slice)
+def dynamic_slice(x: Any, start_indices: Sequence[Any], slice_sizes: Sequence[int]) -> Emitted:
+    """lax.dynamic_slice: a window of static size at traced start indices."""
     x = as_var(x)
     starts = _index_vars(start_indices)
-    return emit1("dynamic_slice", [x, *starts], {"sizes": tuple(int(s) for s in slice_sizes)})
+    return [x, *starts], {"sizes": tuple(int(s) for s in slice_sizes)}
 
 
-def dynamic_update_slice(x: Any, update: Any, start_indices: Sequence[Any]) -> Variable:
+@defop("dynamic_update_slice", _dus_rule, _lower_dus, _g_dus)
+def dynamic_update_slice(x: Any, update: Any, start_indices: Sequence[Any]) -> Emitted:
+    """lax.dynamic_update_slice: `update` written into `x` at traced start indices."""
     x = as_var(x)
     u = as_var(update, like=x)
     starts = _index_vars(start_indices)
-    return emit1("dynamic_update_slice", [x, u, *starts])
+    return [x, u, *starts], {}
 
 
+#: `allow_negative_indices` came with jax 0.5.3. Before it, lax always wraps a negative index
+#: (the same values, one select more), so the emitted call leaves the flag out there.
+_NEGATIVE_FLAG = all("allow_negative_indices" in inspect.signature(f).parameters
+                     for f in (lax.dynamic_index_in_dim, lax.dynamic_update_index_in_dim))
+
+
+def _negative_flag(attrs: dict[str, str]) -> str:
+    return f", allow_negative_indices={attrs['allow_negative_indices']}" if _NEGATIVE_FLAG else ""
+
+
+def _lower_dyn_index(args: list[str], attrs: dict[str, str]) -> str:
+    return (f"lax.dynamic_index_in_dim({args[0]}, {args[1]}, {attrs['axis']}, keepdims=False"
+            f"{_negative_flag(attrs)})")
+
+
+def _lower_dyn_update_index(args: list[str], attrs: dict[str, str]) -> str:
+    return (f"lax.dynamic_update_index_in_dim({args[0]}, {args[1]}, {args[2]}, {attrs['axis']}"
+            f"{_negative_flag(attrs)})")
+
+
+@defop("dynamic_index", _dyn_index_rule, _lower_dyn_index, _g_dyn_index)
 def dynamic_index(x: Variable, index: Any, axis: int = 0, *,
-                  allow_negative_indices: bool = True) -> Variable:
+                  allow_negative_indices: bool = True) -> Emitted:
     """lax.dynamic_index_in_dim without the kept axis.
 
     `allow_negative_indices=False` (lax's option) promises `index >= 0`: srcgrad passes it
     where it has normalized the index or counts it from 0, which saves XLA a select.
     """
-    return emit1("dynamic_index", [x, _index_var(index)],
-                 {"axis": norm_axis(axis, x.ndim), "allow_negative_indices": allow_negative_indices})
+    x = as_var(x)
+    return [x, _index_var(index)], {"axis": norm_axis(axis, x.ndim),
+                                    "allow_negative_indices": allow_negative_indices}
 
 
+@defop("dynamic_update_index", _dyn_update_index_rule, _lower_dyn_update_index,
+       _g_dyn_update_index)
 def dynamic_update_index(x: Variable, value: Any, index: Any, axis: int = 0, *,
-                         allow_negative_indices: bool = True) -> Variable:
+                         allow_negative_indices: bool = True) -> Emitted:
     """lax.dynamic_update_index_in_dim: write `value` at position `index` along `axis`."""
-    return emit1("dynamic_update_index", [x, as_var(value, like=x), _index_var(index)],
-                 {"axis": norm_axis(axis, x.ndim), "allow_negative_indices": allow_negative_indices})
+    x = as_var(x)
+    return [x, as_var(value, like=x), _index_var(index)], {
+        "axis": norm_axis(axis, x.ndim), "allow_negative_indices": allow_negative_indices}
 
 
-def take(x: Any, indices: Any, axis: int | None = None) -> Variable:
+@defop("take", _take_rule, "jnp.take({0}, {1}, axis={axis})", _g_take)
+def take(x: Any, indices: Any, axis: int | None = None) -> Emitted:
+    """jnp.take along `axis` (None: of the flattened array); out-of-range indices clamp."""
     x = as_var(x)
     idx = as_var(indices)
     if axis is None:
         x = reshape(x, (-1,))
         axis = 0
-    return emit1("take", [x, idx], {"axis": norm_axis(axis, x.ndim)})
+    return [x, idx], {"axis": norm_axis(axis, x.ndim)}
 
 
-def scatter_add(x: Variable, indices: Any, updates: Any, axis: int = 0) -> Variable:
+@defop("scatter_add", _scatter_add_rule, _lower_scatter_add, _g_scatter_add)
+def scatter_add(x: Variable, indices: Any, updates: Any, axis: int = 0) -> Emitted:
     """`x.at[indices].add(updates)` along `axis` (out-of-range indices are dropped)."""
-    return emit1("scatter_add", [x, as_var(indices), as_var(updates, like=x)],
-                 {"axis": norm_axis(axis, x.ndim)})
+    x = as_var(x)
+    return [x, as_var(indices), as_var(updates, like=x)], {"axis": norm_axis(axis, x.ndim)}
 
 
-def one_hot(x: Any, num_classes: int, dtype: Any = None) -> Variable:
+@defop("one_hot", _one_hot_rule, "jax.nn.one_hot({0}, {num_classes}, dtype={dtype})", ZERO)
+def one_hot(x: Any, num_classes: int, dtype: Any = None) -> Emitted:
+    """jax.nn.one_hot(x, num_classes, dtype=float)."""
     dt = dtypes.canonical(dtype) if dtype is not None else dtypes.default_float()
-    return emit1("one_hot", [as_var(x)], {"num_classes": int(num_classes), "dtype": dt})
+    return [as_var(x)], {"num_classes": int(num_classes), "dtype": dt}
 
 
 def getitem(x: Variable, index: Any) -> Variable:
@@ -230,92 +320,3 @@ def getitem(x: Variable, index: Any) -> Variable:
         # NumPy: integer indices split by a slice or None put the array's dims first.
         v = transpose(v, array_dims + tuple(i for i in range(v.ndim) if i not in array_dims))
     return v
-
-
-# ---------------------------------------------------------------- grad makers
-
-def _g_dynamic_slice(op: Op, g: list, need: list) -> list:
-    x = op.inputs[0]
-    return [dynamic_update_slice(zeros(x.shape, x.dtype), g[0], op.inputs[1:])] + [None] * (x.ndim)
-
-
-def _g_dus(op: Op, g: list, need: list) -> list:
-    x, u = op.inputs[:2]
-    starts = op.inputs[2:]
-    gx = dynamic_update_slice(g[0], zeros(u.shape, u.dtype), starts) if need[0] else None
-    gu = dynamic_slice(g[0], starts, u.shape) if need[1] else None
-    return [gx, gu] + [None] * len(starts)
-
-
-def _g_dyn_index(op: Op, g: list, need: list) -> list:
-    x, i = op.inputs
-    return [dynamic_update_index(zeros(x.shape, x.dtype), g[0], i, **op.attrs), None]
-
-
-def _g_dyn_update_index(op: Op, g: list, need: list) -> list:
-    x, v, i = op.inputs
-    gx = dynamic_update_index(g[0], zeros(v.shape, v.dtype), i, **op.attrs) if need[0] else None
-    gv = dynamic_index(g[0], i, **op.attrs) if need[1] else None
-    return [gx, gv, None]
-
-
-def _g_take(op: Op, g: list, need: list) -> list:
-    x, idx = op.inputs
-    return [scatter_add(zeros(x.shape, x.dtype), idx, g[0], op.attrs["axis"]), None]
-
-
-def _g_scatter_add(op: Op, g: list, need: list) -> list:
-    x, idx, u = op.inputs
-    return [g[0] if need[0] else None, None,
-            take(g[0], idx, op.attrs["axis"]) if need[2] else None]
-
-
-def _lower_scatter_add(args: list[str], attrs: dict[str, str]) -> str:
-    lead = ":, " * int(attrs["axis"])
-    return f"{args[0]}.at[{lead}{args[1]}].add({args[2]}, mode='drop')"
-
-
-def _tuple_src(items: list[str]) -> str:
-    return f"({', '.join(items)},)" if items else "()"
-
-
-#: `allow_negative_indices` came with jax 0.5.3. Before it, lax always wraps a negative index
-#: (the same values, one select more), so the emitted call leaves the flag out there.
-_NEGATIVE_FLAG = all("allow_negative_indices" in inspect.signature(f).parameters
-                     for f in (lax.dynamic_index_in_dim, lax.dynamic_update_index_in_dim))
-
-
-def _negative_flag(attrs: dict[str, str]) -> str:
-    return f", allow_negative_indices={attrs['allow_negative_indices']}" if _NEGATIVE_FLAG else ""
-
-
-def _lower_dyn_index(args: list[str], attrs: dict[str, str]) -> str:
-    return (f"lax.dynamic_index_in_dim({args[0]}, {args[1]}, {attrs['axis']}, keepdims=False"
-            f"{_negative_flag(attrs)})")
-
-
-def _lower_dyn_update_index(args: list[str], attrs: dict[str, str]) -> str:
-    return (f"lax.dynamic_update_index_in_dim({args[0]}, {args[1]}, {args[2]}, {attrs['axis']}"
-            f"{_negative_flag(attrs)})")
-
-
-def _lower_dynamic_slice(args: list[str], attrs: dict[str, str]) -> str:
-    return f"lax.dynamic_slice({args[0]}, {_tuple_src(args[1:])}, {attrs['sizes']})"
-
-
-def _lower_dus(args: list[str], attrs: dict[str, str]) -> str:
-    return f"lax.dynamic_update_slice({args[0]}, {args[1]}, {_tuple_src(args[2:])})"
-
-
-
-register("dynamic_slice", _dynamic_slice_rule, _lower_dynamic_slice, _g_dynamic_slice)
-register("dynamic_update_slice", _dus_rule, _lower_dus, _g_dus)
-register("dynamic_index", _dyn_index_rule, _lower_dyn_index, _g_dyn_index)
-register("dynamic_update_index", _dyn_update_index_rule, _lower_dyn_update_index,
-         _g_dyn_update_index)
-register("take", _take_rule, "jnp.take({0}, {1}, axis={axis})", _g_take)
-register("scatter_add", _scatter_add_rule, _lower_scatter_add, _g_scatter_add)
-register("one_hot", _one_hot_rule, "jax.nn.one_hot({0}, {num_classes}, dtype={dtype})", ZERO)
-
-__all__ = ["dynamic_slice", "dynamic_update_slice", "dynamic_index", "dynamic_update_index", "take",
-           "scatter_add", "one_hot", "getitem"]

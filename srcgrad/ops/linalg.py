@@ -13,9 +13,11 @@ from .. import dtypes
 from ..builder import as_var, emit1
 from ..errors import ShapeError
 from ..ir import Op, Variable
-from ..registry import OutType, register
+from ..registry import OutType
 from ._rules import broadcast_shapes
-from .elementwise import multiply, unbroadcast
+from .declare import Emitted, defop, public
+from .elementwise import multiply
+from .grad_helpers import unbroadcast
 from .shape import broadcast_to, reshape, rev, swapaxes
 
 
@@ -34,11 +36,7 @@ def _matmul_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutT
     return [(shape, dtypes.promote(a.dtype, b.dtype))]
 
 
-def matmul(a: Any, b: Any) -> Variable:
-    a, b = as_var(a), as_var(b)
-    return emit1("matmul", [a, b])
-
-
+@public
 def dot(a: Any, b: Any) -> Variable:
     """jnp.dot: a product with a scalar, else a contraction of a's last axis with b's
     second-to-last (its only axis if 1-D)."""
@@ -73,6 +71,12 @@ def _g_matmul(op: Op, g: list, need: list) -> list:
             gb = unbroadcast(matmul(swapaxes(a2, -1, -2), g2), b2.shape)
         gb = reshape(gb, b.shape)
     return [ga, gb]
+
+
+@defop("matmul", _matmul_rule, "jnp.matmul({0}, {1})", _g_matmul)
+def matmul(a: Any, b: Any) -> Emitted:
+    """jnp.matmul: batched and broadcasting over leading axes; 1-D operands as vectors."""
+    return [as_var(a), as_var(b)], {}
 
 
 # ---------------------------------------------------------------- einsum
@@ -116,12 +120,6 @@ def _einsum_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutT
     return [(tuple(sizes[c] for c in out), dt)]
 
 
-def einsum(subscripts: str, *operands: Any) -> Variable:
-    vs = [as_var(o) for o in operands]
-    ins, out = _parse(subscripts, len(vs))
-    return emit1("einsum", vs, {"subscripts": ",".join(ins) + "->" + out})
-
-
 def _einsum_to(target: str, shape: tuple[int, ...], terms: list[str], vals: list[Variable]) -> Variable:
     """Contract `vals` to the subscript `target`, broadcasting indices they lack."""
     have = set("".join(terms))
@@ -144,6 +142,15 @@ def _g_einsum(op: Op, g: list, need: list) -> list:
         grads.append(_einsum_to(term, v.shape, [out] + [t for t, _ in others],
                                 [g[0]] + [o for _, o in others]))
     return grads
+
+
+@defop("einsum", _einsum_rule,
+       lambda a, at: f"jnp.einsum({at['subscripts']}, {', '.join(a)})", _g_einsum)
+def einsum(subscripts: str, *operands: Any) -> Emitted:
+    """jnp.einsum(subscripts, *operands) with explicit or implicit output."""
+    vs = [as_var(o) for o in operands]
+    ins, out = _parse(subscripts, len(vs))
+    return vs, {"subscripts": ",".join(ins) + "->" + out}
 
 
 # ---------------------------------------------------------------- convolution
@@ -174,34 +181,6 @@ def _conv_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutTyp
         return [_conv_shape(x.shape, w.shape, (x.dtype, w.dtype), key)]
     except (TypeError, ValueError) as e:
         raise ShapeError(f"conv of {x.type_str()} with kernel {w.type_str()}: {e}") from None
-
-
-def conv(x: Any, w: Any, strides: Sequence[int] = (1, 1), padding: str | Sequence[tuple[int, int]] = "VALID",
-         layout: str = "NHWC", rhs_dilation: Sequence[int] = (1, 1)) -> Variable:
-    """2-D convolution. `layout` is NHWC (kernel HWIO) or NCHW (kernel OIHW)."""
-    x, w = as_var(x), as_var(w)
-    if layout not in _LAYOUTS:
-        raise ShapeError(f"layout must be NHWC or NCHW, got {layout!r}", op="conv")
-    lhs_s, rhs_s, out_s = _LAYOUTS[layout]
-    if x.ndim != 4 or w.ndim != 4:
-        raise ShapeError(f"conv needs a 4-D input and kernel, got {x.type_str()} and "
-                         f"{w.type_str()}", op="conv")
-    dn = (_spec_indices(lhs_s, "NC"), _spec_indices(rhs_s, "OI"), _spec_indices(out_s, "NC"))
-    k_spatial = tuple(w.shape[i] for i in dn[1][2:])
-    x_spatial = tuple(x.shape[i] for i in dn[0][2:])
-    if isinstance(padding, str):
-        if padding.upper() not in ("SAME", "VALID"):
-            raise ShapeError(f"padding must be SAME, VALID or explicit pairs, got {padding!r}",
-                             op="conv")
-        dil_k = tuple((k - 1) * d + 1 for k, d in zip(k_spatial, rhs_dilation))
-        pads = tuple(tuple(p) for p in lax.padtype_to_pads(x_spatial, dil_k, tuple(strides),
-                                                          padding.upper()))
-    else:
-        pads = tuple((int(lo), int(hi)) for lo, hi in padding)
-    return emit1("conv", [x, w], {
-        "window_strides": tuple(int(s) for s in strides), "padding": pads,
-        "lhs_dilation": (1,) * len(x_spatial), "rhs_dilation": tuple(int(d) for d in rhs_dilation),
-        "dimension_numbers": dn})
 
 
 def _conv_op(x: Variable, w: Variable, strides: tuple, padding: tuple, lhs_dil: tuple,
@@ -252,9 +231,32 @@ def _lower_conv(args: list[str], attrs: dict[str, str]) -> str:
             f"lax.ConvDimensionNumbers(*{attrs['dimension_numbers']}))")
 
 
-register("matmul", _matmul_rule, "jnp.matmul({0}, {1})", _g_matmul)
-register("einsum", _einsum_rule,
-         lambda a, at: f"jnp.einsum({at['subscripts']}, {', '.join(a)})", _g_einsum)
-register("conv", _conv_rule, _lower_conv, _g_conv)
+@defop("conv", _conv_rule, _lower_conv, _g_conv)
+def conv(x: Any, w: Any, strides: Sequence[int] = (1, 1), padding: str | Sequence[tuple[int, int]] = "VALID",
+         layout: str = "NHWC", rhs_dilation: Sequence[int] = (1, 1)) -> Emitted:
+    """2-D convolution. `layout` is NHWC (kernel HWIO) or NCHW (kernel OIHW)."""
+    x, w = as_var(x), as_var(w)
+    if layout not in _LAYOUTS:
+        raise ShapeError(f"layout must be NHWC or NCHW, got {layout!r}", op="conv")
+    lhs_s, rhs_s, out_s = _LAYOUTS[layout]
+    if x.ndim != 4 or w.ndim != 4:
+        raise ShapeError(f"conv needs a 4-D input and kernel, got {x.type_str()} and "
+                         f"{w.type_str()}", op="conv")
+    dn = (_spec_indices(lhs_s, "NC"), _spec_indices(rhs_s, "OI"), _spec_indices(out_s, "NC"))
+    k_spatial = tuple(w.shape[i] for i in dn[1][2:])
+    x_spatial = tuple(x.shape[i] for i in dn[0][2:])
+    if isinstance(padding, str):
+        if padding.upper() not in ("SAME", "VALID"):
+            raise ShapeError(f"padding must be SAME, VALID or explicit pairs, got {padding!r}",
+                             op="conv")
+        dil_k = tuple((k - 1) * d + 1 for k, d in zip(k_spatial, rhs_dilation))
+        pads = tuple(tuple(p) for p in lax.padtype_to_pads(x_spatial, dil_k, tuple(strides),
+                                                          padding.upper()))
+    else:
+        pads = tuple((int(lo), int(hi)) for lo, hi in padding)
+    return [x, w], {
+        "window_strides": tuple(int(s) for s in strides), "padding": pads,
+        "lhs_dilation": (1,) * len(x_spatial), "rhs_dilation": tuple(int(d) for d in rhs_dilation),
+        "dimension_numbers": dn}
 
-__all__ = ["matmul", "dot", "einsum", "conv"]
+

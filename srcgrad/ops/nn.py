@@ -1,18 +1,21 @@
-"""Neural-network ops: softmax, log_softmax and pooling."""
+"""Neural-network ops: softmax, log_softmax, activations (as jax.nn) and pooling."""
 from __future__ import annotations
 
 from typing import Any, Sequence
 
+import math
+
 import numpy as np
 
 from .. import dtypes
-from ..builder import as_var, emit1
+from ..builder import as_var
 from ..errors import ShapeError
 from ..ir import Op, Variable
-from ..registry import register
 from ._rules import norm_axis, require_float, same
 from .creation import full
-from .elementwise import exp, multiply, subtract
+from .declare import Emitted, defop, public
+from .elementwise import (erf, exp, expm1, maximum, minimum, multiply, negative, sigmoid,
+                          softplus, subtract, tanh, where)
 from .reduce import max as reduce_max
 from .reduce import mean, sum
 from .shape import concatenate, expand_dims, pad, reshape, slice
@@ -22,16 +25,6 @@ def _softmax_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list:
     require_float(inputs[0], "softmax")
     norm_axis(attrs["axis"], inputs[0].ndim)
     return same(inputs, attrs)
-
-
-def softmax(x: Any, axis: int = -1) -> Variable:
-    x = as_var(x)
-    return emit1("softmax", [x], {"axis": norm_axis(axis, x.ndim)})
-
-
-def log_softmax(x: Any, axis: int = -1) -> Variable:
-    x = as_var(x)
-    return emit1("log_softmax", [x], {"axis": norm_axis(axis, x.ndim)})
 
 
 def _g_softmax(op: Op, g: list, need: list) -> list:
@@ -44,8 +37,18 @@ def _g_log_softmax(op: Op, g: list, need: list) -> list:
     return [subtract(g[0], multiply(exp(op.outputs[0]), sum(g[0], op.attrs["axis"], keepdims=True)))]
 
 
-register("softmax", _softmax_rule, "jax.nn.softmax({0}, axis={axis})", _g_softmax)
-register("log_softmax", _softmax_rule, "jax.nn.log_softmax({0}, axis={axis})", _g_log_softmax)
+@defop("softmax", _softmax_rule, "jax.nn.softmax({0}, axis={axis})", _g_softmax)
+def softmax(x: Any, axis: int = -1) -> Emitted:
+    """jax.nn.softmax(x, axis=-1)."""
+    x = as_var(x)
+    return [x], {"axis": norm_axis(axis, x.ndim)}
+
+
+@defop("log_softmax", _softmax_rule, "jax.nn.log_softmax({0}, axis={axis})", _g_log_softmax)
+def log_softmax(x: Any, axis: int = -1) -> Emitted:
+    """jax.nn.log_softmax(x, axis=-1)."""
+    x = as_var(x)
+    return [x], {"axis": norm_axis(axis, x.ndim)}
 
 
 def _pad_lowest(x: Variable, config: Sequence[tuple[int, int, int]]) -> Variable:
@@ -103,16 +106,61 @@ def _pool(x: Any, window: Sequence[int], strides: Sequence[int] | None, padding:
     return reduce(concatenate(taps, -1), -1)
 
 
+@public
 def max_pool(x: Any, window: Sequence[int], strides: Sequence[int] | None = None,
              padding: str = "VALID", layout: str = "NHWC") -> Variable:
     """Max pooling; with SAME padding the padded positions never win (as lax.reduce_window)."""
     return _pool(x, window, strides, padding, layout, "max")
 
 
+@public
 def avg_pool(x: Any, window: Sequence[int], strides: Sequence[int] | None = None,
              padding: str = "VALID", layout: str = "NHWC") -> Variable:
     """Average pooling; with SAME padding the padded zeros count (as flax's avg_pool)."""
     return _pool(x, window, strides, padding, layout, "avg")
 
 
-__all__ = ["softmax", "log_softmax", "max_pool", "avg_pool"]
+# ---------------------------------------------------------------- activations (jax.nn)
+
+@public
+def silu(x: Any) -> Variable:
+    """jax.nn.silu: x * sigmoid(x)."""
+    x = as_var(x)
+    return x * sigmoid(x)
+
+
+@public
+def log_sigmoid(x: Any) -> Variable:
+    """jax.nn.log_sigmoid: -softplus(-x)."""
+    return negative(softplus(negative(as_var(x))))
+
+
+@public
+def relu6(x: Any) -> Variable:
+    """jax.nn.relu6: min(max(x, 0), 6)."""
+    return minimum(maximum(as_var(x), 0.0), 6.0)
+
+
+@public
+def leaky_relu(x: Any, negative_slope: float = 0.01) -> Variable:
+    """jax.nn.leaky_relu(x, negative_slope=0.01)."""
+    x = as_var(x)
+    return where(x >= 0, x, x * negative_slope)
+
+
+@public
+def elu(x: Any, alpha: float = 1.0) -> Variable:
+    """jax.nn.elu(x, alpha=1.0); the untaken branch sees 0, so no overflow reaches its gradient."""
+    x = as_var(x)
+    positive = x > 0
+    return where(positive, x, expm1(where(positive, 0.0, x)) * alpha)
+
+
+@public
+def gelu(x: Any, approximate: bool = True) -> Variable:
+    """jax.nn.gelu(x, approximate=True): the tanh approximation, or the exact erf form."""
+    x = as_var(x)
+    if approximate:
+        inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
+        return x * (tanh(inner) + 1.0) * 0.5
+    return x * (erf(x * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5

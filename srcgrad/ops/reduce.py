@@ -7,26 +7,23 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import dtypes
-from ..builder import as_var, emit1
-from ..ir import Op, Shape, Variable
-from ..registry import OutType, register
+from ..builder import as_var
+from ..errors import ShapeError
+from ..ir import Op, Variable
+from ..registry import GradSpec, OutType
 from ._rules import jax_dtype, norm_axes, norm_axis
+from .declare import defop, named, public
 from .elementwise import astype, divide, equal, exp, logical_and, multiply, where
+from .grad_helpers import expand_reduced, reduced_shape
 
 Axis = int | Sequence[int] | None
-
-
-def _reduced_shape(shape: Shape, axes: tuple[int, ...], keepdims: bool) -> Shape:
-    if keepdims:
-        return tuple(1 if i in axes else d for i, d in enumerate(shape))
-    return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
 def _reduce_rule(kind: str) -> Any:
     def infer(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
         x = inputs[0]
         axes = norm_axes(attrs["axes"], x.ndim)
-        shape = _reduced_shape(x.shape, axes, attrs["keepdims"])
+        shape = reduced_shape(x.shape, axes, attrs["keepdims"])
         if kind == "index":
             return [(shape, dtypes.default_int())]
         if kind == "sum" and not dtypes.is_inexact(x.dtype):
@@ -37,83 +34,73 @@ def _reduce_rule(kind: str) -> Any:
     return infer
 
 
-def _reduce(name: str, x: Any, axis: Axis, keepdims: bool) -> Variable:
+def _no_out(name: str, out: Any) -> None:
+    if out is not None:
+        raise ShapeError("out= is not supported (JAX arrays are immutable); use the result",
+                         op=name)
+
+
+def reduction(name: str, public_name: str, lower: str, grad: GradSpec, kind: str) -> Any:
+    """Declare a reduction over `axis` (None, an int or a tuple) with `keepdims`.
+
+    NumPy's `dtype=` casts the input first and `out=` must be None, so numpy.sum(traced) works.
+    """
+    def front(x: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+              keepdims: bool = False) -> tuple[list[Variable], dict]:
+        _no_out(public_name, out)
+        x = as_var(x)
+        if dtype is not None:
+            x = astype(x, dtype)
+        axes = norm_axes(axis, x.ndim) if x.ndim or axis is None else norm_axes(axis, 0)
+        return [x], {"axes": axes, "keepdims": bool(keepdims)}
+    named(front, public_name, f"jnp.{public_name}(x, axis=None, dtype=None, out=None, keepdims=False).")
+    return defop(name, _reduce_rule(kind), lower + "({0}, axis={axes}, keepdims={keepdims})",
+                 grad)(front)
+
+
+@public
+def mean(x: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+         keepdims: bool = False) -> Variable:
+    """jnp.mean(x, axis=None, dtype=None, out=None, keepdims=False)."""
+    _no_out("mean", out)
     x = as_var(x)
-    axes = norm_axes(axis, x.ndim) if x.ndim or axis is None else norm_axes(axis, 0)
-    return emit1(name, [x], {"axes": axes, "keepdims": bool(keepdims)})
-
-
-def sum(x: Any, axis: Axis = None, keepdims: bool = False) -> Variable:
-    return _reduce("reduce_sum", x, axis, keepdims)
-
-
-def max(x: Any, axis: Axis = None, keepdims: bool = False) -> Variable:
-    return _reduce("reduce_max", x, axis, keepdims)
-
-
-def min(x: Any, axis: Axis = None, keepdims: bool = False) -> Variable:
-    return _reduce("reduce_min", x, axis, keepdims)
-
-
-def prod(x: Any, axis: Axis = None, keepdims: bool = False) -> Variable:
-    return _reduce("reduce_prod", x, axis, keepdims)
-
-
-def logsumexp(x: Any, axis: Axis = None, keepdims: bool = False) -> Variable:
-    return _reduce("logsumexp", x, axis, keepdims)
-
-
-def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Variable:
-    x = as_var(x)
+    if dtype is not None:
+        x = astype(x, dtype)
     if not dtypes.is_inexact(x.dtype):
         x = astype(x, jax_dtype(jnp.mean, x.dtype))
     axes = norm_axes(axis, x.ndim)
     count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-    total = sum(x, axes, keepdims)
+    total = sum(x, axes, keepdims=keepdims)
     return divide(total, float(count))
 
 
-def _arg(name: str, x: Any, axis: int | None, keepdims: bool) -> Variable:
-    x = as_var(x)
-    if axis is None:
-        from .shape import reshape
-        out = emit1(name, [reshape(x, (-1,))], {"axes": (0,), "axis": 0, "keepdims": False})
-        return reshape(out, (1,) * x.ndim) if keepdims else out
-    ax = norm_axis(axis, x.ndim)
-    return emit1(name, [x], {"axes": (ax,), "axis": ax, "keepdims": bool(keepdims)})
+def _arg(name: str, kind: str) -> Any:
+    """Declare argmax/argmin: the index of the extreme along one axis (None: flattened)."""
+    def front(x: Any, axis: int | None = None, out: None = None,
+              keepdims: bool = False) -> Variable | tuple[list[Variable], dict]:
+        _no_out(name, out)
+        x = as_var(x)
+        if axis is None:
+            from .shape import reshape
+            flat = user(reshape(x, (-1,)), 0)
+            return reshape(flat, (1,) * x.ndim) if keepdims else flat
+        ax = norm_axis(axis, x.ndim)
+        return [x], {"axes": (ax,), "axis": ax, "keepdims": bool(keepdims)}
+    named(front, name, f"jnp.{name}(x, axis=None, out=None, keepdims=False).")
+    user = defop(name, _reduce_rule(kind), f"jnp.{name}({{0}}, axis={{axis}}, keepdims={{keepdims}})",
+                 None)(front)
+    return user
 
 
-def argmax(x: Any, axis: int | None = None, keepdims: bool = False) -> Variable:
-    return _arg("argmax", x, axis, keepdims)
-
-
-def argmin(x: Any, axis: int | None = None, keepdims: bool = False) -> Variable:
-    return _arg("argmin", x, axis, keepdims)
-
-
-def expand_reduced(g: Variable, op: Op) -> Variable:
-    """Broadcast the gradient of a reduction back to the reduced input's shape."""
-    from .shape import broadcast_to, reshape
-    x = op.inputs[0]
-    keep = _reduced_shape(x.shape, op.attrs["axes"], True)
-    if g.shape != keep:
-        g = reshape(g, keep)
-    return broadcast_to(g, x.shape)
-
-
-def _g_sum(op: Op, g: list, need: list) -> list:
-    return [expand_reduced(g[0], op)]
-
-
-def _g_chooser(op: Op, g: list, need: list) -> list:
+def _g_chooser(op: Op, g: Variable) -> Variable:
     x = op.inputs[0]
     out_b = expand_reduced(op.outputs[0], op)
     mask = astype(equal(x, out_b), x.dtype)
     count = sum(mask, op.attrs["axes"], keepdims=True)
-    return [multiply(expand_reduced(g[0], op), divide(mask, count))]
+    return multiply(expand_reduced(g, op), divide(mask, count))
 
 
-def _g_prod(op: Op, g: list, need: list) -> list:
+def _g_prod(op: Op, g: Variable) -> Variable:
     x = op.inputs[0]
     axes = op.attrs["axes"]
     is_zero = equal(x, 0.0)
@@ -123,21 +110,42 @@ def _g_prod(op: Op, g: list, need: list) -> list:
     no_zero = prod_nonzero / safe
     one_zero = where(logical_and(is_zero, equal(zeros_in, 1.0)), prod_nonzero, 0.0)
     local = where(equal(zeros_in, 0.0), no_zero, one_zero)
-    return [multiply(expand_reduced(g[0], op), local)]
+    return multiply(expand_reduced(g, op), local)
 
 
-def _g_logsumexp(op: Op, g: list, need: list) -> list:
+def _g_logsumexp(op: Op, g: Variable) -> Variable:
     x = op.inputs[0]
-    return [multiply(expand_reduced(g[0], op), exp(x - expand_reduced(op.outputs[0], op)))]
+    return multiply(expand_reduced(g, op), exp(x - expand_reduced(op.outputs[0], op)))
 
 
-_AX = "axis={axes}, keepdims={keepdims}"
-register("reduce_sum", _reduce_rule("sum"), "jnp.sum({0}, %s)" % _AX, _g_sum)
-register("reduce_max", _reduce_rule("same"), "jnp.max({0}, %s)" % _AX, _g_chooser)
-register("reduce_min", _reduce_rule("same"), "jnp.min({0}, %s)" % _AX, _g_chooser)
-register("reduce_prod", _reduce_rule("sum"), "jnp.prod({0}, %s)" % _AX, _g_prod)
-register("logsumexp", _reduce_rule("float"), "jax.nn.logsumexp({0}, %s)" % _AX, _g_logsumexp)
-register("argmax", _reduce_rule("index"), "jnp.argmax({0}, axis={axis}, keepdims={keepdims})")
-register("argmin", _reduce_rule("index"), "jnp.argmin({0}, axis={axis}, keepdims={keepdims})")
+sum = reduction("reduce_sum", "sum", "jnp.sum", (lambda op, g: expand_reduced(g, op),), "sum")
+max = reduction("reduce_max", "max", "jnp.max", (_g_chooser,), "same")
+min = reduction("reduce_min", "min", "jnp.min", (_g_chooser,), "same")
+prod = reduction("reduce_prod", "prod", "jnp.prod", (_g_prod,), "sum")
+logsumexp = reduction("logsumexp", "logsumexp", "jax.nn.logsumexp", (_g_logsumexp,), "float")
+argmax = _arg("argmax", "index")
+argmin = _arg("argmin", "index")
 
-__all__ = ["sum", "mean", "max", "min", "prod", "logsumexp", "argmax", "argmin", "expand_reduced"]
+
+@public
+def var(x: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
+        keepdims: bool = False) -> Variable:
+    """jnp.var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False)."""
+    _no_out("var", out)
+    x = as_var(x)
+    if dtype is not None:
+        x = astype(x, dtype)
+    if not dtypes.is_inexact(x.dtype):
+        x = astype(x, jax_dtype(jnp.mean, x.dtype))
+    axes = norm_axes(axis, x.ndim)
+    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    centered = x - mean(x, axes, keepdims=True)
+    return divide(sum(centered * centered, axes, keepdims=keepdims), float(count - ddof))
+
+
+@public
+def std(x: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
+        keepdims: bool = False) -> Variable:
+    """jnp.std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False)."""
+    from .elementwise import sqrt
+    return sqrt(var(x, axis, dtype, out, ddof, keepdims))

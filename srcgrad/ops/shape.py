@@ -6,12 +6,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes
-from ..builder import as_var, emit1
+from ..builder import as_var
 from ..errors import ShapeError
 from ..ir import Op, Shape, Variable
-from ..registry import OutType, register
-from ._rules import broadcast_shapes, norm_axis
-from .creation import fill_zeros_like
+from ..registry import OutType
+from ._rules import broadcast_shapes, norm_axis, same
+from .declare import Emitted, defop, public
+from .grad_helpers import fill_zeros_like
 
 
 # ---------------------------------------------------------------- shape/dtype rules
@@ -62,110 +63,6 @@ def _pad_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType
     return [(shape, x.dtype)]
 
 
-# ---------------------------------------------------------------- user-facing functions
-
-def reshape(x: Any, shape: Shape | int) -> Variable:
-    x = as_var(x)
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
-    if shape.count(-1) > 1:
-        raise ShapeError(f"reshape to {shape}: at most one -1", op="reshape")
-    if -1 in shape:
-        rest = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
-        if rest == 0 or x.size % rest:
-            raise ShapeError(f"cannot reshape {x.type_str()} to {shape}", op="reshape")
-        shape = tuple(x.size // rest if s == -1 else s for s in shape)
-    if int(np.prod(shape, dtype=np.int64)) != x.size:
-        raise ShapeError(f"cannot reshape {x.type_str()} ({x.size} elements) to {shape}",
-                         op="reshape")
-    if shape == x.shape:
-        return x
-    return emit1("reshape", [x], {"shape": shape})
-
-
-def transpose(x: Any, axes: Sequence[int] | None = None) -> Variable:
-    x = as_var(x)
-    perm = tuple(reversed(range(x.ndim))) if axes is None else tuple(norm_axis(a, x.ndim) for a in axes)
-    if perm == tuple(range(x.ndim)):
-        return x
-    return emit1("transpose", [x], {"axes": perm})
-
-
-def swapaxes(x: Any, a: int, b: int) -> Variable:
-    x = as_var(x)
-    perm = list(range(x.ndim))
-    a, b = norm_axis(a, x.ndim), norm_axis(b, x.ndim)
-    perm[a], perm[b] = perm[b], perm[a]
-    return transpose(x, perm)
-
-
-def broadcast_to(x: Any, shape: Shape | int) -> Variable:
-    x = as_var(x)
-    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
-    if x.shape == shape:
-        return x
-    return emit1("broadcast_to", [x], {"shape": shape})
-
-
-def expand_dims(x: Any, axis: int | Sequence[int]) -> Variable:
-    x = as_var(x)
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    ndim = x.ndim + len(axes)
-    axes = sorted(norm_axis(a, ndim) for a in axes)
-    if len(set(axes)) != len(axes):
-        raise ShapeError(f"repeated axis in expand_dims: {axis}", op="expand_dims")
-    shape = list(x.shape)
-    for a in axes:
-        shape.insert(a, 1)
-    return reshape(x, tuple(shape))
-
-
-def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Variable:
-    x = as_var(x)
-    if axis is None:
-        axes = [i for i, d in enumerate(x.shape) if d == 1]
-    else:
-        axes = [norm_axis(a, x.ndim) for a in ((axis,) if isinstance(axis, (int, np.integer)) else axis)]
-        for a in axes:
-            if x.shape[a] != 1:
-                raise ShapeError(f"cannot squeeze axis {a} of size {x.shape[a]}", op="squeeze")
-    return reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
-
-
-def concatenate(xs: Sequence[Any], axis: int = 0) -> Variable:
-    vs = [as_var(x) for x in xs]
-    if not vs:
-        raise ShapeError("concatenate needs at least one array", op="concatenate")
-    if vs[0].ndim == 0:
-        raise ShapeError("zero-dimensional arrays cannot be concatenated", op="concatenate")
-    if len(vs) == 1:
-        return vs[0]
-    return emit1("concatenate", vs, {"axis": norm_axis(axis, vs[0].ndim)})
-
-
-def stack(xs: Sequence[Any], axis: int = 0) -> Variable:
-    vs = [as_var(x) for x in xs]
-    if not vs:
-        raise ShapeError("stack needs at least one array", op="stack")
-    axis = norm_axis(axis, vs[0].ndim + 1)
-    return concatenate([expand_dims(v, axis) for v in vs], axis)
-
-
-def slice(x: Variable, start: Sequence[int], limit: Sequence[int],
-          strides: Sequence[int] | None = None) -> Variable:
-    """lax.slice: a static, strided window of `x`."""
-    strides = tuple(strides) if strides is not None else (1,) * x.ndim
-    return emit1("slice", [x], {"start": tuple(start), "limit": tuple(limit), "strides": strides})
-
-
-def rev(x: Variable, axes: Sequence[int]) -> Variable:
-    return emit1("rev", [x], {"axes": tuple(axes)})
-
-
-def pad(x: Variable, config: Sequence[tuple[int, int, int]]) -> Variable:
-    """lax.pad with zeros: `(low, high, interior)` per axis."""
-    return emit1("pad", [x], {"config": tuple(tuple(c) for c in config)})
-
-
 # ---------------------------------------------------------------- grad makers
 
 def _g_reshape(op: Op, g: list, need: list) -> list:
@@ -177,8 +74,7 @@ def _g_transpose(op: Op, g: list, need: list) -> list:
 
 
 def _g_broadcast(op: Op, g: list, need: list) -> list:
-    from .elementwise import unbroadcast
-    return [unbroadcast(g[0], op.inputs[0].shape)]
+    return [g[0]]  # the backward walk sums it down to the input's shape
 
 
 def _g_concat(op: Op, g: list, need: list) -> list:
@@ -221,16 +117,124 @@ def _g_rev(op: Op, g: list, need: list) -> list:
     return [rev(g[0], op.attrs["axes"])]
 
 
-register("reshape", _reshape_rule, "jnp.reshape({0}, {shape})", _g_reshape)
-register("transpose", _transpose_rule, "jnp.transpose({0}, {axes})", _g_transpose)
-register("broadcast_to", _broadcast_rule, "jnp.broadcast_to({0}, {shape})", _g_broadcast)
-register("concatenate", _concat_rule,
-         lambda a, at: f"jnp.concatenate([{', '.join(a)}], axis={at['axis']})", _g_concat)
-register("slice", _slice_rule, "lax.slice({0}, {start}, {limit}, {strides})", _g_slice)
-register("pad", _pad_rule, "lax.pad({0}, jnp.zeros((), {0}.dtype), {config})", _g_pad)
-register("rev", lambda i, a: [(i[0].shape, i[0].dtype)], "lax.rev({0}, {axes})", _g_rev)
+# ---------------------------------------------------------------- user-facing functions
 
-__all__ = [
-    "reshape", "transpose", "swapaxes", "broadcast_to", "expand_dims", "squeeze", "concatenate",
-    "stack", "slice", "rev", "pad",
-]
+@defop("reshape", _reshape_rule, "jnp.reshape({0}, {shape})", _g_reshape)
+def reshape(x: Any, shape: Shape | int) -> Emitted:
+    """jnp.reshape(x, shape); one axis may be -1."""
+    x = as_var(x)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    if shape.count(-1) > 1:
+        raise ShapeError(f"reshape to {shape}: at most one -1", op="reshape")
+    if -1 in shape:
+        rest = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+        if rest == 0 or x.size % rest:
+            raise ShapeError(f"cannot reshape {x.type_str()} to {shape}", op="reshape")
+        shape = tuple(x.size // rest if s == -1 else s for s in shape)
+    if int(np.prod(shape, dtype=np.int64)) != x.size:
+        raise ShapeError(f"cannot reshape {x.type_str()} ({x.size} elements) to {shape}",
+                         op="reshape")
+    if shape == x.shape:
+        return x
+    return [x], {"shape": shape}
+
+
+@defop("transpose", _transpose_rule, "jnp.transpose({0}, {axes})", _g_transpose)
+def transpose(x: Any, axes: Sequence[int] | None = None) -> Emitted:
+    """jnp.transpose(x, axes); None reverses the axes."""
+    x = as_var(x)
+    perm = tuple(reversed(range(x.ndim))) if axes is None else tuple(norm_axis(a, x.ndim) for a in axes)
+    if perm == tuple(range(x.ndim)):
+        return x
+    return [x], {"axes": perm}
+
+
+@public
+def swapaxes(x: Any, axis1: int, axis2: int) -> Variable:
+    """jnp.swapaxes(x, axis1, axis2)."""
+    x = as_var(x)
+    perm = list(range(x.ndim))
+    a, b = norm_axis(axis1, x.ndim), norm_axis(axis2, x.ndim)
+    perm[a], perm[b] = perm[b], perm[a]
+    return transpose(x, perm)
+
+
+@defop("broadcast_to", _broadcast_rule, "jnp.broadcast_to({0}, {shape})", _g_broadcast)
+def broadcast_to(x: Any, shape: Shape | int) -> Emitted:
+    """jnp.broadcast_to(x, shape)."""
+    x = as_var(x)
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    if x.shape == shape:
+        return x
+    return [x], {"shape": shape}
+
+
+@public
+def expand_dims(x: Any, axis: int | Sequence[int]) -> Variable:
+    x = as_var(x)
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    ndim = x.ndim + len(axes)
+    axes = sorted(norm_axis(a, ndim) for a in axes)
+    if len(set(axes)) != len(axes):
+        raise ShapeError(f"repeated axis in expand_dims: {axis}", op="expand_dims")
+    shape = list(x.shape)
+    for a in axes:
+        shape.insert(a, 1)
+    return reshape(x, tuple(shape))
+
+
+@public
+def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Variable:
+    x = as_var(x)
+    if axis is None:
+        axes = [i for i, d in enumerate(x.shape) if d == 1]
+    else:
+        axes = [norm_axis(a, x.ndim) for a in ((axis,) if isinstance(axis, (int, np.integer)) else axis)]
+        for a in axes:
+            if x.shape[a] != 1:
+                raise ShapeError(f"cannot squeeze axis {a} of size {x.shape[a]}", op="squeeze")
+    return reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+
+
+@defop("concatenate", _concat_rule,
+       lambda a, at: f"jnp.concatenate([{', '.join(a)}], axis={at['axis']})", _g_concat)
+def concatenate(xs: Sequence[Any], axis: int = 0) -> Emitted:
+    """jnp.concatenate(xs, axis)."""
+    vs = [as_var(x) for x in xs]
+    if not vs:
+        raise ShapeError("concatenate needs at least one array", op="concatenate")
+    if vs[0].ndim == 0:
+        raise ShapeError("zero-dimensional arrays cannot be concatenated", op="concatenate")
+    if len(vs) == 1:
+        return vs[0]
+    return vs, {"axis": norm_axis(axis, vs[0].ndim)}
+
+
+@public
+def stack(xs: Sequence[Any], axis: int = 0) -> Variable:
+    vs = [as_var(x) for x in xs]
+    if not vs:
+        raise ShapeError("stack needs at least one array", op="stack")
+    axis = norm_axis(axis, vs[0].ndim + 1)
+    return concatenate([expand_dims(v, axis) for v in vs], axis)
+
+
+@defop("slice", _slice_rule, "lax.slice({0}, {start}, {limit}, {strides})", _g_slice)
+def slice(x: Variable, start: Sequence[int], limit: Sequence[int],
+          strides: Sequence[int] | None = None) -> Emitted:
+    """lax.slice: a static, strided window of `x`."""
+    x = as_var(x)
+    strides = tuple(strides) if strides is not None else (1,) * x.ndim
+    return [x], {"start": tuple(start), "limit": tuple(limit), "strides": strides}
+
+
+@defop("rev", same, "lax.rev({0}, {axes})", _g_rev)
+def rev(x: Variable, axes: Sequence[int]) -> Emitted:
+    """lax.rev: `x` reversed along `axes`."""
+    return [as_var(x)], {"axes": tuple(axes)}
+
+
+@defop("pad", _pad_rule, "lax.pad({0}, jnp.zeros((), {0}.dtype), {config})", _g_pad)
+def pad(x: Variable, config: Sequence[tuple[int, int, int]]) -> Emitted:
+    """lax.pad with zeros: `(low, high, interior)` per axis."""
+    return [as_var(x)], {"config": tuple(tuple(c) for c in config)}

@@ -1,0 +1,73 @@
+"""Declaring an op: one `defop` makes its registry row, its user function and its export.
+
+    @defop("sin", infer=float_rule, lower="jnp.sin({0})",
+           grad=(lambda op, g: g * cos(op.inputs[0]),))
+    def sin(x):
+        return [as_var(x)], {}
+
+The decorated function takes the user's arguments and returns `(inputs, attrs)` for the op
+(or a finished Variable, when no op is needed); the decorator turns it into the user
+function: inside a trace it appends the op, outside one it computes eagerly (eager.py).
+Composite user functions (built from other ops) are exported with `@public`.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from ..builder import emit1
+from ..eager import call_eagerly
+from ..ir import Variable, current_program
+from ..registry import GradSpec, InferFn, register
+
+#: Every user function `sg.<name>`, in declaration order.
+EXPORTS: dict[str, Callable[..., Any]] = {}
+
+Front = Callable[..., Any]
+#: What a front returns: the op's inputs and attrs, or a finished value (no op needed).
+Emitted = Variable | tuple[list[Variable], dict[str, Any]]
+
+
+def public(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Export `fn` as `sg.<name>`; called outside a trace it runs eagerly."""
+    @functools.wraps(fn)
+    def _user_fn(*args: Any, **kwargs: Any) -> Any:
+        if current_program() is None:
+            return call_eagerly(fn, args, kwargs)
+        return fn(*args, **kwargs)
+    if fn.__name__ in EXPORTS:
+        raise ValueError(f"sg.{fn.__name__} is exported twice")
+    EXPORTS[fn.__name__] = _user_fn
+    return _user_fn
+
+
+def named(fn: Front, name: str, doc: str) -> Front:
+    """`fn` (a front made by a family helper) under the user-facing `name`, in tracebacks and
+    error messages too (errors.ShapeError names the function the user called)."""
+    fn.__code__ = fn.__code__.replace(co_name=name, co_qualname=name)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+def defop(name: str, infer: InferFn, lower: Any, grad: GradSpec, *, export: bool | str = True,
+          base: str | None = None) -> Callable[[Front], Callable[..., Any]]:
+    """Register op `name` and make its user function from `front` (see the module doc).
+
+    `grad` is a tuple of per-input functions `(op, g) -> gradient` (None for an input that
+    takes none), a whole-op grad maker, ZERO or None (see registry.OpDef). `export=False`
+    keeps the function internal (grad helpers); a string names the composite user function
+    that reaches the op (`integer_pow` is reached by `sg.power`), itself exported by `@public`.
+    """
+    def deco(front: Front) -> Callable[..., Any]:
+        @functools.wraps(front)
+        def _build(*args: Any, **kwargs: Any) -> Variable:
+            made = front(*args, **kwargs)
+            if isinstance(made, Variable):
+                return made
+            inputs, attrs = made
+            return emit1(name, inputs, attrs, base=base)
+        user = export if isinstance(export, str) else front.__name__ if export else None
+        register(name, infer, lower, grad, public=user)
+        return public(_build) if export is True else _build
+    return deco

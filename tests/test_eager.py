@@ -1,0 +1,75 @@
+"""Eager calls: every op called on concrete values outside a trace computes with JAX and
+returns a jax.Array equal to jax.numpy's result (the forward table of test_ops, run eagerly)."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import srcgrad as sg
+from test_ops import CASES, Case, assert_same, examples
+
+
+#: Cases that use Python syntax (x[i], x + y, x.T) rather than an sg function: on NumPy
+#: arrays that syntax is NumPy's own.
+SYNTAX = ("getitem", "operator", "attributes", "methods")
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if not c.name.startswith(SYNTAX)], ids=str)
+@examples(40, least=1)
+@given(data=st.data())
+def test_op_runs_eagerly(case: Case, data: st.DataObject) -> None:
+    """op(*numpy arrays) outside any trace equals the jax.numpy equivalent."""
+    for dts in case.variants[:1]:
+        params, args = case.draw(data, dts)
+        ours = case.ours(*args, **params)
+        theirs = case.ref(*[jax.device_put(a) for a in args], **params)
+        assert isinstance(ours, jax.Array), type(ours)
+        assert_same(ours, theirs, f"eager {case.name} {params}")
+
+
+@pytest.mark.parametrize("value", [1.5, 2, True, np.float32(0.5), np.arange(3), jnp.ones((2, 2))],
+                         ids=repr)
+def test_python_numpy_and_jax_inputs(value: object) -> None:
+    for ours, ref in [(sg.sin, jnp.sin), (sg.abs, jnp.abs), (sg.square, jnp.square)]:
+        assert_same(ours(value), ref(value), f"{ref.__name__}({value!r})")
+    assert_same(sg.add(value, 2.5), jnp.add(value, 2.5), "add")
+    assert_same(sg.multiply(3, value), jnp.multiply(3, value), "multiply")
+
+
+def test_keyword_and_static_arguments() -> None:
+    x = np.arange(6.0).reshape(2, 3)
+    assert_same(sg.sum(x, axis=1, keepdims=True), jnp.sum(x, axis=1, keepdims=True), "sum")
+    assert_same(sg.reshape(x, (3, 2)), jnp.reshape(x, (3, 2)), "reshape")
+    assert_same(sg.concatenate([x, x], axis=0), jnp.concatenate([x, x], axis=0), "concatenate")
+    assert_same(sg.zeros((2,)), jnp.zeros((2,)), "zeros")
+    assert_same(sg.arange(4), jnp.arange(4), "arange")
+
+
+def test_inside_jax_jit_and_jax_grad() -> None:
+    """On JAX tracers the op's lowered code joins the caller's computation."""
+    x = np.linspace(-1.0, 1.0, 5)
+
+    def f(v: jax.Array) -> jax.Array:
+        return sg.sum(sg.tanh(v) * sg.exp(v))
+
+    def ref(v: jax.Array) -> jax.Array:
+        return jnp.sum(jnp.tanh(v) * jnp.exp(v))
+    assert_same(jax.jit(f)(x), jax.jit(ref)(x), "jit")
+    assert_same(jax.grad(f)(x), jax.grad(ref)(x), "grad")
+    assert_same(jax.vmap(sg.softmax)(x.reshape(5, 1)), jax.vmap(jax.nn.softmax)(x.reshape(5, 1)),
+                "vmap")
+
+
+def test_eager_errors_name_the_op_and_the_user_line() -> None:
+    with pytest.raises(sg.ShapeError, match=r"add.*cannot be broadcast.*test_eager\.py"):
+        sg.add(np.ones(2), np.ones(3))
+
+
+def test_traced_calls_are_unchanged() -> None:
+    """Inside a trace the op is recorded, not computed."""
+    prog = sg.trace(lambda x: sg.sin(x), np.ones(3))
+    assert [op.type for op in prog.global_block().ops] == ["sin"]

@@ -1,0 +1,63 @@
+"""Every registry row is tested: a forward case (test_ops.CASES) for each op, and a gradient
+case (test_op_grads.CASES) for each differentiable one, named by the op's user function.
+"""
+from __future__ import annotations
+
+import pytest
+
+import srcgrad as sg
+import test_op_grads
+import test_ops
+from srcgrad.ops.declare import EXPORTS
+from srcgrad.registry import REGISTRY
+
+#: Rows no user function reaches, and the tests that cover them.
+INTERNAL = {
+    "constant": "every test with a constant (lower_jax emits it; test_golden)",
+    "assign": "the renamed gradients of test_backward and the goldens",
+    "sum": "gradient fan-in (test_backward, the mlp golden)",
+    "fill_zeros_like": "test_backward's pruned-gradient tests",
+}
+#: Control-flow rows: test_control_flow.py and the while/cond goldens.
+CONTROL = {"while", "cond"}
+
+
+def _names(cases: list) -> set[str]:
+    return {c.name.split()[0] for c in cases}
+
+
+ROWS = sorted(n for n in REGISTRY if n not in CONTROL)
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_row_has_a_forward_and_a_gradient_case(row: str) -> None:
+    op = REGISTRY[row]
+    if op.public is None:
+        assert row in INTERNAL, f"internal op {row!r} needs a test (and an INTERNAL entry)"
+        return
+    assert op.public in _names(test_ops.CASES), f"{row} (sg.{op.public}) has no forward case"
+    if op.differentiable:
+        assert op.public in _names(test_op_grads.CASES), (
+            f"{row} (sg.{op.public}) is differentiable but has no gradient case")
+
+
+def test_internal_and_control_lists_are_current() -> None:
+    for name in set(INTERNAL) | CONTROL:
+        assert name in REGISTRY, f"{name!r} is no longer an op: drop it from this file"
+    for name in INTERNAL:
+        assert REGISTRY[name].public is None
+
+
+def test_every_export_has_a_forward_case() -> None:
+    missing = sorted(set(EXPORTS) - _names(test_ops.CASES))
+    assert not missing, f"exported without a forward case: {missing}"
+
+
+def test_package_exports_only_the_api_and_declared_ops() -> None:
+    assert len(sg.__all__) == len(set(sg.__all__))
+    for name in sg.__all__:
+        assert hasattr(sg, name), name
+    for internal in ("unbroadcast", "add_n", "assign", "constant", "fill_zeros_like",
+                     "expand_reduced", "getitem"):
+        assert internal not in sg.__all__ and not hasattr(sg, internal), internal
+    assert set(EXPORTS) <= set(sg.__all__)
