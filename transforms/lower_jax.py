@@ -18,6 +18,7 @@ from srcgrad.ir import Block, Op, Program, Variable
 from srcgrad.registry import REGISTRY
 
 from .naming import identifier
+from .passes import live_ops, loop_invariant
 
 _SAFE_STR = re.compile(r"^[A-Za-z0-9_,\->]*$")
 _counter = itertools.count()
@@ -205,39 +206,6 @@ def _recorded_ops(block: Block) -> set[Op]:
 def _attr_literals(attrs: dict[str, Any]) -> dict[str, str]:
     """An op's attrs as Python literals (`value` in the op's `dtype`)."""
     return {k: literal(v, attrs.get("dtype") if k == "value" else None) for k, v in attrs.items()}
-
-
-def loop_invariant(ops: Sequence[Op], body: Block) -> tuple[list[Op], list[Op]]:
-    """Split a loop body's ops into those computed once before the loop and the rest.
-
-    An op is hoisted when it reads only values from outside the body (or of hoisted ops) and
-    its result is no larger than its largest input: the transposes and reshapes of captured
-    weights that grad makers emit. XLA does not hoist such cheap ops out of while loops on
-    its own. Ops without inputs (constants) stay in the body, where XLA folds them.
-    """
-    inner = set(body.params)
-    hoisted, rest = [], []
-    for op in ops:
-        if (op.inputs and not op.sub_blocks() and op.type != "fill_zeros_like"
-                and not any(v in inner for v in op.inputs)
-                and max(v.size for v in op.outputs) <= max(v.size for v in op.inputs)):
-            hoisted.append(op)
-        else:
-            rest.append(op)
-            inner.update(op.outputs)
-    return hoisted, rest
-
-
-def live_ops(ops: Sequence[Op], needed: Sequence[Variable]) -> list[Op]:
-    """The ops whose outputs (transitively) reach `needed`, in order."""
-    want = set(needed)
-    keep = []
-    for op in reversed(ops):
-        if not want.isdisjoint(op.outputs):
-            keep.append(op)
-            want.update(op.inputs)
-    keep.reverse()
-    return keep
 
 
 @dataclass

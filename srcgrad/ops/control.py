@@ -16,22 +16,10 @@ from ..builder import active_program, as_var, emit
 from ..errors import SrcgradError, user_location
 from ..ir import Block, Op, Variable
 from ..registry import OutType, register
+from ..transforms.passes import free_vars
 from .elementwise import add, less, logical_and
 
 BOOL = np.dtype(bool)
-
-
-def free_vars(block: Block) -> list[Variable]:
-    """Values a block reads from enclosing blocks, in order of first use."""
-    seen: dict[Variable, None] = {}
-    for op in block.ops:
-        for v in op.inputs:
-            if v.block is not block:
-                seen.setdefault(v, None)
-    for v in block.results:
-        if v.block is not block:
-            seen.setdefault(v, None)
-    return list(seen)
 
 
 def _trace_block(block: Block, fn: Callable[..., Any], args: Sequence[Variable], tree: Any,

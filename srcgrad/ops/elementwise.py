@@ -11,7 +11,7 @@ from .. import dtypes
 from ..builder import as_var, constant, emit1
 from ..errors import ShapeError
 from ..ir import Op, Shape, Variable
-from ..registry import REGISTRY, ZERO, OutType, register
+from ..registry import REGISTRY, REMAT_INDEX, ZERO, OutType, register, set_remat
 from ._rules import broadcast_shapes, jax_dtype, same
 from .creation import zeros_like
 
@@ -438,6 +438,9 @@ register("convert", _cast_rule, "{0}.astype({dtype})", _g_convert)
 register("stop_gradient", same, "lax.stop_gradient({0})", ZERO)
 register("assign", same, "{0}", _g_identity)
 register("sum", _sum_rule, lambda args, attrs: " + ".join(args), _g_sum)
+set_remat(REMAT_INDEX, "add", "subtract", "multiply", "negative", "convert", "where", "less",
+          "less_equal", "greater", "greater_equal", "equal", "not_equal", "logical_and",
+          "logical_or", "logical_not")
 
 negative = _unary_fn("negative")
 exp = _unary_fn("exp")

@@ -10,7 +10,7 @@ from .. import dtypes
 from ..builder import as_var, emit1
 from ..errors import ShapeError
 from ..ir import Op, Variable
-from ..registry import ZERO, OutType, register
+from ..registry import REMAT_VIEW, ZERO, OutType, register, set_remat
 from ._rules import norm_axis
 from .creation import zeros
 from .elementwise import add, astype, less, where
@@ -297,6 +297,7 @@ register("dynamic_update_index", _dyn_update_index_rule,
 register("take", _take_rule, "jnp.take({0}, {1}, axis={axis})", _g_take)
 register("scatter_add", _scatter_add_rule, _lower_scatter_add, _g_scatter_add)
 register("one_hot", _one_hot_rule, "jax.nn.one_hot({0}, {num_classes}, dtype={dtype})", ZERO)
+set_remat(REMAT_VIEW, "dynamic_index", "dynamic_slice")
 
 __all__ = ["dynamic_slice", "dynamic_update_slice", "dynamic_index", "dynamic_update_index", "take",
            "scatter_add", "one_hot", "getitem"]

@@ -9,7 +9,7 @@ from .. import dtypes
 from ..builder import as_var, emit1
 from ..errors import ShapeError
 from ..ir import Op, Shape, Variable
-from ..registry import OutType, register
+from ..registry import REMAT_VIEW, OutType, register, set_remat
 from ._rules import broadcast_shapes, norm_axis
 from .creation import fill_zeros_like
 
@@ -229,6 +229,7 @@ register("concatenate", _concat_rule,
 register("slice", _slice_rule, "lax.slice({0}, {start}, {limit}, {strides})", _g_slice)
 register("pad", _pad_rule, "lax.pad({0}, jnp.zeros((), {0}.dtype), {config})", _g_pad)
 register("rev", lambda i, a: [(i[0].shape, i[0].dtype)], "lax.rev({0}, {axes})", _g_rev)
+set_remat(REMAT_VIEW, "slice", "reshape", "rev", "transpose")
 
 __all__ = [
     "reshape", "transpose", "swapaxes", "broadcast_to", "expand_dims", "squeeze", "concatenate",
