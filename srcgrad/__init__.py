@@ -15,7 +15,7 @@ from .api import (Transformed, append_backward, compile, data, gradients, grad, 
 from .errors import GradientError, ShapeError, SrcgradError, TraceError
 from .ir import Block, Op, Program, Variable, program_guard
 from .ops import *  # noqa: F403
-from .ops import cond, fori_loop, scan, while_loop
+from .ops import checkpoint, cond, fori_loop, scan, while_loop
 from .verify import VerifyError, verify
 
 _errors.register_internal_dir(_os.path.dirname(_os.path.abspath(__import__("srcgrad.transforms", fromlist=["_"]).__file__)))

@@ -33,11 +33,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, TypeVar
 
+import jax
 import numpy as np
 
 from srcgrad import dtypes
 from srcgrad.builder import constant_pool, emit
 from srcgrad.ir import Block, Op, Program, Variable
+from srcgrad.builder import as_var
+from srcgrad.ops.checkpoint import barrier
 from srcgrad.ops.creation import zeros
 from srcgrad.ops.elementwise import add, less, subtract
 from srcgrad.ops.indexing import dynamic_index, dynamic_update_index
@@ -520,4 +523,26 @@ def _cond_grad(op: Op, gs: list, need: list) -> list:
     result: list = [None] * len(need)
     for i, g in zip(wanted, g_outs):
         result[i] = g
+    return result
+
+
+# ---------------------------------------------------------------- checkpoint
+
+@grad_maker("checkpoint")
+def _checkpoint_grad(op: Op, gs: list, need: list) -> list:
+    """Run the checkpointed function again on the op's inputs, in the grad block, and
+    differentiate that copy: the forward pass keeps only the inputs."""
+    gblock = op.block.program.current_block()
+    n_before = len(gblock.ops)
+    n = op.attrs["n_args"]
+    leaves = jax.tree_util.tree_leaves(op.attrs["fn"]([barrier(v) for v in op.inputs[:n]]))
+    outs = [as_var(v, like=o) for v, o in zip(leaves, op.outputs)]
+    segment = Block(gblock.program, gblock.idx, gblock.parent_idx)  # a view of the new ops
+    segment.ops = gblock.ops[n_before:]  # the barriers too: the inputs' grads pass through
+    wrt = list(dict.fromkeys(v for v, nd in zip(op.inputs, need) if nd))
+    seeds = [(o, g) for o, g in zip(outs, gs) if g is not None]
+    grads = backward_block(segment, seeds, wrt, set())
+    result: list = []
+    for v, nd in zip(op.inputs, need):
+        result.append(grads.pop(v, None) if nd else None)  # a repeated input: its grad once
     return result

@@ -7,6 +7,7 @@ from ..builder import as_var
 from ..ir import Variable
 from . import control, creation, elementwise, indexing, linalg, nn, reduce, shape
 from .control import cond, fori_loop, while_loop
+from .checkpoint import checkpoint
 from .scan import scan
 from .creation import *  # noqa: F403
 from .elementwise import *  # noqa: F403
@@ -61,5 +62,5 @@ def _install_operators() -> None:
 
 _install_operators()
 
-__all__ = ["cond", "fori_loop", "scan", "while_loop"] + [
+__all__ = ["checkpoint", "cond", "fori_loop", "scan", "while_loop"] + [
     name for mod in (creation, elementwise, indexing, linalg, nn, reduce, shape) for name in mod.__all__]
