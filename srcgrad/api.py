@@ -79,7 +79,7 @@ def compile(program: Program, feed: Sequence[str | Variable], fetch: Sequence[Va
         raise SrcgradError(f"the fetched values need the inputs {missing}, which are not in feed",
                            loc=user_location())
     lowered = lower_program(program, feeds, list(fetch), [v for _, v, _ in program.capacity_checks])
-    fn = jax.jit(lowered.fn) if jit else lowered.fn
+    fn = jax.jit(lowered.fn) if jit else lowered.eager_fn()
     checks = program.capacity_checks
 
     def run(*arrays: Any) -> list[Any]:
@@ -232,7 +232,7 @@ class Transformed:
     def _build(self, args: tuple, caps: dict[int, int]) -> _Entry:
         lowered, out_tree, checks = self.lower(*args, capacities=caps)
         self.compilations += 1
-        call = jax.jit(lowered.fn) if self._jit else _eager(lowered.fn)
+        call = jax.jit(lowered.fn) if self._jit else _eager(lowered.eager_fn())
         return _Entry(lowered, call, out_tree, checks, dict(caps))
 
     def _run(self, args: tuple) -> Any:

@@ -6,7 +6,7 @@ import itertools
 import linecache
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import jax
@@ -61,6 +61,37 @@ def _dtype_literal(dtype: np.dtype) -> str:
     return f"jnp.{dtype.name}"
 
 
+def _traced(tree: Any) -> bool:
+    return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(tree))
+
+
+class EagerLax:
+    """`jax.lax` with `while_loop` and `cond` run as Python `while` / `if` over concrete
+    arrays, so that a breakpoint in an emitted loop body (or grad body, or branch) fires
+    once per iteration with real values. Under a JAX trace they are lax's own."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(lax, name)
+
+    @staticmethod
+    def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init: Any) -> Any:
+        carry = init
+        while True:
+            go = cond_fun(carry)
+            if _traced((go, carry)):  # values of a JAX trace (captured or carried): lax's loop
+                return lax.while_loop(cond_fun, body_fun, carry)
+            if not bool(go):
+                return carry
+            carry = body_fun(carry)
+
+    @staticmethod
+    def cond(pred: Any, true_fun: Callable[[Any], Any], false_fun: Callable[[Any], Any],
+             operands: Any) -> Any:
+        if _traced((pred, operands)):
+            return lax.cond(pred, true_fun, false_fun, operands)
+        return true_fun(operands) if bool(pred) else false_fun(operands)
+
+
 @dataclass
 class Lowered:
     """Emitted source and the Python function compiled from it."""
@@ -68,6 +99,15 @@ class Lowered:
     source: str
     fn: Callable[..., Any]
     filename: str
+    code: Any = None
+    namespace: dict[str, Any] = field(default_factory=dict)
+
+    def eager_fn(self) -> Callable[..., Any]:
+        """The same source run eagerly: loops and branches as Python `while` / `if` over
+        concrete arrays (EagerLax), for stepping through them in a debugger."""
+        namespace = dict(self.namespace, lax=EagerLax())
+        exec(self.code, namespace)
+        return namespace[self.fn.__name__]
 
 
 class _Names(dict):
@@ -234,9 +274,11 @@ def load(src: Source) -> Lowered:
     """Compile emitted source under a registered file name (for tracebacks, inspect, pdb)."""
     filename = f"<srcgrad:{src.name}:{next(_counter)}>"
     linecache.cache[filename] = (len(src.text), None, src.text.splitlines(True), filename)
-    namespace: dict[str, Any] = {"jnp": jnp, "lax": lax, "jax": jax, "_consts": src.consts}
-    exec(compile(src.text, filename, "exec"), namespace)
-    return Lowered(src.text, namespace[src.name], filename)
+    names: dict[str, Any] = {"jnp": jnp, "lax": lax, "jax": jax, "_consts": src.consts}
+    code = compile(src.text, filename, "exec")
+    namespace = dict(names)
+    exec(code, namespace)
+    return Lowered(src.text, namespace[src.name], filename, code, names)
 
 
 def lower_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[Variable],
