@@ -125,3 +125,23 @@ def test_scan_body_must_return_a_pair_with_the_carry_structure() -> None:
         sg.jit(lambda c: sg.scan(lambda c, x: ((c, c), x), c, np.ones(2)))(1.0)
     with pytest.raises(sg.SrcgradError, match="shape or dtype"):
         sg.jit(lambda c: sg.scan(lambda c, x: (c * np.ones(2), x), c, np.ones(2)))(1.0)
+
+
+@pytest.mark.parametrize("k,reverse", [(1, False), (3, False), (3, True), (6, True), (50, False)])
+def test_checkpointed_scan_matches_lax_scan(k: int, reverse: bool) -> None:
+    f = rnn(sg, lambda st, c, xs: sg.scan(st, c, xs, reverse=reverse, checkpoints=k))
+    twin = rnn(jnp, lambda st, c, xs: lax.scan(st, c, xs, reverse=reverse))
+    np.testing.assert_allclose(sg.jit(f)(*ARGS), twin(*ARGS), rtol=1e-12)
+    assert_tree_close(sg.grad(f, argnums=(0, 1, 2))(*ARGS), jax.grad(twin, argnums=(0, 1, 2))(*ARGS))
+
+
+def test_checkpointed_scan_second_order_and_records() -> None:
+    f = rnn(sg, lambda st, c, xs: sg.scan(st, c, xs, checkpoints=2))
+    twin = rnn(jnp, lax.scan)
+    g_sg = lambda w: sg.sum(sg.grad(f, argnums=2)(ARGS[0], ARGS[1], w) ** 2)
+    g_j = lambda w: jnp.sum(jax.grad(twin, argnums=2)(ARGS[0], ARGS[1], w) ** 2)
+    assert_tree_close(sg.grad(g_sg)(ARGS[2]), jax.grad(g_j)(ARGS[2]), rtol=1e-9)
+    prog = sg.trace(sg.grad(f, argnums=2), *ARGS)
+    stacks = {v.shape[0] for blk in prog.blocks for op in blk.ops for v in op.outputs
+              if v.name.endswith("@STACK")}
+    assert stacks == {2, 3}  # 2 snapshots of the carry, one segment of 3 steps recorded

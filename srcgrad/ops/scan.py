@@ -16,10 +16,12 @@ from ..builder import active_program, as_var, emit
 from ..errors import SrcgradError, user_location
 from ..ir import Variable
 from ..transforms.passes import free_vars
+from .checkpoint import _positive, checkpoint
 from .control import _types
 from .creation import zeros
-from .elementwise import add, less, subtract
+from .elementwise import add, less, multiply, subtract, where
 from .indexing import dynamic_index, dynamic_update_index
+from .shape import broadcast_to, concatenate, reshape
 
 INT32 = np.dtype(np.int32)
 
@@ -45,12 +47,14 @@ def _scan_length(xs: list[Variable], length: int | None, loc: Any) -> int:
 
 
 def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
-         length: int | None = None, reverse: bool = False, unroll: int | bool = 1) -> tuple[Any, Any]:
+         length: int | None = None, reverse: bool = False, unroll: int | bool = 1, *,
+         checkpoints: int | None = None) -> tuple[Any, Any]:
     """jax.lax.scan: `carry, y = f(carry, x)` for each `x` along the leading axis of `xs`;
     returns the final carry and the `y`s stacked (pytrees of arrays throughout).
 
     `unroll` is accepted for compatibility with lax.scan and does not change the result;
-    srcgrad emits one loop iteration per step.
+    srcgrad emits one loop iteration per step. `checkpoints=k` makes the gradient keep k
+    snapshots of the carry and recompute the steps in between (as for `while_loop`).
     """
     loc = user_location()
     if not isinstance(unroll, (bool, int, np.integer)) or (not isinstance(unroll, bool) and unroll < 1):
@@ -61,6 +65,11 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
     carry = [as_var(v) for v in c_leaves]
     xv = [as_var(v) for v in x_leaves]
     n = _scan_length(xv, length, loc)
+    if checkpoints is not None:
+        k = _positive(checkpoints, "checkpoints", loc)
+        if n > 0:
+            return _checkpointed_scan(f, jax.tree_util.tree_unflatten(c_tree, carry),
+                                      jax.tree_util.tree_unflatten(x_tree, xv), n, reverse, k)
     prog = active_program("scan")
     parent = prog.current_block()
     i0 = as_var(np.int32(0))
@@ -105,6 +114,40 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
     k = 1 + len(carry)
     return (jax.tree_util.tree_unflatten(c_tree, outs[1:k]),
             jax.tree_util.tree_unflatten(y_tree, outs[k:] if n else inits))
+
+
+def _checkpointed_scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any, n: int,
+                       reverse: bool, k: int) -> tuple[Any, Any]:
+    """`scan` as an outer scan over at most k segments of ceil(n/k) steps, each an inner scan
+    under `checkpoint`: the two-level schedule of checkpointed loops. When k does not divide
+    n, the inputs are padded with copies of their last step, and the padded steps leave the
+    carry unchanged (their outputs are cut off)."""
+    seg = -(-n // k)
+    n_seg = -(-n // seg)
+    pad = n_seg * seg - n
+
+    def split(x: Variable) -> Variable:
+        if pad:
+            x = concatenate([x, broadcast_to(x[n - 1:n], (pad,) + x.shape[1:])])
+        return reshape(x, (n_seg, seg) + x.shape[1:])
+
+    def segment(c: Any, chunk: Any) -> Any:
+        xs_j, j = chunk
+
+        def step(c: Any, xi: Any) -> Any:
+            x, i = xi
+            new, y = f(c, x)
+            if pad:
+                valid = less(add(multiply(j, seg), i), n)
+                new = jax.tree_util.tree_map(lambda a, b: where(valid, a, b), new, c)
+            return new, y
+        return scan(step, c, (xs_j, np.arange(seg, dtype=np.int32)), reverse=reverse)
+
+    steps = np.arange(n_seg, dtype=np.int32)
+    c, ys = scan(checkpoint(segment), init, (jax.tree_util.tree_map(split, xs), steps),
+                 reverse=reverse)
+    return c, jax.tree_util.tree_map(
+        lambda y: reshape(y, (n_seg * seg,) + y.shape[2:])[:n], ys)
 
 
 __all__ = ["scan"]
