@@ -206,8 +206,11 @@ def _extend_loop(loop: Op, carries: list[Carry]) -> Op:
     """A new `while` op that carries `carries` after the loop's own carried values.
 
     Its cond and body blocks are the loop's, given the new parameters and body results; the
-    caller puts it in the block in place of the original op (`replace_op`).
+    caller puts it in the block in place of the original op (`replace_op`). Without carries,
+    the loop itself.
     """
+    if not carries:
+        return loop
     cond_b, body = loop.attrs["cond"], loop.attrs["body"]
     n = len(body.params)
     for c in carries:
@@ -431,6 +434,7 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
     bounded = op.attrs["max_iters"] is not None
     capacity = (op.attrs["max_iters"] if bounded
                 else prog.capacities.get(op.attrs["loop_id"], INITIAL_CAPACITY))
+    first_block = len(prog.blocks)  # the grad blocks made from here on
     counters = _counters(op)
     loop, counter, count = _with_counter(op, counters)
     grad = _grad_body(body, carried, caps, count, parent)
@@ -444,7 +448,8 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
     if not bounded and not any(v is count for _, v, _ in prog.capacity_checks):
         prog.capacity_checks.append((op.attrs["loop_id"], count, op))
     outs = _backward_loop(op, grad.block, count, [gs[j] for j in carried], caps, capacity, parent)
-    replace_op(op, loop)
+    if loop is not op:
+        replace_op(op, loop, prog.blocks[first_block:] + [parent])
     result: list = [None] * len(need)
     for j, g in zip(carried, outs):
         result[j] = g if need[j] else None
@@ -506,7 +511,9 @@ def _pass_residuals(op: Op, fb: Block, other: Block, gb: Block, outs: list[Varia
 
 @grad_maker("cond")
 def _cond_grad(op: Op, gs: list, need: list) -> list:
-    outer = op.block.program.current_block()
+    prog = op.block.program
+    outer = prog.current_block()
+    first_block = len(prog.blocks)
     wanted = [i for i in range(1, len(op.inputs)) if need[i]]
     out_idx = [j for j, o in enumerate(op.outputs) if dtypes.is_inexact(o.dtype)]
     branches = [op.attrs["true"], op.attrs["false"]]
@@ -519,7 +526,9 @@ def _cond_grad(op: Op, gs: list, need: list) -> list:
                   {"true": grads[0], "false": grads[1], "n_operands": len(out_idx)},
                   base="cond_grad")
     grads[0].owner = grads[1].owner = outer.ops[-1]
-    replace_op(op, Op("cond", op.inputs, outs, dict(op.attrs), op.loc, op.block, op.origin))
+    if len(outs) > len(op.outputs):
+        replace_op(op, Op("cond", op.inputs, outs, dict(op.attrs), op.loc, op.block, op.origin),
+                   prog.blocks[first_block:] + [outer])
     result: list = [None] * len(need)
     for i, g in zip(wanted, g_outs):
         result[i] = g

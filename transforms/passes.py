@@ -92,18 +92,19 @@ def const_scalar(v: Variable) -> object:
     return np.asarray(src.attrs["value"]).item()
 
 
-def replace_op(old: Op, new: Op) -> None:
-    """Put `new` where `old` is in its block, and re-point what referred to `old` (the owner of
-    its sub-blocks, grad ops' origin, capacity checks)."""
+def replace_op(old: Op, new: Op, made: Sequence[Block]) -> None:
+    """Put `new` where `old` is in its block, and re-point what referred to `old`: the owner
+    of its sub-blocks, capacity checks, and the origin of the ops its grad maker made (in
+    `old`'s block, its sub-blocks and the blocks `made`, where the grad maker put them)."""
     block = old.block
     block.ops[block.ops.index(old)] = new
     for sub in new.sub_blocks():
         sub.owner = new
-    prog = block.program
-    for blk in prog.blocks:
+    for blk in dict.fromkeys([block, *new.sub_blocks(), *made]):
         for op in blk.ops:
             if op.origin is old:
                 op.origin = new
+    prog = block.program
     prog.capacity_checks = [(lid, v, new if op is old else op)
                             for lid, v, op in prog.capacity_checks]
 
