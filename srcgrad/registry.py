@@ -23,6 +23,12 @@ GradSpec = GradFn | Sequence["InputGrad | None"] | str | None
 #: Grad marker for ops that are piecewise constant: their gradient is zero everywhere.
 ZERO = "zero"
 
+#: `OpDef.remat` values: when a grad block may compute an op again instead of recording its
+#: result per loop iteration. A view or read costs what loading a record costs; index
+#: arithmetic is cheap only over integers and bools (its float twin is real work).
+REMAT_VIEW = "view"
+REMAT_INDEX = "index"
+
 
 @dataclass(frozen=True)
 class OpDef:
@@ -34,7 +40,9 @@ class OpDef:
     (or returns) one gradient per input by emitting ordinary ops, None where `need` is False;
     the backward walk sums each down to its input's shape (unbroadcasting) and drops the
     ones no input needs. ZERO marks a zero gradient and None an op that cannot be
-    differentiated. `public` names the user function (`sg.<public>`), None for internal ops.
+    differentiated. `public` names the user function (`sg.<public>`), None for internal ops. `remat` says when a
+    gradient recomputes the op rather than records it (REMAT_VIEW, REMAT_INDEX; None: never
+    unless it has no inputs).
     """
 
     name: str
@@ -43,6 +51,7 @@ class OpDef:
     grad: GradFn | str | None
     lower_stmt: Callable[[Any, "Op"], None] | None = None
     public: str | None = None
+    remat: str | None = None
 
     @property
     def differentiable(self) -> bool:
@@ -77,7 +86,12 @@ def register(name: str, infer: InferFn, lower: Any = None, grad: GradSpec = None
 def grad_maker(name: str) -> Callable[[GradFn], GradFn]:
     """Decorator that sets the grad maker of an already registered op."""
     def deco(fn: GradFn) -> GradFn:
-        row = REGISTRY[name]
-        REGISTRY[name] = replace(row, grad=fn)
+        REGISTRY[name] = replace(REGISTRY[name], grad=fn)
         return fn
     return deco
+
+
+def set_remat(kind: str, *names: str) -> None:
+    """Mark already registered ops as cheap to recompute (`kind`: REMAT_VIEW or REMAT_INDEX)."""
+    for name in names:
+        REGISTRY[name] = replace(REGISTRY[name], remat=kind)

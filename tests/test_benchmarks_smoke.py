@@ -15,9 +15,9 @@ from benchmarks import phases  # noqa: E402
 from benchmarks.report import markdown, text_table  # noqa: E402
 
 
-#: The while-loop workload's peers need equinox (the `bench` extra); the rest runs without.
-NAMES = tuple(n for n in benchmarks.NAMES
-              if n != "while" or importlib.util.find_spec("equinox") is not None)
+#: The while-loop workloads' peers need equinox (the `bench` extra); the rest runs without.
+NAMES = tuple(n for n in benchmarks.NAMES if n not in ("while", "checkpointed")
+              or importlib.util.find_spec("equinox") is not None)
 
 
 @pytest.fixture(scope="module")

@@ -17,9 +17,10 @@ INTERNAL = {
     "assign": "the renamed gradients of test_backward and the goldens",
     "sum": "gradient fan-in (test_backward, the mlp golden)",
     "fill_zeros_like": "test_backward's pruned-gradient tests",
+    "optimization_barrier": "sg.checkpoint's recomputation (test_checkpoint)",
 }
-#: Control-flow rows: test_control_flow.py and the while/cond goldens.
-CONTROL = {"while", "cond"}
+#: Control-flow rows: test_control_flow.py, test_checkpoint.py and the while/cond goldens.
+CONTROL = {"while", "cond", "checkpoint"}
 
 
 def _names(cases: list) -> set[str]:

@@ -238,8 +238,9 @@ CASES: list[GradCase] = [
     unary("gelu", jax.nn.gelu, second_order=True),
     GradCase("gelu exact", lambda x: sg.gelu(x, approximate=False),
              lambda x: jax.nn.gelu(x, approximate=False), elementwise(R), second_order=True),
-    *[GradCase(name, getattr(sg, name), getattr(jnp, name), stat_args(), second_order=True)
-      for name in ("var", "std")],
+    GradCase("var", sg.var, jnp.var, stat_args(), second_order=True),
+    # std has no derivative where all values are equal (sqrt at 0): jax gives NaN there
+    GradCase("std", sg.std, jnp.std, stat_args(DISTINCT), second_order=True),
     GradCase("log_softmax", sg.log_softmax, jax.nn.log_softmax, along_axis()),
 ]
 

@@ -191,6 +191,7 @@ def test_enable_checks_verifies_after_tracing_backward_and_lowering(monkeypatch:
     monkeypatch.delenv("SRCGRAD_ENABLE_CHECKS", raising=False)
     np.testing.assert_allclose(sg.grad(f)(x), 2.0 * np.exp(x))  # unchecked: the defect passes
     monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "1")
+    sg.clear_caches()  # the unchecked call's compiled program would be reused without tracing
     with pytest.raises(sg.VerifyError, match="after the backward pass: .* is defined twice"):
         sg.grad(f)(x)
     with pytest.raises(sg.VerifyError, match="after the backward pass"):

@@ -14,7 +14,7 @@ from srcgrad.ir import Op, Program, Variable, program_guard
 from srcgrad.ops.creation import zeros
 from srcgrad.ops.elementwise import maximum
 
-from .control_grad import add_carry, emit_before
+from .control_grad import _carry, _extend_loop, emit_before
 
 
 def lift_checks(prog: Program) -> None:
@@ -34,7 +34,10 @@ def _lift(v: Variable, loop: Op) -> Variable:
     owner = blk.owner
     if owner is not None and owner.type == "while" and blk is owner.attrs["body"]:
         init = emit_before(owner, lambda: zeros((), v.dtype))
-        return add_carry(owner, init, lambda acc: maximum(acc, v), f"{v.name.split('@')[0]}@MAXITERS")[1]
+        carry = _carry(owner, init, lambda acc: maximum(acc, v), f"{v.name.split('@')[0]}@MAXITERS")
+        grown = _extend_loop(owner, [carry])
+        owner.inputs, owner.outputs = grown.inputs, grown.outputs  # in place: checks hold `owner`
+        return carry.out
     if owner is not None and owner.type == "cond":
         other = owner.attrs["false"] if blk is owner.attrs["true"] else owner.attrs["true"]
         with prog.block_guard(other):

@@ -7,7 +7,7 @@ import linecache
 import math
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import jax
@@ -20,6 +20,7 @@ from srcgrad.registry import REGISTRY
 from srcgrad.verify import check
 
 from .naming import identifier
+from .passes import live_ops, loop_invariant
 
 _SAFE_STR = re.compile(r"^[A-Za-z0-9_,\->]*$")
 _counter = itertools.count()
@@ -67,6 +68,37 @@ def _dtype_literal(dtype: np.dtype) -> str:
     return f"jnp.{dtype.name}"
 
 
+def _traced(tree: Any) -> bool:
+    return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(tree))
+
+
+class EagerLax:
+    """`jax.lax` with `while_loop` and `cond` run as Python `while` / `if` over concrete
+    arrays, so that a breakpoint in an emitted loop body (or grad body, or branch) fires
+    once per iteration with real values. Under a JAX trace they are lax's own."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(lax, name)
+
+    @staticmethod
+    def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init: Any) -> Any:
+        carry = init
+        while True:
+            go = cond_fun(carry)
+            if _traced((go, carry)):  # values of a JAX trace (captured or carried): lax's loop
+                return lax.while_loop(cond_fun, body_fun, carry)
+            if not bool(go):
+                return carry
+            carry = body_fun(carry)
+
+    @staticmethod
+    def cond(pred: Any, true_fun: Callable[[Any], Any], false_fun: Callable[[Any], Any],
+             operands: Any) -> Any:
+        if _traced((pred, operands)):
+            return lax.cond(pred, true_fun, false_fun, operands)
+        return true_fun(operands) if bool(pred) else false_fun(operands)
+
+
 @dataclass
 class Lowered:
     """Emitted source and the Python function compiled from it."""
@@ -74,6 +106,15 @@ class Lowered:
     source: str
     fn: Callable[..., Any]
     filename: str
+    code: Any = None
+    namespace: dict[str, Any] = field(default_factory=dict)
+
+    def eager_fn(self) -> Callable[..., Any]:
+        """The same source run eagerly: loops and branches as Python `while` / `if` over
+        concrete arrays (EagerLax), for stepping through them in a debugger."""
+        namespace = dict(self.namespace, lax=EagerLax())
+        exec(self.code, namespace)
+        return namespace[self.fn.__name__]
 
 
 class _Names(dict):
@@ -274,39 +315,6 @@ def _attr_literals(attrs: dict[str, Any]) -> dict[str, str]:
     return {k: literal(v, attrs.get("dtype") if k == "value" else None) for k, v in attrs.items()}
 
 
-def loop_invariant(ops: Sequence[Op], body: Block) -> tuple[list[Op], list[Op]]:
-    """Split a loop body's ops into those computed once before the loop and the rest.
-
-    An op is hoisted when it reads only values from outside the body (or of hoisted ops) and
-    its result is no larger than its largest input: the transposes and reshapes of captured
-    weights that grad makers emit. XLA does not hoist such cheap ops out of while loops on
-    its own. Ops without inputs (constants) stay in the body, where XLA folds them.
-    """
-    inner = set(body.params)
-    hoisted, rest = [], []
-    for op in ops:
-        if (op.inputs and not op.sub_blocks() and op.type != "fill_zeros_like"
-                and not any(v in inner for v in op.inputs)
-                and max(v.size for v in op.outputs) <= max(v.size for v in op.inputs)):
-            hoisted.append(op)
-        else:
-            rest.append(op)
-            inner.update(op.outputs)
-    return hoisted, rest
-
-
-def live_ops(ops: Sequence[Op], needed: Sequence[Variable]) -> list[Op]:
-    """The ops whose outputs (transitively) reach `needed`, in order."""
-    want = set(needed)
-    keep = []
-    for op in reversed(ops):
-        if not want.isdisjoint(op.outputs):
-            keep.append(op)
-            want.update(op.inputs)
-    keep.reverse()
-    return keep
-
-
 @dataclass
 class Source:
     """Emitted source of one function, before it is compiled."""
@@ -336,10 +344,12 @@ def load(src: Source) -> Lowered:
         n = next(_counter)
     filename = f"<srcgrad:{src.name}:{n}>"
     linecache.cache[filename] = (len(src.text), None, src.text.splitlines(True), filename)
-    namespace: dict[str, Any] = {"jnp": jnp, "lax": lax, "jax": jax, "partial": functools.partial,
-                                 "_consts": src.consts}
-    exec(compile(src.text, filename, "exec"), namespace)
-    return Lowered(src.text, namespace[src.name], filename)
+    names: dict[str, Any] = {"jnp": jnp, "lax": lax, "jax": jax, "partial": functools.partial,
+                             "_consts": src.consts}
+    code = compile(src.text, filename, "exec")
+    namespace = dict(names)
+    exec(code, namespace)
+    return Lowered(src.text, namespace[src.name], filename, code, names)
 
 
 def lower_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[Variable],

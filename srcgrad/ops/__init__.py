@@ -14,6 +14,8 @@ from ..ir import Variable
 from . import control, creation, elementwise, grad_helpers, indexing, linalg, nn, reduce, shape  # noqa: F401
 from .control import cond, fori_loop, while_loop
 from .declare import EXPORTS
+from .checkpoint import checkpoint
+from .scan import scan
 
 E = elementwise
 
@@ -70,4 +72,4 @@ _install_operators()
 habits.install()
 globals().update(EXPORTS)
 
-__all__ = ["cond", "fori_loop", "while_loop", *EXPORTS]
+__all__ = ["checkpoint", "cond", "fori_loop", "scan", "while_loop", *EXPORTS]

@@ -16,22 +16,10 @@ from ..builder import active_program, as_var, emit
 from ..errors import SrcgradError, user_location
 from ..ir import Block, Op, Variable
 from ..registry import OutType, register
+from ..transforms.passes import free_vars
 from .elementwise import add, less, logical_and
 
 BOOL = np.dtype(bool)
-
-
-def free_vars(block: Block) -> list[Variable]:
-    """Values a block reads from enclosing blocks, in order of first use."""
-    seen: dict[Variable, None] = {}
-    for op in block.ops:
-        for v in op.inputs:
-            if v.block is not block:
-                seen.setdefault(v, None)
-    for v in block.results:
-        if v.block is not block:
-            seen.setdefault(v, None)
-    return list(seen)
 
 
 def _trace_block(block: Block, fn: Callable[..., Any], args: Sequence[Variable], tree: Any,
@@ -66,12 +54,17 @@ def _check_max_iters(max_iters: Any, op: str, loc: Any) -> int | None:
 
 
 def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any, *,
-               max_iters: int | None = None) -> Any:
-    """lax.while_loop over srcgrad values; `max_iters` bounds the trip count."""
+               max_iters: int | None = None, checkpoints: int | None = None) -> Any:
+    """lax.while_loop over srcgrad values; `max_iters` bounds the trip count; `checkpoints=k`
+    makes the gradient keep k snapshots of the carried state and recompute the rest."""
     loc = user_location()
     max_iters = _check_max_iters(max_iters, "while", loc)
     leaves, tree = jax.tree_util.tree_flatten(init_val)
     init = [as_var(v) for v in leaves]
+    if checkpoints is not None:
+        from .checkpoint import checkpointed_while  # it builds on while_loop
+        return checkpointed_while(cond_fun, body_fun, jax.tree_util.tree_unflatten(tree, init),
+                                  max_iters, checkpoints)
     if max_iters is not None:
         init.append(as_var(np.int32(0)))
     out = _while(cond_fun, body_fun, init, tree, loc, max_iters,
@@ -119,10 +112,11 @@ def _while(cond_fun: Callable[..., Any], body_fun: Callable[..., Any], init: lis
 
 
 def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any, *,
-              max_iters: int | None = None) -> Any:
+              max_iters: int | None = None, checkpoints: int | None = None) -> Any:
     """lax.fori_loop; static bounds give the loop its trip count as a capacity.
 
-    `max_iters` bounds the trip count of a loop with traced bounds (as for `while_loop`).
+    `max_iters` bounds the trip count of a loop with traced bounds (as for `while_loop`);
+    `checkpoints=k` as for `while_loop`.
     """
     loc = user_location()
     max_iters = _check_max_iters(max_iters, "fori_loop", loc)
@@ -144,6 +138,12 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
         return (add(i, 1), body_fun(i, val))
 
     bound = max(0, int(upper) - int(lower)) if static else None
+    if checkpoints is not None:
+        from .checkpoint import checkpointed_while  # it builds on while_loop
+        if max_iters is not None:
+            bound = int(max_iters) if bound is None else min(bound, int(max_iters))
+        return checkpointed_while(lambda c: less(c[0], hi), lambda c: (add(c[0], 1), body_fun(*c)),
+                                  (lo, init_val), bound, checkpoints)[1]
     counter = max_iters is not None and (bound is None or int(max_iters) < bound)
     if counter:
         bound = int(max_iters)

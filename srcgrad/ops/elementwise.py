@@ -11,7 +11,7 @@ from .. import dtypes
 from ..builder import as_var
 from ..errors import ShapeError
 from ..ir import Op, Variable
-from ..registry import REGISTRY, ZERO, GradSpec, OutType
+from ..registry import REGISTRY, REMAT_INDEX, ZERO, GradSpec, OutType, set_remat
 from ._rules import broadcast_shapes, jax_dtype, same
 from .creation import zeros_like
 from .declare import defop, named, public
@@ -374,3 +374,8 @@ def conj(x: ArrayLike) -> Variable:
 def imag(x: ArrayLike) -> Variable:
     """jnp.imag: zeros like `x` (srcgrad's values are real)."""
     return zeros_like(x)
+
+
+set_remat(REMAT_INDEX, "add", "subtract", "multiply", "negative", "convert", "where", "less",
+          "less_equal", "greater", "greater_equal", "equal", "not_equal", "logical_and",
+          "logical_or", "logical_not")

@@ -12,7 +12,7 @@ from .. import dtypes
 from ..builder import as_var
 from ..errors import ShapeError
 from ..ir import Op, Variable
-from ..registry import ZERO, OutType
+from ..registry import REMAT_VIEW, ZERO, OutType, set_remat
 from ._rules import norm_axis
 from .creation import zeros
 from .declare import Emitted, defop
@@ -320,3 +320,6 @@ def getitem(x: Variable, index: Any) -> Variable:
         # NumPy: integer indices split by a slice or None put the array's dims first.
         v = transpose(v, array_dims + tuple(i for i in range(v.ndim) if i not in array_dims))
     return v
+
+
+set_remat(REMAT_VIEW, "dynamic_index", "dynamic_slice")

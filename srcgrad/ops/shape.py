@@ -9,7 +9,7 @@ from .. import dtypes
 from ..builder import as_var
 from ..errors import ShapeError
 from ..ir import Op, Shape, Variable
-from ..registry import OutType
+from ..registry import REMAT_VIEW, OutType, set_remat
 from ._rules import broadcast_shapes, norm_axis, same
 from .declare import Emitted, defop, public
 from .grad_helpers import fill_zeros_like
@@ -238,3 +238,6 @@ def rev(x: Variable, axes: Sequence[int]) -> Emitted:
 def pad(x: Variable, config: Sequence[tuple[int, int, int]]) -> Emitted:
     """lax.pad with zeros: `(low, high, interior)` per axis."""
     return [as_var(x)], {"config": tuple(tuple(c) for c in config)}
+
+
+set_remat(REMAT_VIEW, "slice", "reshape", "rev", "transpose")
