@@ -14,24 +14,10 @@ import numpy as np
 
 import srcgrad as sg
 
-from .fixed_point import TOL, _body_jax, _cond_jax, trip_count
+from .fixed_point import _body_jax, _cond_jax, loss_sg, trip_count
 from .workload import Init, Pair, Variant, Workload, fresh
 
 CHECKPOINTS = (4, 16, 64)
-
-
-def loss_sg(w: Any, x: Any, target: Any, max_iters: int, checkpoints: int) -> Any:
-    """srcgrad: the fixed-point loop to the tolerance, keeping `checkpoints` snapshots."""
-    def cond(c: Any) -> Any:
-        return c[1] > TOL
-
-    def body(c: Any) -> Any:
-        z_new = sg.tanh(w @ c[0] + x)
-        return z_new, sg.max(sg.abs(z_new - c[0]))
-
-    z, _ = sg.while_loop(cond, body, (sg.zeros(x.shape, np.float32), np.float32(1.0)),
-                         max_iters=max_iters, checkpoints=checkpoints)
-    return 0.5 * sg.sum(sg.square(z - target))
 
 
 def loss_eqx(w: Any, x: Any, target: Any, max_steps: int, checkpoints: int) -> Any:

@@ -22,8 +22,10 @@ from .workload import Init, Pair, Variant, Workload, fresh
 TOL = 1e-5
 
 
-def loss_sg(w: Any, x: Any, target: Any, max_iters: int | None = None) -> Any:
-    """srcgrad: sg.while_loop to the tolerance (bounded by `max_iters` if given)."""
+def loss_sg(w: Any, x: Any, target: Any, max_iters: int | None = None,
+            checkpoints: int | None = None) -> Any:
+    """srcgrad: sg.while_loop to the tolerance (bounded by `max_iters` if given, keeping
+    `checkpoints` snapshots if given)."""
     def cond(c: Any) -> Any:
         return c[1] > TOL
 
@@ -32,7 +34,7 @@ def loss_sg(w: Any, x: Any, target: Any, max_iters: int | None = None) -> Any:
         return z_new, sg.max(sg.abs(z_new - c[0]))
 
     z, _ = sg.while_loop(cond, body, (sg.zeros(x.shape, np.float32), np.float32(1.0)),
-                         max_iters=max_iters)
+                         max_iters=max_iters, checkpoints=checkpoints)
     return 0.5 * sg.sum(sg.square(z - target))
 
 

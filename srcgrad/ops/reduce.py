@@ -58,18 +58,24 @@ def reduction(name: str, public_name: str, lower: str, grad: GradSpec, kind: str
                  grad)(front)
 
 
-@public
-def mean(x: Any, axis: Axis = None, dtype: Any = None, out: None = None,
-         keepdims: bool = False) -> Variable:
-    """jnp.mean(x, axis=None, dtype=None, out=None, keepdims=False)."""
-    _no_out("mean", out)
+def _averaged(name: str, x: Any, axis: Axis, dtype: Any, out: None
+              ) -> tuple[Variable, tuple[int, ...], int]:
+    """`x` in the floating dtype an average is taken in, the reduced axes and their size."""
+    _no_out(name, out)
     x = as_var(x)
     if dtype is not None:
         x = astype(x, dtype)
     if not dtypes.is_inexact(x.dtype):
         x = astype(x, jax_dtype(jnp.mean, x.dtype))
     axes = norm_axes(axis, x.ndim)
-    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    return x, axes, int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+
+
+@public
+def mean(x: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+         keepdims: bool = False) -> Variable:
+    """jnp.mean(x, axis=None, dtype=None, out=None, keepdims=False)."""
+    x, axes, count = _averaged("mean", x, axis, dtype, out)
     total = sum(x, axes, keepdims=keepdims)
     return divide(total, float(count))
 
@@ -131,14 +137,7 @@ argmin = _arg("argmin", "index")
 def var(x: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
         keepdims: bool = False) -> Variable:
     """jnp.var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False)."""
-    _no_out("var", out)
-    x = as_var(x)
-    if dtype is not None:
-        x = astype(x, dtype)
-    if not dtypes.is_inexact(x.dtype):
-        x = astype(x, jax_dtype(jnp.mean, x.dtype))
-    axes = norm_axes(axis, x.ndim)
-    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    x, axes, count = _averaged("var", x, axis, dtype, out)
     centered = x - mean(x, axes, keepdims=True)
     return divide(sum(centered * centered, axes, keepdims=keepdims), float(count - ddof))
 
