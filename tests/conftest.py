@@ -10,6 +10,8 @@ from hypothesis import HealthCheck, settings
 import srcgrad as sg
 
 jax.config.update("jax_enable_x64", True)
+# The suite verifies the IR after every transform unless asked not to (SRCGRAD_ENABLE_CHECKS=0).
+os.environ.setdefault("SRCGRAD_ENABLE_CHECKS", "1")
 
 settings.register_profile("default", max_examples=15, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
