@@ -1,0 +1,163 @@
+"""Pictures of programs: Graphviz DOT text (`sg.to_dot`) and rendered files (`sg.render`).
+
+Each block is one cluster (`cluster_b<idx>`); a grad block (one that differentiates
+another) is labelled and coloured as such, and in a block that holds both forward and grad
+ops (the global block after `append_backward`, a tape after `create_graph`) the two are
+drawn as the "forward" and "backward" sub-clusters, as the DyNet-on-Fluid design draws its
+forward and backward tapes. An op is a record node listing its inputs and outputs; values
+are ellipses joined to the ports of the ops that make and read them, and a dashed edge
+joins `x` to `x@GRAD`.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+from .errors import SrcgradError, user_location
+from .ir import Block, Op, Program, Variable
+
+_FORMATS = ("svg", "png", "pdf")
+_FORWARD, _GRAD, _BLOCK = "#e8e8e8", "#fde2c8", "#f6f6f6"
+
+
+def _esc(text: str) -> str:
+    """`text` safe inside a record label or a quoted DOT string."""
+    out = []
+    for ch in str(text):
+        if ch in '\\{}|<>"':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+class _Ids:
+    def __init__(self) -> None:
+        self.ids: dict[object, str] = {}
+
+    def get(self, obj: object, prefix: str) -> str:
+        got = self.ids.get(obj)
+        if got is None:
+            got = self.ids[obj] = f"{prefix}{len(self.ids)}"
+        return got
+
+
+def _op_label(op: Op) -> str:
+    ins = " | ".join(f"<i{k}> {_esc(v.name)}: {_esc(v.type_str())}" for k, v in enumerate(op.inputs))
+    outs = " | ".join(f"<o{k}> {_esc(v.name)}: {_esc(v.type_str())}" for k, v in enumerate(op.outputs))
+    parts = [f"type: {_esc(op.type)}"]
+    if op.inputs:
+        parts.append(f"{{input | {{{ins}}}}}")
+    if op.outputs:
+        parts.append(f"{{output | {{{outs}}}}}")
+    return "{" + " | ".join(parts) + "}"
+
+
+def _block_title(block: Block) -> str:
+    if block.forward_block_idx >= 0:
+        return f"grad block {block.idx} (differentiates block {block.forward_block_idx})"
+    if block.idx == 0:
+        return "block 0 (global)"
+    owner = f", body of {block.owner.type}" if block.owner is not None else ""
+    return f"block {block.idx} (in block {block.parent_idx}{owner})"
+
+
+def to_dot(program: Program, name: str = "program") -> str:
+    """Graphviz DOT text of `program` (see the module doc for what is drawn)."""
+    if not isinstance(program, Program):
+        raise SrcgradError(f"sg.to_dot takes an sg.Program, got a {type(program).__name__}",
+                           loc=user_location())
+    ids = _Ids()
+    lines = [f'digraph "{_esc(name)}" {{', "  compound=true;", "  rankdir=TB;",
+             '  node [fontname="Helvetica", fontsize=10];', '  edge [fontname="Helvetica", fontsize=9];']
+    inputs = set(program.inputs)
+    edges: list[str] = []
+    for block in program.blocks:
+        grad_block = block.forward_block_idx >= 0
+        lines.append(f"  subgraph cluster_b{block.idx} {{")
+        lines.append(f'    label="{_esc(_block_title(block))}"; style=filled; '
+                     f'fillcolor="{_GRAD if grad_block else _BLOCK}";')
+        fwd = [op for op in block.ops if op.origin is None]
+        bwd = [op for op in block.ops if op.origin is not None]
+        if fwd and bwd and not grad_block:
+            groups = [("forward", fwd, _FORWARD), ("backward", bwd, _GRAD)]
+        else:
+            groups = [("", block.ops, _GRAD if grad_block else _FORWARD)]
+        for title, ops, color in groups:
+            pad = "    "
+            if title:
+                lines.append(f"    subgraph cluster_b{block.idx}_{title} {{")
+                lines.append(f'      label="{title}"; style=filled; fillcolor="{color}";')
+                pad = "      "
+            for op in ops:
+                oid = ids.get(op, "op")
+                lines.append(f'{pad}{oid} [shape=record, style=filled, fillcolor=white, '
+                             f'label="{_op_label(op)}"];')
+            if title:
+                lines.append("    }")
+        values = _block_values(block, inputs)
+        for v in values:
+            vid = ids.get(v, "v")
+            shape = "box" if v in inputs else "ellipse"
+            lines.append(f'    {vid} [shape={shape}, label="{_esc(v.name)}\\n{_esc(v.type_str())}"];')
+        lines.append("  }")
+        for op in block.ops:
+            oid = ids.get(op, "op")
+            for k, v in enumerate(op.inputs):
+                edges.append(f"  {ids.get(v, 'v')} -> {oid}:i{k};")
+            for k, v in enumerate(op.outputs):
+                edges.append(f"  {oid}:o{k} -> {ids.get(v, 'v')};")
+            for sub in op.sub_blocks():
+                if sub.ops:
+                    edges.append(f"  {oid} -> {ids.get(sub.ops[0], 'op')} "
+                                 f'[lhead=cluster_b{sub.idx}, style=dotted, label="{_esc(op.type)} body"];')
+    by_name = {v.name: v for v in ids.ids if isinstance(v, Variable)}
+    for v in list(by_name.values()):
+        if v.name.endswith("@GRAD") and v.name[:-5] in by_name:
+            edges.append(f"  {ids.get(by_name[v.name[:-5]], 'v')} -> {ids.get(v, 'v')} "
+                         '[style=dashed, label="grad", constraint=false];')
+    lines += edges
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _block_values(block: Block, inputs: set[Variable]) -> list[Variable]:
+    """The values that belong to `block` and appear in it, in order of first appearance."""
+    seen: dict[Variable, None] = {}
+    if block.idx == 0:
+        seen.update(dict.fromkeys(v for v in block.program.inputs))
+    seen.update(dict.fromkeys(block.params))
+    for op in block.ops:
+        for v in list(op.inputs) + list(op.outputs):
+            if v.block is block:
+                seen.setdefault(v, None)
+    return list(seen)
+
+
+def render(program: Program, path: str | os.PathLike, format: str | None = None) -> str:
+    """Write a picture of `program` to `path` (SVG, PNG or PDF, from `format` or the file's
+    suffix) with Graphviz's `dot` program; returns the path."""
+    path = os.fspath(path)
+    fmt = (format or os.path.splitext(path)[1].lstrip(".") or "svg").lower()
+    if fmt not in _FORMATS:
+        raise SrcgradError(f"sg.render: format {fmt!r} is not one of {_FORMATS}", loc=user_location())
+    text = to_dot(program)
+    dot = shutil.which("dot")
+    if dot is None:
+        raise SrcgradError("sg.render needs Graphviz's `dot` program, which is not installed (not "
+                           "on PATH). Install Graphviz (Debian/Ubuntu: apt-get install graphviz; "
+                           "macOS: brew install graphviz; conda: conda install graphviz), or write "
+                           "sg.to_dot(program) to a .dot file and render it with "
+                           "`dot -Tsvg program.dot -o program.svg`", loc=user_location())
+    done = subprocess.run([dot, f"-T{fmt}", "-o", path], input=text.encode(), capture_output=True,
+                          check=False)
+    if done.returncode != 0:
+        raise SrcgradError(f"sg.render: dot failed ({done.returncode}): "
+                           f"{done.stderr.decode(errors='replace').strip()}", loc=user_location())
+    return path
+
+
+__all__ = ["to_dot", "render"]
