@@ -56,6 +56,11 @@ def _op_label(op: Op) -> str:
     return "{" + " | ".join(parts) + "}"
 
 
+def _is_grad(op: Op) -> bool:
+    """A grad op: made while differentiating an op, or writing a gradient (the seeds)."""
+    return op.origin is not None or any("@GRAD" in v.name for v in op.outputs)
+
+
 def _block_title(block: Block) -> str:
     if block.forward_block_idx >= 0:
         return f"grad block {block.idx} (differentiates block {block.forward_block_idx})"
@@ -80,8 +85,8 @@ def to_dot(program: Program, name: str = "program") -> str:
         lines.append(f"  subgraph cluster_b{block.idx} {{")
         lines.append(f'    label="{_esc(_block_title(block))}"; style=filled; '
                      f'fillcolor="{_GRAD if grad_block else _BLOCK}";')
-        fwd = [op for op in block.ops if op.origin is None]
-        bwd = [op for op in block.ops if op.origin is not None]
+        bwd = [op for op in block.ops if _is_grad(op)]
+        fwd = [op for op in block.ops if not _is_grad(op)]
         if fwd and bwd and not grad_block:
             groups = [("forward", fwd, _FORWARD), ("backward", bwd, _GRAD)]
         else:
