@@ -61,6 +61,7 @@ class Tape:
         self.leaves: dict[int, tuple[Tensor, Variable]] = {}
         #: Per earlier tape: its Variables copied onto this one (see `_import`).
         self.imported: dict[Tape, dict[Variable, Variable]] = {}
+        self.structure = _Structure()
         self.freed = False
 
     def var_of(self, t: Tensor) -> Variable:
@@ -296,10 +297,9 @@ def _listed(heads: Any, head_grads: Any) -> tuple[list, list]:
 
 def _backward(heads: list, head_grads: list, variables: list | None, retain_graph: bool,
               create_graph: bool) -> list[Tensor] | None:
-    loc = user_location()
-    tape = _heads_tape(heads, loc)
-    seeds = [_seed(h, g, create_graph, tape, loc) for h, g in zip(heads, head_grads)]
-    targets = _targets(tape, variables, loc)
+    tape = _heads_tape(heads)
+    seeds = [_seed(h, g, create_graph) for h, g in zip(heads, head_grads)]
+    targets = _targets(tape, variables)
     xs = [v for _, v in targets]
     if create_graph:
         grads = _run_recorded(tape, heads, seeds, xs)
@@ -323,48 +323,48 @@ def _backward(heads: list, head_grads: list, variables: list | None, retain_grap
     return None
 
 
-def _heads_tape(heads: list, loc: Any) -> Tape:
+def _heads_tape(heads: list) -> Tape:
     tape: Tape | None = None
     if not heads:
-        raise GradientError("backward: no heads given", loc=loc)
+        raise GradientError("backward: no heads given", loc=user_location())
     for i, h in enumerate(heads):
         if not isinstance(h, Tensor):
             raise GradientError(f"backward: head {i} is a {type(h).__name__}, not an sg.Tensor",
-                                loc=loc)
+                                loc=user_location())
         if h._tape is None or h._tape.freed:
             what = "the head" if len(heads) == 1 else f"head {i}"
             raise GradientError(NOT_IN_GRAPH.format(what=f"{what} ({h.dtype.name}{list(h.shape)})"),
-                                loc=loc)
+                                loc=user_location())
         if tape is None:
             tape = h._tape
         elif h._tape is not tape:
             raise GradientError(f"backward: head {i} was recorded in another record() scope than "
-                                "head 0; differentiate heads of one recording together", loc=loc)
+                                "head 0; differentiate heads of one recording together", loc=user_location())
     return tape  # type: ignore[return-value]
 
 
-def _seed(h: Tensor, g: Any, create_graph: bool, tape: Tape, loc: Any) -> Any:
+def _seed(h: Tensor, g: Any, create_graph: bool) -> Any:
     """None (ones, for a scalar head), an array, or (create_graph) a Tensor to record."""
     name = h._var.name  # type: ignore[union-attr]
     if g is None:
         if h.size != 1:
             raise GradientError(f"backward: the head {name} is not a scalar ({h.dtype.name}"
                                 f"{list(h.shape)}): pass head_grad, an array of shape {h.shape}",
-                                loc=loc)
+                                loc=user_location())
         if not dtypes.is_inexact(h.dtype):
             raise GradientError(f"backward: the head {name} is {h.dtype.name}, not floating "
-                                "point", loc=loc)
+                                "point", loc=user_location())
         return None
     value = g._value if isinstance(g, Tensor) else jnp.asarray(g)
     if tuple(value.shape) != h.shape:
         raise GradientError(f"backward: the head gradient has shape {tuple(value.shape)}, but "
-                            f"the head {name} has shape {h.shape}", loc=loc)
+                            f"the head {name} has shape {h.shape}", loc=user_location())
     if create_graph and isinstance(g, Tensor):
         return g if g.dtype == h.dtype else g.astype(h.dtype)
     return value.astype(h.dtype)
 
 
-def _targets(tape: Tape, variables: list | None, loc: Any) -> list[tuple[Tensor, Variable | None]]:
+def _targets(tape: Tape, variables: list | None) -> list[tuple[Tensor, Variable | None]]:
     """The attached Tensors to differentiate and their input Variables (None: not read)."""
     if variables is None:
         out = [(t, v) for t, v in tape.leaves.values()
@@ -372,14 +372,14 @@ def _targets(tape: Tape, variables: list | None, loc: Any) -> list[tuple[Tensor,
         if not out:
             raise GradientError("backward: there are no inputs in the computational graph that "
                                 "require gradients: call attach_grad() on an input before "
-                                "recording the ops that read it", loc=loc)
+                                "recording the ops that read it", loc=user_location())
         return out
     out = []
     for i, t in enumerate(variables):
         if not isinstance(t, Tensor) or t.grad_req is None:
             raise GradientError(f"Cannot differentiate with respect to the {i + 1}-th variable "
                                 "because it does not require gradient: call attach_grad() on it "
-                                "before recording the ops that read it", loc=loc)
+                                "before recording the ops that read it", loc=user_location())
         hit = tape.leaves.get(id(t))
         out.append((t, hit[1] if hit is not None and hit[1].kind == "param" else None))
     return out
@@ -519,49 +519,65 @@ def _emit(prog: Program, ops: list[Op], feeds: list[Variable], fetch: list[Varia
 # ---------------------------------------------------------------- the structure key
 
 def _structure(tape: Tape) -> tuple[tuple, list[Variable], dict[Variable, int]]:
-    """The tape's structure as a hashable key (op types, wiring, shapes, dtypes, attrs; no
-    values), its Variables in order of first appearance, and their positions."""
-    order: list[Variable] = []
-    num: dict[Variable, int] = {}
-    known = tape.values
-    parts: list[Any] = []
+    """The tape's structure as a hashable key (op types, wiring, shapes, dtypes, attrs, and
+    which values were recorded; never the values), its Variables in order of first
+    appearance, and their positions. Ops are keyed once each, when first asked for."""
+    st = tape.structure
+    ops = tape.program.global_block().ops
+    if st.n_ops > len(ops):  # ops were taken off (never done to a recorded tape)
+        st = tape.structure = _Structure()
+    for op in ops[st.n_ops:]:
+        st.parts.append(st.op_key(op))
+    st.n_ops = len(ops)
+    for v in tape.program.inputs:  # inputs no op reads
+        st.number(v)
+    values = tape.values
+    known = tuple([v in values for v in st.order])
+    return (tuple(st.parts), known), st.order, st.num
 
-    def number(v: Variable) -> int:
-        i = num.get(v)
+
+class _Structure:
+    """The structure key of a tape's ops so far, and the numbering of their Variables."""
+
+    def __init__(self) -> None:
+        self.order: list[Variable] = []
+        self.num: dict[Variable, int] = {}
+        self.parts: list[Any] = []
+        self.n_ops = 0
+
+    def number(self, v: Variable) -> int:
+        i = self.num.get(v)
         if i is None:
-            i = num[v] = len(order)
-            order.append(v)
-            parts.append((v.shape, v.dtype, v.stop_gradient, v.kind, v in known))
+            i = self.num[v] = len(self.order)
+            self.order.append(v)
+            self.parts.append((v.shape, v.dtype, v.stop_gradient, v.kind))
         return i
 
-    def block_key(block: Block) -> tuple:
-        head = tuple(number(v) for v in block.params)
-        body = []
-        for op in block.ops:
-            ins = tuple(number(v) for v in op.inputs)
-            attrs = tuple((k, attr_key(a)) for k, a in op.attrs.items()) if op.attrs else ()
-            body.append((op.type, ins, attrs, tuple(number(o) for o in op.outputs)))
-        return head, tuple(body), tuple(number(v) for v in block.results)
+    def op_key(self, op: Op) -> tuple:
+        number = self.number
+        ins = tuple([number(v) for v in op.inputs])
+        attrs = tuple([(k, self.attr_key(a)) for k, a in op.attrs.items()]) if op.attrs else ()
+        return op.type, ins, attrs, tuple([number(o) for o in op.outputs])
 
-    def attr_key(a: Any) -> Any:
+    def block_key(self, block: Block) -> tuple:
+        head = tuple(self.number(v) for v in block.params)
+        body = tuple(self.op_key(op) for op in block.ops)
+        return head, body, tuple(self.number(v) for v in block.results)
+
+    def attr_key(self, a: Any) -> Any:
         if isinstance(a, Block):
-            return ("block", block_key(a))
+            return ("block", self.block_key(a))
         if isinstance(a, (float, np.floating)):
             return (type(a), repr(a))
         if isinstance(a, np.ndarray):
             return ("array", a.shape, a.dtype, a.tobytes())
         if isinstance(a, (list, tuple)):
-            return (type(a), tuple(attr_key(x) for x in a))
+            return (type(a), tuple(self.attr_key(x) for x in a))
         try:
             hash(a)
         except TypeError:
             return (type(a), repr(a))
         return (type(a), a)
-
-    for v in tape.program.inputs:
-        number(v)
-    body = block_key(tape.program.global_block())
-    return (tuple(parts), body), order, num
 
 
 # ---------------------------------------------------------------- Tensor methods
