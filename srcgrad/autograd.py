@@ -279,7 +279,8 @@ def grad(heads: Tensor | Sequence[Tensor], variables: Tensor | Sequence[Tensor],
     instead of written to `.grad`."""
     heads, head_grads = _listed(heads, head_grads)
     variables = [variables] if isinstance(variables, Tensor) else list(variables)
-    return _backward(heads, head_grads, variables, retain_graph, create_graph)  # type: ignore[return-value]
+    grads = _backward(heads, head_grads, variables, retain_graph, create_graph)
+    return grads or []
 
 
 def _listed(heads: Any, head_grads: Any) -> tuple[list, list]:
@@ -339,7 +340,8 @@ def _heads_tape(heads: list) -> Tape:
             tape = h._tape
         elif h._tape is not tape:
             raise GradientError(f"backward: head {i} was recorded in another record() scope than "
-                                "head 0; differentiate heads of one recording together", loc=user_location())
+                                "head 0; differentiate heads of one recording together",
+                                loc=user_location())
     return tape  # type: ignore[return-value]
 
 

@@ -27,7 +27,8 @@ class SGD:
     def __call__(self, params: Sequence[Tensor]) -> None:
         ps = [p for p in params if _has_grad(p)]
         if ps:
-            new = _sgd([p._value for p in ps], [p.grad._value for p in ps], self.lr)  # type: ignore[union-attr]
+            grads = [p.grad._value for p in ps]  # type: ignore[union-attr]
+            new = _sgd([p._value for p in ps], grads, self.lr)
             for p, v in zip(ps, new):
                 p._value = v
 

@@ -4,9 +4,10 @@ Each block is one cluster (`cluster_b<idx>`); a grad block (one that differentia
 another) is labelled and coloured as such, and in a block that holds both forward and grad
 ops (the global block after `append_backward`, a tape after `create_graph`) the two are
 drawn as the "forward" and "backward" sub-clusters, as the DyNet-on-Fluid design draws its
-forward and backward tapes. An op is a record node listing its inputs and outputs; values
-are ellipses joined to the ports of the ops that make and read them, and a dashed edge
-joins `x` to `x@GRAD`.
+forward and backward tapes. An op is a record node listing its inputs and outputs (name and
+type); an edge runs from the output port that makes a value to each input port that reads
+it; inputs and block parameters are boxes, with a dashed edge from an input `x` to the op
+that makes `x@GRAD`.
 """
 from __future__ import annotations
 
@@ -76,15 +77,22 @@ def to_dot(program: Program, name: str = "program") -> str:
         raise SrcgradError(f"sg.to_dot takes an sg.Program, got a {type(program).__name__}",
                            loc=user_location())
     ids = _Ids()
+    made: dict[Variable, str] = {}  # value -> "opN:oK", the port of the op that makes it
+    for block in program.blocks:
+        for op in block.ops:
+            for k, v in enumerate(op.outputs):
+                made[v] = f"{ids.get(op, 'op')}:o{k}"
     lines = [f'digraph "{_esc(name)}" {{', "  compound=true;", "  rankdir=TB;",
              '  node [fontname="Helvetica", fontsize=10];', '  edge [fontname="Helvetica", fontsize=9];']
-    inputs = set(program.inputs)
     edges: list[str] = []
     for block in program.blocks:
         grad_block = block.forward_block_idx >= 0
         lines.append(f"  subgraph cluster_b{block.idx} {{")
         lines.append(f'    label="{_esc(_block_title(block))}"; style=filled; '
                      f'fillcolor="{_GRAD if grad_block else _BLOCK}";')
+        for v in _values_in(block, made):
+            label = f"{_esc(v.name)}\\n{_esc(v.type_str())}"
+            lines.append(f'    {ids.get(v, "v")} [shape=box, label="{label}"];')
         bwd = [op for op in block.ops if _is_grad(op)]
         fwd = [op for op in block.ops if not _is_grad(op)]
         if fwd and bwd and not grad_block:
@@ -98,46 +106,40 @@ def to_dot(program: Program, name: str = "program") -> str:
                 lines.append(f'      label="{title}"; style=filled; fillcolor="{color}";')
                 pad = "      "
             for op in ops:
-                oid = ids.get(op, "op")
-                lines.append(f'{pad}{oid} [shape=record, style=filled, fillcolor=white, '
-                             f'label="{_op_label(op)}"];')
+                lines.append(f'{pad}{ids.get(op, "op")} [shape=record, style=filled, '
+                             f'fillcolor=white, label="{_op_label(op)}"];')
             if title:
                 lines.append("    }")
-        values = _block_values(block, inputs)
-        for v in values:
-            vid = ids.get(v, "v")
-            shape = "box" if v in inputs else "ellipse"
-            lines.append(f'    {vid} [shape={shape}, label="{_esc(v.name)}\\n{_esc(v.type_str())}"];')
         lines.append("  }")
         for op in block.ops:
             oid = ids.get(op, "op")
             for k, v in enumerate(op.inputs):
-                edges.append(f"  {ids.get(v, 'v')} -> {oid}:i{k};")
-            for k, v in enumerate(op.outputs):
-                edges.append(f"  {oid}:o{k} -> {ids.get(v, 'v')};")
+                edges.append(f"  {made.get(v) or ids.get(v, 'v')} -> {oid}:i{k};")
             for sub in op.sub_blocks():
                 if sub.ops:
-                    edges.append(f"  {oid} -> {ids.get(sub.ops[0], 'op')} "
-                                 f'[lhead=cluster_b{sub.idx}, style=dotted, label="{_esc(op.type)} body"];')
-    by_name = {v.name: v for v in ids.ids if isinstance(v, Variable)}
-    for v in list(by_name.values()):
-        if v.name.endswith("@GRAD") and v.name[:-5] in by_name:
-            edges.append(f"  {ids.get(by_name[v.name[:-5]], 'v')} -> {ids.get(v, 'v')} "
+                    edges.append(f"  {oid} -> {ids.get(sub.ops[0], 'op')} [lhead=cluster_b{sub.idx}, "
+                                 f'style=dotted, label="{_esc(op.type)} body"];')
+    by_name = {v.name: v for v in list(made) + [o for o in ids.ids if isinstance(o, Variable)]}
+    for gname, g in by_name.items():
+        v = by_name.get(gname[:-5]) if gname.endswith("@GRAD") else None
+        if v is not None and g in made and v not in made:  # an input and its gradient
+            edges.append(f"  {ids.get(v, 'v')} -> {made[g]} "
                          '[style=dashed, label="grad", constraint=false];')
     lines += edges
     lines.append("}")
     return "\n".join(lines) + "\n"
 
 
-def _block_values(block: Block, inputs: set[Variable]) -> list[Variable]:
-    """The values that belong to `block` and appear in it, in order of first appearance."""
+def _values_in(block: Block, made: dict[Variable, str]) -> list[Variable]:
+    """The values of `block` that no op makes (inputs, block parameters, captures), in order
+    of first appearance: drawn as boxes; every other value is an op's output port."""
     seen: dict[Variable, None] = {}
     if block.idx == 0:
-        seen.update(dict.fromkeys(v for v in block.program.inputs))
+        seen.update(dict.fromkeys(block.program.inputs))
     seen.update(dict.fromkeys(block.params))
     for op in block.ops:
-        for v in list(op.inputs) + list(op.outputs):
-            if v.block is block:
+        for v in op.inputs:
+            if v.block is block and v not in made:
                 seen.setdefault(v, None)
     return list(seen)
 
