@@ -71,6 +71,36 @@ def test_gradients_equal_jax_grad_with_python_control_flow() -> None:
     assert x.grad is None  # not attached: no gradient
 
 
+#: (name, f(np_, a, b)) for np_ = sg and jnp: ops with lists, keywords, broadcasting,
+#: indexing, reductions over axes and composite ops, on Tensors a (3, 4) and b (4,).
+CASES = [
+    ("broadcast", lambda np_, a, b: np_.sum(a * b + b ** 2)),
+    ("concatenate", lambda np_, a, b: np_.sum(np_.concatenate([a, a * 2.0], axis=0) ** 2)),
+    ("stack_where", lambda np_, a, b: np_.sum(np_.where(a > 0, np_.stack([b, b, b]), a * a))),
+    ("index", lambda np_, a, b: np_.sum(a[1:, ::2] * b[None, :2]) + a[0, 3]),
+    ("reduce_axes", lambda np_, a, b: np_.sum(np_.max(a, axis=1) * np_.mean(a, axis=1))),
+    ("softmax", lambda np_, a, b: np_.sum(np_.exp(a - np_.max(a, axis=-1, keepdims=True)) @ b)),
+    ("reshape_T", lambda np_, a, b: np_.sum(np_.reshape(a, (2, 6)).T @ np_.ones((2, 2)))),
+    ("sqrt_abs", lambda np_, a, b: np_.sum(np_.sqrt(a * a + 1.0) / (1.0 + np_.abs(b)))),
+]
+
+
+@pytest.mark.parametrize("name,f", CASES, ids=[c[0] for c in CASES])
+def test_ops_on_tensors_match_jax_grad(name: str, f) -> None:
+    av, bv = RNG.standard_normal((3, 4)), RNG.standard_normal(4)
+    a, b = sg.tensor(av), sg.tensor(bv)
+    a.attach_grad()
+    b.attach_grad()
+    with sg.autograd.record():
+        out = f(sg, a, b)
+    out.backward()
+    ga, gb = jax.grad(lambda x, y: f(jnp, x, y), argnums=(0, 1))(jnp.asarray(av), jnp.asarray(bv))
+    expected = float(f(jnp, jnp.asarray(av), jnp.asarray(bv)))
+    np.testing.assert_allclose(out.item(), expected, rtol=1e-12)
+    np.testing.assert_allclose(a.grad.numpy(), ga, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(b.grad.numpy(), gb, rtol=1e-10, atol=1e-12)
+
+
 def test_gradients_match_finite_differences() -> None:
     xv, wv = RNG.standard_normal((3, 4)), RNG.standard_normal((4, 2))
 
