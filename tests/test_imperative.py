@@ -429,6 +429,19 @@ def test_error_no_input_requires_gradient() -> None:
     _assert_at(e.value, line)
 
 
+def test_error_heads_from_two_recordings() -> None:
+    x = sg.tensor(np.ones(3))
+    x.attach_grad()
+    with sg.autograd.record():
+        a = sg.sum(x)
+    with sg.autograd.record():
+        b = sg.sum(x * x)
+    line = _line() + 2
+    with pytest.raises(GradientError, match="another record\\(\\) scope") as e:
+        sg.autograd.backward([a, b])
+    _assert_at(e.value, line)
+
+
 def test_error_tape_needs_a_recording() -> None:
     sg.autograd._state.tape = None
     with pytest.raises(SrcgradError, match="nothing was recorded"):
