@@ -12,15 +12,15 @@ ops as the user wrote them, with their values beside them. Backward differentiat
 with `gradients` (Fluid's algorithm, transforms/backward.py) and emits only the ops that the
 gradients need beyond the recorded values: the grad ops, plus any forward value the tape did
 not record (inside a composite op). The compiled backward is cached on the tape's structure
-(op types, input wiring, shapes, dtypes, attrs; never values), so a training loop over a
-fixed model compiles it once and then feeds it each iteration's recorded values.
+(op types, input wiring, shapes, dtypes, attrs; never values: srcgrad/tape_compile.py), so a
+training loop over a fixed model compiles it once and then feeds it each iteration's
+recorded values.
 """
 from __future__ import annotations
 
 import contextlib
 import re
 import threading
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 import jax
@@ -32,13 +32,11 @@ from .builder import as_var
 from .cache import CACHE
 from .eager import call_leaves
 from .errors import GradientError, SrcgradError, user_location
-from .ir import Block, Op, Program, Variable, program_guard
+from .ir import Op, Program, Variable, program_guard
 from .tensors import Tensor
+from .tape_compile import Compiled, Structure, compile_count, emit, plan, structure
 from .transforms.backward import gradients
-from .transforms.lower_jax import Emitter, Source, load
-from .transforms.naming import identifier
-from .transforms.passes import free_vars, live_ops, walk_blocks
-from .verify import check
+from .transforms.passes import live_ops
 
 _SUFFIX = re.compile(r"_[0-9]+$")
 
@@ -61,7 +59,7 @@ class Tape:
         self.leaves: dict[int, tuple[Tensor, Variable]] = {}
         #: Per earlier tape: its Variables copied onto this one (see `_import`).
         self.imported: dict[Tape, dict[Variable, Variable]] = {}
-        self.structure = _Structure()
+        self.structure = Structure()
         self.freed = False
 
     def var_of(self, t: Tensor) -> Variable:
@@ -157,8 +155,6 @@ class _State(threading.local):
 
 
 _state = _State()
-_compiles = 0
-_compiles_lock = threading.Lock()
 
 
 def _active_tape() -> Tape | None:
@@ -250,11 +246,6 @@ def tape() -> Program:
         raise SrcgradError("sg.autograd.tape(): nothing was recorded yet in this thread; record "
                            "ops inside `with sg.autograd.record():`", loc=user_location())
     return t.program
-
-
-def compile_count() -> int:
-    """How many backward programs imperative mode has compiled (in this process)."""
-    return _compiles
 
 
 # ---------------------------------------------------------------- backward
@@ -387,24 +378,13 @@ def _targets(tape: Tape, variables: list | None) -> list[tuple[Tensor, Variable 
     return out
 
 
-@dataclass
-class _Compiled:
-    """A compiled backward: the tape values it is fed (by position in the structure's
-    numbering) and which of the asked-for gradients it returns."""
-
-    fn: Callable[..., Any]
-    feeds: list[int]
-    returned: list[bool]
-    source: str
-
-
 def _owner() -> None:
     """Names imperative mode's entries in the compile cache (srcgrad/cache.py)."""
 
 
 def _run(tape: Tape, heads: list[Tensor], seeds: list, xs: list[Variable | None]) -> list[Any]:
     """The gradients' values, from the cached backward of the tape's structure."""
-    key, order, num = _structure(tape)
+    key, order, num = structure(tape.structure, tape.program, tape.values)
     full = ("backward", key, tuple(num[h._var] for h in heads),
             tuple(None if s is None else (s.shape, s.dtype) for s in seeds),
             tuple(-1 if x is None else num[x] for x in xs))
@@ -422,7 +402,7 @@ def _run(tape: Tape, heads: list[Tensor], seeds: list, xs: list[Variable | None]
 
 
 def _build(tape: Tape, heads: list[Tensor], seeds: list, xs: list[Variable | None],
-           num: dict[Variable, int]) -> _Compiled:
+           num: dict[Variable, int]) -> Compiled:
     """Differentiate the tape (the grad ops are taken off again afterwards) and compile."""
     prog = tape.program
     block = prog.global_block()
@@ -436,11 +416,11 @@ def _build(tape: Tape, heads: list[Tensor], seeds: list, xs: list[Variable | Non
         got = dict(zip(wrt, gs))
         fetch = [g for g in gs if g is not None]
         known = set(tape.values).union(v for v in hg if v is not None)
-        ops, feeds = _plan(block.ops, fetch, known)
+        ops, feeds = plan(block.ops, fetch, known)
         fwd = sorted((v for v in feeds if v in num), key=num.__getitem__)
-        compiled = _emit(prog, ops, fwd + [v for v in hg if v is not None], fetch)
+        compiled = emit(prog, ops, fwd + [v for v in hg if v is not None], fetch)
         returned = [x is not None and got.get(x) is not None for x in xs]
-        return _Compiled(compiled[0], [num[v] for v in fwd], returned, compiled[1])
+        return Compiled(compiled[0], [num[v] for v in fwd], returned, compiled[1])
     finally:
         del block.ops[n_ops:]
         del prog.inputs[n_inputs:]
@@ -465,121 +445,23 @@ def _run_recorded(tape: Tape, heads: list[Tensor], seeds: list,
         wrt = [x for x in xs if x is not None]
         got = dict(zip(wrt, gradients([h._var for h in heads], wrt, hg) if wrt else []))
     fetch = [got[x] for x in wrt if got[x] is not None]
-    key, order, num = _structure(tape)
+    key, order, num = structure(tape.structure, tape.program, tape.values)
     slot = CACHE.slot(_owner, ("create_graph", key, tuple(num[g] for g in fetch)))
     entry = slot.entry
     if entry is None:
         with slot.lock:
             entry = slot.entry
             if entry is None:
-                ops, feeds = _plan(block.ops, fetch, set(tape.values))
+                ops, feeds = plan(block.ops, fetch, set(tape.values))
                 feeds.sort(key=num.__getitem__)
-                fn, source = _emit(prog, ops, feeds, fetch)
-                entry = slot.entry = _Compiled(fn, [num[v] for v in feeds], [], source)
+                fn, source = emit(prog, ops, feeds, fetch)
+                entry = slot.entry = Compiled(fn, [num[v] for v in feeds], [], source)
     values = dict(zip(fetch, entry.fn(*[tape.values[order[i]] for i in entry.feeds])))
     out: list[Tensor | None] = []
     for x in xs:
         g = got.get(x) if x is not None else None
         out.append(None if g is None else tape.bind(values[g], g))
     return out
-
-
-def _plan(ops: Sequence[Op], fetch: Sequence[Variable], known: set[Variable]
-          ) -> tuple[list[Op], list[Variable]]:
-    """The ops that compute `fetch` from the values in `known`, and the known values read."""
-    want = set(fetch)
-    keep = []
-    for op in reversed(ops):
-        if any(o in want and o not in known for o in op.outputs):
-            keep.append(op)
-            want.update(op.inputs)
-            for sub in op.sub_blocks():
-                for b in walk_blocks(sub):
-                    want.update(free_vars(b))
-    keep.reverse()
-    return keep, [v for v in want if v in known]
-
-
-def _emit(prog: Program, ops: list[Op], feeds: list[Variable], fetch: list[Variable]
-          ) -> tuple[Callable[..., Any], str]:
-    """Emit `def tape_backward(*feeds): ... return fetch` and jit it."""
-    global _compiles
-    check(prog, "the tape's backward pass")
-    em = Emitter()
-    fname = identifier("tape_backward", em.taken)
-    params = ", ".join(em.name(v) for v in feeds)
-    start = len(em.lines)
-    em.emit_ops(ops, fetch)
-    em.line(f"return {em.tuple(fetch)}")
-    parts = [[f"def {fname}({params}):"] + em.lines[start:]] + em.functions
-    lowered = load(Source("\n\n".join("\n".join(p) for p in parts) + "\n", fname, em.consts))
-    with _compiles_lock:
-        _compiles += 1
-    return jax.jit(lowered.fn), lowered.source
-
-
-# ---------------------------------------------------------------- the structure key
-
-def _structure(tape: Tape) -> tuple[tuple, list[Variable], dict[Variable, int]]:
-    """The tape's structure as a hashable key (op types, wiring, shapes, dtypes, attrs, and
-    which values were recorded; never the values), its Variables in order of first
-    appearance, and their positions. Ops are keyed once each, when first asked for."""
-    st = tape.structure
-    ops = tape.program.global_block().ops
-    if st.n_ops > len(ops):  # ops were taken off (never done to a recorded tape)
-        st = tape.structure = _Structure()
-    for op in ops[st.n_ops:]:
-        st.parts.append(st.op_key(op))
-    st.n_ops = len(ops)
-    for v in tape.program.inputs:  # inputs no op reads
-        st.number(v)
-    values = tape.values
-    known = tuple([v in values for v in st.order])
-    return (tuple(st.parts), known), st.order, st.num
-
-
-class _Structure:
-    """The structure key of a tape's ops so far, and the numbering of their Variables."""
-
-    def __init__(self) -> None:
-        self.order: list[Variable] = []
-        self.num: dict[Variable, int] = {}
-        self.parts: list[Any] = []
-        self.n_ops = 0
-
-    def number(self, v: Variable) -> int:
-        i = self.num.get(v)
-        if i is None:
-            i = self.num[v] = len(self.order)
-            self.order.append(v)
-            self.parts.append((v.shape, v.dtype, v.stop_gradient, v.kind))
-        return i
-
-    def op_key(self, op: Op) -> tuple:
-        number = self.number
-        ins = tuple([number(v) for v in op.inputs])
-        attrs = tuple([(k, self.attr_key(a)) for k, a in op.attrs.items()]) if op.attrs else ()
-        return op.type, ins, attrs, tuple([number(o) for o in op.outputs])
-
-    def block_key(self, block: Block) -> tuple:
-        head = tuple(self.number(v) for v in block.params)
-        body = tuple(self.op_key(op) for op in block.ops)
-        return head, body, tuple(self.number(v) for v in block.results)
-
-    def attr_key(self, a: Any) -> Any:
-        if isinstance(a, Block):
-            return ("block", self.block_key(a))
-        if isinstance(a, (float, np.floating)):
-            return (type(a), repr(a))
-        if isinstance(a, np.ndarray):
-            return ("array", a.shape, a.dtype, a.tobytes())
-        if isinstance(a, (list, tuple)):
-            return (type(a), tuple(self.attr_key(x) for x in a))
-        try:
-            hash(a)
-        except TypeError:
-            return (type(a), repr(a))
-        return (type(a), a)
 
 
 # ---------------------------------------------------------------- Tensor methods
