@@ -446,3 +446,13 @@ def test_error_tape_needs_a_recording() -> None:
     sg.autograd._state.tape = None
     with pytest.raises(SrcgradError, match="nothing was recorded"):
         sg.autograd.tape()
+
+
+def test_a_tensor_closed_over_by_a_traced_function_is_fed_its_current_value() -> None:
+    w = sg.tensor(np.ones(3))
+    g = sg.grad(lambda x: sg.sum(sg.sin(x) * w))
+    x = np.linspace(0.0, 1.0, 3)
+    np.testing.assert_allclose(g(x), np.cos(x), rtol=1e-12)
+    w.assign(np.full(3, 2.0))  # updated in place: the compiled gradient reads it again
+    np.testing.assert_allclose(g(x), 2 * np.cos(x), rtol=1e-12)
+    assert g.compilations == 1
