@@ -183,11 +183,12 @@ def apply(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
 # ---------------------------------------------------------------- scopes
 
 @contextlib.contextmanager
-def record() -> Iterator[Tape]:
+def record() -> Iterator[None]:
     """Record the ops on Tensors in the body onto a tape for backward.
 
-    The outermost `record()` starts a fresh tape (DyNet's reset each iteration); Tensors
-    made under an earlier tape are read by the new one as inputs, fed their values.
+    The outermost `record()` starts a fresh tape (DyNet's reset each iteration). A Tensor
+    recorded under an earlier tape that is still alive brings its history along (its ops
+    are copied); one whose tape was freed is an input, fed its value.
     """
     st = _state
     prev = st.recording
@@ -196,7 +197,7 @@ def record() -> Iterator[Tape]:
     st.depth += 1
     st.recording = True
     try:
-        yield st.tape  # type: ignore[misc]
+        yield
     finally:
         st.depth -= 1
         st.recording = prev
