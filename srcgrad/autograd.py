@@ -171,10 +171,12 @@ def _active_tape() -> Tape | None:
 def apply(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
     """An op called on Tensors (eager.call_eagerly hands it here): computed now, recorded
     onto the tape while recording, its results wrapped as Tensors."""
-    out = call_leaves(fn, [l._value if isinstance(l, Tensor) else l for l in leaves], tree)
+    args = [l._value if isinstance(l, Tensor) else l for l in leaves]
+    out = call_leaves(fn, args, tree)
     values, out_tree = jax.tree_util.tree_flatten(out)
     tape = _active_tape()
-    if tape is None:
+    if tape is None or any(isinstance(a, jax.core.Tracer) for a in args):
+        # not recording, or values of a JAX trace (jax.jit of a function of Tensors)
         return jax.tree_util.tree_unflatten(out_tree, [Tensor(v) for v in values])
     outs = tape.trace(fn, leaves, tree)
     return jax.tree_util.tree_unflatten(out_tree, [tape.bind(v, o) for v, o in zip(values, outs)])

@@ -144,5 +144,11 @@ def tensor(array: Any, dtype: Any = None, name: str | None = None) -> Tensor:
     return Tensor(jnp.asarray(array, dtype), name)
 
 
-jax.tree_util.register_pytree_node(Tensor, lambda t: ((t._value,), None),
-                                   lambda _, leaves: Tensor(leaves[0]))
+def _unflatten(_: None, leaves: Any) -> Any:
+    """A Tensor of the leaf; a traced srcgrad value stays itself (sg.grad(f)(tensor) traces
+    `f` on Variables, not on Tensors holding them)."""
+    from .ir import Variable
+    return leaves[0] if isinstance(leaves[0], Variable) else Tensor(leaves[0])
+
+
+jax.tree_util.register_pytree_node(Tensor, lambda t: ((t._value,), None), _unflatten)

@@ -456,3 +456,17 @@ def test_a_tensor_closed_over_by_a_traced_function_is_fed_its_current_value() ->
     w.assign(np.full(3, 2.0))  # updated in place: the compiled gradient reads it again
     np.testing.assert_allclose(g(x), 2 * np.cos(x), rtol=1e-12)
     assert g.compilations == 1
+
+
+def test_transforms_take_tensors_and_are_not_recorded() -> None:
+    t = sg.tensor(np.array([0.1, 0.2]))
+    t.attach_grad()
+    with sg.autograd.record():
+        g = sg.grad(lambda x: sg.sum(sg.sin(x)))(t)  # traced on a Variable, returns an array
+        j = jax.jit(lambda a: a * 2.0)(t)  # a Tensor of a JAX tracer inside: not recorded
+        y = sg.sum(t * t)
+    np.testing.assert_allclose(np.asarray(g), np.cos([0.1, 0.2]), rtol=1e-12)
+    np.testing.assert_allclose(j.numpy(), [0.2, 0.4])
+    assert [op.type for op in sg.autograd.tape().global_block().ops] == ["multiply", "reduce_sum"]
+    y.backward()
+    np.testing.assert_allclose(t.grad.numpy(), [0.2, 0.4])
