@@ -49,8 +49,6 @@ NOT_IN_GRAPH = ("Cannot differentiate {what} because it is not in a computationa
 class Tape:
     """One recording: the Program of the ops recorded and the values they computed."""
 
-    __hash__ = object.__hash__
-
     def __init__(self) -> None:
         self.program = Program()
         #: The concrete value of every tape Variable that has one (inputs, op results).
