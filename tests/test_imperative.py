@@ -470,3 +470,21 @@ def test_transforms_take_tensors_and_are_not_recorded() -> None:
     assert [op.type for op in sg.autograd.tape().global_block().ops] == ["multiply", "reduce_sum"]
     y.backward()
     np.testing.assert_allclose(t.grad.numpy(), [0.2, 0.4])
+
+
+def test_benchmark_runs_at_a_tiny_size() -> None:
+    """benchmarks/imperative.py end to end at a tiny size (no timing is asserted)."""
+    import math
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks import imperative
+    from benchmarks.harness import Settings
+
+    rows = imperative.run_size("tiny", [4, 4, 2], 2, Settings(reps=1, first_reps=1, sample_s=0.0), 3)
+    by_figure = {(r.figure, r.peer_name): r for r in rows}
+    assert by_figure[("backward compiles, 3 steps", "jax.jit")].srcgrad == 1
+    assert by_figure[("compiles in steps 2-3 (jax.jit: 0)", "jax.jit")].srcgrad == 0
+    assert by_figure[("max abs. grad difference", "jax")].srcgrad < 1e-6
+    assert all(math.isfinite(r.srcgrad) for r in rows)
+    assert {("train step", "jax eager"), ("backward", "jax.jit vjp")} <= set(by_figure)
