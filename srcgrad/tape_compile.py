@@ -20,6 +20,9 @@ from .transforms.naming import identifier
 from .transforms.passes import free_vars, walk_blocks
 from .verify import check
 
+#: Attribute types keyed by (type, value) at once (floats are keyed by repr: -0.0, nan).
+_PLAIN = frozenset({int, bool, str, type(None)})
+
 _compiles = 0
 _compiles_lock = threading.Lock()
 
@@ -118,6 +121,9 @@ class Structure:
         return head, body, tuple(self.number(v) for v in block.results)
 
     def attr_key(self, a: Any) -> Any:
+        t = type(a)
+        if t in _PLAIN or (t is tuple and all([type(x) is int for x in a])):
+            return (t, a)  # the common attrs (axes, shapes, flags), without the checks below
         if isinstance(a, Block):
             return ("block", self.block_key(a))
         if isinstance(a, (float, np.floating)):
