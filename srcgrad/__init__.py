@@ -18,6 +18,9 @@ from .errors import GradientError, ShapeError, SrcgradError, TraceError
 from .ir import Block, Op, Program, Variable, program_guard
 from .ops import *  # noqa: F403  (exactly the declared ops: srcgrad.ops.__all__)
 from .verify import VerifyError, verify
+from . import autograd, nn, optim
+from .tensors import Tensor, tensor
+from .viz import render, to_dot
 
 _errors.register_internal_dir(_os.path.dirname(_os.path.abspath(__import__("srcgrad.transforms", fromlist=["_"]).__file__)))
 
@@ -29,6 +32,8 @@ __all__ = [
     # Fluid-style programs
     "Program", "Block", "Op", "Variable", "program_guard", "data", "parameter", "gradients",
     "append_backward", "compile", "verify",
+    # imperative mode and pictures
+    "autograd", "nn", "optim", "Tensor", "tensor", "to_dot", "render",
     # errors
     "SrcgradError", "TraceError", "ShapeError", "GradientError", "VerifyError",
     # the ops (control flow, then every declared op)

@@ -11,6 +11,7 @@ from . import dtypes
 from .errors import ShapeError, SourceLoc, SrcgradError, TraceError, user_location
 from .ir import Block, Op, Program, Variable, current_program
 from .registry import REGISTRY
+from .tensors import Tensor
 
 
 
@@ -142,8 +143,9 @@ def constant(value: Any, dtype: np.dtype | None = None) -> Variable:
     if isinstance(value, jax.core.Tracer):
         raise TraceError("a JAX tracer was closed over by a srcgrad function; pass it as an "
                          "argument instead", loc=user_location())
-    if isinstance(value, (np.ndarray, jax.Array)):
-        # Fed on every call, so that a captured NumPy array mutated later is seen.
+    if isinstance(value, (np.ndarray, jax.Array, Tensor)):
+        # Fed on every call, so that a captured NumPy array mutated later (or a Tensor
+        # updated in place) is seen.
         dt = dtypes.canonical(value.dtype if dtype is None else dtype)
         return active_program("constant").capture(value, dt)
     arr = np.asarray(value)

@@ -5,6 +5,7 @@ one-call Program, lowered by srcgrad's own pipeline and jitted, as jax.numpy's o
 are; later calls run it on the arrays directly (JAX tracers of an outer jax.jit, grad or vmap
 included: the call joins their computation). Array leaves (NumPy, JAX and NumPy scalars) are the program's inputs;
 everything else (Python numbers, shapes, axes, dtypes) is static and part of the key.
+An `sg.Tensor` among the arguments hands the call to imperative mode (srcgrad/autograd.py).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import numpy as np
 from . import dtypes
 from .builder import as_var
 from .ir import Program, program_guard
+from .tensors import Tensor
 
 _CACHE: dict[Any, tuple[Callable[..., Any], Any]] = {}
 _CACHE_LIMIT = 4096
@@ -33,9 +35,22 @@ def _static_key(x: Any) -> Any:
     return (type(x), x)
 
 
+def _is_tensor(x: Any) -> bool:
+    return isinstance(x, Tensor)
+
+
 def call_eagerly(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> Any:
     """`fn(*args, **kwargs)` on concrete values, as a JAX computation."""
-    leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+    leaves, tree = jax.tree_util.tree_flatten((args, kwargs), is_leaf=_is_tensor)
+    for leaf in leaves:
+        if isinstance(leaf, Tensor):
+            from .autograd import apply
+            return apply(fn, leaves, tree)
+    return call_leaves(fn, leaves, tree)
+
+
+def call_leaves(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
+    """`call_eagerly` on the flattened arguments (arrays and static values, no Tensors)."""
     arrays, statics, avals = [], [], []
     for leaf in leaves:
         if _is_array(leaf):

@@ -1,0 +1,72 @@
+"""`sg.nn`: layers for imperative mode (the DyNet-on-Fluid `Linear`) and jax.nn's activations.
+
+    l1 = sg.nn.Linear(3, 8, act="relu")
+    with sg.autograd.record():
+        loss = sg.mean(l2(l1(x)))
+    loss.backward()
+    sgd(l1.params() + l2.params())
+
+A layer holds attached Tensors; calling it inside `sg.autograd.record()` records its ops.
+The activations are the srcgrad ops of jax.nn's names (`sg.nn.relu` is `sg.relu`).
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+from .errors import SrcgradError, user_location
+from .ops.declare import EXPORTS
+from .tensors import Tensor, tensor
+
+#: jax.nn's activation names that srcgrad declares as ops.
+ACTIVATIONS = ("relu", "sigmoid", "tanh", "softplus", "silu", "log_sigmoid", "relu6",
+               "leaky_relu", "elu", "gelu", "softmax", "log_softmax", "logsumexp", "one_hot")
+
+_seeds = itertools.count()
+
+
+class Linear:
+    """`act(x @ w + b)`: `w` is (in_dim, out_dim), LeCun-normal, `b` zeros; both attached.
+
+    `act` is None, the name of an activation in `sg.nn` ("relu", "tanh", ...) or a function
+    of one Tensor. `seed` fixes the initial weights (default: a new seed per layer).
+    """
+
+    def __init__(self, in_dim: int, out_dim: int, act: str | Callable[[Any], Any] | None = None,
+                 *, seed: int | None = None, dtype: Any = "float32", name: str = "linear"):
+        if isinstance(act, str):
+            if act not in ACTIVATIONS or act not in EXPORTS:
+                raise SrcgradError(f"sg.nn.Linear: unknown activation {act!r}; use one of "
+                                   f"{[a for a in ACTIVATIONS if a in EXPORTS]}, a function or "
+                                   "None", loc=user_location())
+            act = EXPORTS[act]
+        elif act is not None and not callable(act):
+            raise SrcgradError(f"sg.nn.Linear: act must be None, a name or a function, got "
+                               f"{type(act).__name__}", loc=user_location())
+        key = jax.random.PRNGKey(next(_seeds) if seed is None else seed)
+        w = (jax.random.normal(key, (in_dim, out_dim)) / np.sqrt(in_dim)).astype(dtype)
+        self.weight = tensor(w, name=f"{name}_w")
+        self.bias = tensor(np.zeros((out_dim,), dtype), name=f"{name}_b")
+        self.weight.attach_grad()
+        self.bias.attach_grad()
+        self.act = act
+
+    def __call__(self, x: Any) -> Tensor:
+        y = x @ self.weight + self.bias
+        return self.act(y) if self.act is not None else y
+
+    def params(self) -> list[Tensor]:
+        """The weight and the bias (DyNet's `Params()`)."""
+        return [self.weight, self.bias]
+
+
+def _export_activations() -> None:
+    globals().update({n: EXPORTS[n] for n in ACTIVATIONS if n in EXPORTS})
+
+
+_export_activations()
+
+__all__ = ["Linear", *[n for n in ACTIVATIONS if n in EXPORTS]]

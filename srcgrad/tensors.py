@@ -1,0 +1,154 @@
+"""`sg.Tensor`: an eager array for imperative mode (MXNet's NDArray with autograd info).
+
+A Tensor holds a concrete `jax.Array`. Inside `sg.autograd.record()` every op on Tensors
+computes its value at once and is also appended to the recording's tape (a `Program`); the
+Tensor then remembers its Variable on that tape. Its operators and methods are installed by
+`srcgrad.autograd` (they are the srcgrad ops). A Tensor is a JAX pytree of one leaf, its
+array, so `jax.jit`, `jax.tree_util` and optax take Tensors where they take arrays.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import dtypes
+from .errors import SrcgradError, user_location
+
+if TYPE_CHECKING:
+    from .autograd import Tape
+    from .ir import Variable
+
+GRAD_REQS = ("write", "add", "null")
+
+
+class Tensor:
+    """An eager array that can be recorded for backward (see `sg.autograd`)."""
+
+    __slots__ = ("_value", "_tape", "_var", "grad", "grad_req", "name", "__weakref__")
+    # NumPy arrays and scalars defer their binary operators to ours (np_array + tensor).
+    __array_priority__ = 1000
+
+    def __init__(self, value: Any, name: str | None = None):
+        self._value: jax.Array = value
+        self._tape: Tape | None = None
+        self._var: Variable | None = None
+        #: The gradient written by backward (a Tensor), None before `attach_grad`.
+        self.grad: Tensor | None = None
+        #: "write", "add" or "null" once `attach_grad` was called, else None.
+        self.grad_req: str | None = None
+        self.name = name
+
+    # ------------------------------------------------------------ the array
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self._value.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self._value.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return self._value.ndim
+
+    @property
+    def size(self) -> int:
+        return int(self._value.size)
+
+    def value(self) -> jax.Array:
+        """The array (DyNet's `loss.value()`)."""
+        return self._value
+
+    def numpy(self) -> np.ndarray:
+        """A NumPy copy of the array."""
+        return np.asarray(self._value)
+
+    def item(self) -> Any:
+        return self._value.item()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = np.asarray(self._value)
+        return out if dtype is None else out.astype(dtype)
+
+    def __float__(self) -> float:
+        return float(self._value)
+
+    def __int__(self) -> int:
+        return int(self._value)
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __len__(self) -> int:
+        return len(self._value)
+
+    def __iter__(self) -> Any:
+        return (self[i] for i in range(len(self)))
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        where = f", recorded as {self._var.name}" if self._var is not None else ""
+        req = f", grad_req={self.grad_req!r}" if self.grad_req else ""
+        return f"Tensor({np.asarray(self._value)!r}{req}{where})"
+
+    # ------------------------------------------------------------ autograd
+    def attach_grad(self, grad_req: str = "write") -> None:
+        """Ask for this Tensor's gradient: backward writes it to `.grad` ("write"), adds it
+        to `.grad` ("add"), or leaves it ("null"). As in MXNet, the Tensor becomes a new
+        variable: ops recorded from now on differentiate with respect to it."""
+        if grad_req not in GRAD_REQS:
+            raise SrcgradError(f"attach_grad: grad_req must be one of {GRAD_REQS}, got "
+                               f"{grad_req!r}", loc=user_location())
+        if not dtypes.is_float(self.dtype):
+            raise SrcgradError(f"attach_grad: only floating-point tensors take gradients, this "
+                               f"one is {self.dtype.name}", loc=user_location())
+        self.grad_req = grad_req
+        self.grad = None if grad_req == "null" else Tensor(jnp.zeros_like(self._value))
+        from .autograd import forget
+        forget(self)
+
+    def assign(self, value: Any) -> None:
+        """Replace the array in place (an optimizer's update), keeping `attach_grad`; the
+        shape and dtype stay. Recorded tapes keep the value they read."""
+        new = value._value if isinstance(value, Tensor) else jnp.asarray(value)
+        if tuple(new.shape) != self.shape:
+            raise SrcgradError(f"assign: a value of shape {tuple(new.shape)} for a tensor of "
+                               f"shape {self.shape}", loc=user_location())
+        self._value = new.astype(self.dtype)
+
+    def detach(self) -> "Tensor":
+        """The same array as a new Tensor that is not recorded."""
+        return Tensor(self._value, self.name)
+
+    def backward(self, head_grad: Any = None, retain_graph: bool = False,
+                 create_graph: bool = False) -> None:
+        """`sg.autograd.backward([self], [head_grad], ...)`."""
+        from .autograd import _backward
+        _backward([self], [head_grad], None, retain_graph, create_graph)
+
+
+def tensor(array: Any, dtype: Any = None, name: str | None = None) -> Tensor:
+    """An eager Tensor holding `array` as a `jax.Array` (Python floats become float32, as
+    srcgrad's inputs do)."""
+    if isinstance(array, Tensor):
+        array = array._value
+    if dtype is None:
+        if isinstance(array, (bool, int, float, complex)):
+            dtype = dtypes.scalar_dtype(array, None)
+        elif not isinstance(array, jax.Array):
+            dtype = dtypes.canonical(np.asarray(array).dtype)
+    return Tensor(jnp.asarray(array, dtype), name)
+
+
+def _unflatten(_: None, leaves: Any) -> Any:
+    """A Tensor of the leaf; a traced srcgrad value stays itself (sg.grad(f)(tensor) traces
+    `f` on Variables, not on Tensors holding them)."""
+    from .ir import Variable
+    return leaves[0] if isinstance(leaves[0], Variable) else Tensor(leaves[0])
+
+
+jax.tree_util.register_pytree_node(Tensor, lambda t: ((t._value,), None), _unflatten)
