@@ -28,7 +28,7 @@ from .ops import lax_ops as X
 from .ops import linalg as L
 from .ops import reduce as R
 from .ops import shape as S
-from .ops.checkpoint import checkpoint
+from .ops.checkpoint import _positive, checkpoint
 from .ops.control import _check_max_iters, cond, while_loop
 from .ops.creation import arange, full
 from .ops.indexing import dynamic_slice, dynamic_update_slice
@@ -38,35 +38,43 @@ Rule = Callable[["_Translator", list[Variable], dict[str, Any]], Any]
 _JAX_DIR = os.path.dirname(os.path.abspath(jax.__file__)) + os.sep
 
 
-def from_jax(fn: Callable[..., Any], max_iters: int | None = None) -> Transformed:
+def from_jax(fn: Callable[..., Any], max_iters: int | None = None, *,
+             checkpoints: int | None = None) -> Transformed:
     """`fn`, a function over JAX arrays, as a function srcgrad traces (and differentiates).
 
     `max_iters` bounds every `lax.while_loop` in `fn` (as `sg.while_loop(max_iters=)`): give
     it when the gradient runs inside `jax.jit`, where srcgrad cannot size its loop records
-    by running the loop first.
+    by running the loop first. `checkpoints=k` makes each while loop's gradient keep k
+    snapshots and recompute the rest (as `sg.while_loop(checkpoints=)`).
     """
-    bound = _check_max_iters(max_iters, "from_jax", user_location())
+    loc = user_location()
+    bound = _check_max_iters(max_iters, "from_jax", loc)
+    if checkpoints is not None:
+        checkpoints = _positive(checkpoints, "checkpoints", loc)
 
     def inline(*args: Any) -> Any:
-        return translate(fn, args, bound)
-    return Transformed(inline, fn, "from_jax", params=(bound,))
+        return translate(fn, args, bound, checkpoints)
+    return Transformed(inline, fn, "from_jax", params=(bound, checkpoints))
 
 
-def translate(fn: Callable[..., Any], args: tuple, max_iters: int | None = None) -> Any:
+def translate(fn: Callable[..., Any], args: tuple, max_iters: int | None = None,
+              checkpoints: int | None = None) -> Any:
     """Append the ops of `fn`'s jaxpr on `args` (pytrees of Variables) to the current block."""
     leaves, tree = jax.tree_util.tree_flatten(args)
     leaves = [as_var(v) for v in leaves]
     specs = [jax.ShapeDtypeStruct(v.shape, v.dtype) for v in leaves]
-    closed, out_shape = jax.make_jaxpr(fn, return_shape=True)(*jax.tree_util.tree_unflatten(tree, specs))
-    outs = _Translator(max_iters).call(closed, leaves)
+    closed, out_shape = jax.make_jaxpr(fn, return_shape=True)(
+        *jax.tree_util.tree_unflatten(tree, specs))
+    outs = _Translator(max_iters, checkpoints).call(closed, leaves)
     return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(out_shape), outs)
 
 
 class _Translator:
     """Evaluates jaxprs over srcgrad Variables, one RULES row per equation."""
 
-    def __init__(self, max_iters: int | None):
+    def __init__(self, max_iters: int | None, checkpoints: int | None = None):
         self.max_iters = max_iters
+        self.checkpoints = checkpoints
         self._literals: dict[Variable, Any] = {}
 
     def literal_value(self, v: Variable) -> Any:
@@ -255,6 +263,10 @@ def _dot_general(cx: _Translator, a: list[Variable], p: dict) -> Variable:
     """dot_general as an einsum: batch dimensions, then lhs free, then rhs free."""
     x, y = a
     (cx_, cy), (bx, by) = p["dimension_numbers"]
+    pref = p.get("preferred_element_type")
+    if _is_matmul(x.ndim, y.ndim, tuple(cx_), tuple(cy), tuple(bx), tuple(by)):
+        r = L.matmul(x, y)
+        return E.astype(r, dtypes.canonical(pref)) if pref is not None else r
     letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
     xs, ys = [""] * x.ndim, [""] * y.ndim
     for i, j in list(zip(bx, by)) + list(zip(cx_, cy)):
@@ -265,8 +277,17 @@ def _dot_general(cx: _Translator, a: list[Variable], p: dict) -> Variable:
     out = ("".join(xs[i] for i in bx) + "".join(c for i, c in enumerate(xs) if i not in bx + cx_)
            + "".join(c for i, c in enumerate(ys) if i not in by + cy))
     r = L.einsum(f"{''.join(xs)},{''.join(ys)}->{out}", x, y)
-    pref = p.get("preferred_element_type")
     return E.astype(r, dtypes.canonical(pref)) if pref is not None else r
+
+
+def _is_matmul(nx: int, ny: int, cx: tuple, cy: tuple, bx: tuple, by: tuple) -> bool:
+    """True when dot_general is what jnp.matmul computes: (..., k) @ (k[, n]), or a batched
+    (B, m, k) @ (B, k, n) with the batch axes leading."""
+    if not bx and not by:
+        return nx >= 1 and ny in (1, 2) and cx == (nx - 1,) and cy == (0,)
+    b = len(bx)
+    return (bx == by == tuple(range(b)) and nx == ny == b + 2 and cx == (b + 1,)
+            and cy == (b,))
 
 
 def _conv(cx: _Translator, a: list[Variable], p: dict) -> Variable:
@@ -342,15 +363,16 @@ def _split(cx: _Translator, a: list[Variable], p: dict) -> list[Variable]:
 
 
 def _gather(cx: _Translator, a: list[Variable], p: dict) -> Variable:
-    return X.gather(a[0], a[1], _dnums(p["dimension_numbers"]), p["slice_sizes"], _mode(p["mode"]),
-                    p["fill_value"], p["indices_are_sorted"], p["unique_indices"])
+    return X.gather(a[0], a[1], _dnums(p["dimension_numbers"]), p["slice_sizes"],
+                    _mode(p["mode"], "gather"), p["fill_value"], p["indices_are_sorted"],
+                    p["unique_indices"])
 
 
 def _scatter(fn: Callable[..., Variable], prim: str) -> Rule:
     def rule(cx: _Translator, a: list[Variable], p: dict) -> Variable:
         if p.get("update_consts"):
             raise _refuse(prim, "a scatter with a custom combiner is not supported")
-        return fn(a[0], a[1], a[2], _dnums(p["dimension_numbers"]), _mode(p["mode"]),
+        return fn(a[0], a[1], a[2], _dnums(p["dimension_numbers"]), _mode(p["mode"], prim),
                   p["indices_are_sorted"], p["unique_indices"])
     return rule
 
@@ -359,10 +381,12 @@ def _dnums(dn: Any) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(int(d) for d in part) for part in dn)
 
 
-def _mode(mode: Any) -> str:
+def _mode(mode: Any, prim: str) -> str:
     name = getattr(mode, "name", str(mode)).upper()
-    return {"CLIP": "clip", "FILL_OR_DROP": "fill", "PROMISE_IN_BOUNDS": "promise_in_bounds",
-            "ONE_HOT": "fill"}.get(name) or "fill"
+    known = {"CLIP": "clip", "FILL_OR_DROP": "fill", "PROMISE_IN_BOUNDS": "promise_in_bounds"}
+    if name not in known:
+        raise _refuse(prim, f"indexing mode {name} is not supported")
+    return known[name]
 
 
 # ---------------------------------------------------------------- calls and control flow
@@ -412,7 +436,7 @@ def _while(cx: _Translator, a: list[Variable], p: dict) -> list[Variable]:
     cconsts, bconsts, init = a[:nc], a[nc:nc + nb], a[nc + nb:]
     out = while_loop(lambda c: cx.call(p["cond_jaxpr"], cconsts + list(c))[0],
                      lambda c: tuple(cx.call(p["body_jaxpr"], bconsts + list(c))),
-                     tuple(init), max_iters=cx.max_iters)
+                     tuple(init), max_iters=cx.max_iters, checkpoints=cx.checkpoints)
     return list(out)
 
 
@@ -488,7 +512,7 @@ RULES: dict[str, Rule] = {
     "dynamic_slice": lambda cx, a, p: dynamic_slice(a[0], a[1:], p["slice_sizes"]),
     "dynamic_update_slice": lambda cx, a, p: dynamic_update_slice(a[0], a[1], a[2:]),
     "gather": _gather, "scatter-add": _scatter(X.scatter_add, "scatter-add"),
-    "scatter_add": _scatter(X.scatter_add, "scatter_add"), "scatter": _scatter(X.scatter, "scatter"),
+    "scatter": _scatter(X.scatter, "scatter"),
     # contractions
     "dot_general": _dot_general, "conv_general_dilated": _conv,
     # reductions

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import jax
@@ -429,3 +431,33 @@ def test_gradient_programs_of_the_loop_cases_verify() -> None:
         if case.order == 2:
             _, ours, args = _mask(case)
             sg.verify(sg.trace(sg.grad(lambda *a: sg.sum(ours(*a))), *args))
+
+
+def test_the_docs_list_every_primitive() -> None:
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "jax_frontend.md").read_text()
+    table = doc[doc.index("## Primitives"):doc.index("## Limits")]
+    missing = [name for name in RULES if f"`{name}`" not in table]
+    assert not missing, f"docs/jax_frontend.md does not list {missing}"
+
+
+def test_benchmark_agrees_with_its_peers() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks import from_jax as bench
+    from benchmarks.harness import Settings, run_workload
+    rows = run_workload(bench.build(quick=True), Settings(reps=1, first_reps=1, sample_s=0.0,
+                                                          figures=("agreement",)))
+    assert rows and all(r.met for r in rows), rows
+
+
+def test_checkpoints_keep_the_gradient() -> None:
+    w, b = arr(4, 4, scale=0.2), arr(4)
+    loss = lambda *a: jnp.sum(_fixed_point(*a) ** 2)
+    plain = sg.grad(sg.from_jax(loss), argnums=(0, 1))(w, b)
+    snap = sg.from_jax(loss, max_iters=200, checkpoints=4)
+    for got in (sg.grad(sg.from_jax(loss, checkpoints=3), argnums=(0, 1))(w, b),
+                jax.jit(sg.grad(snap, argnums=(0, 1)))(w, b)):
+        for g, want in zip(got, plain):
+            np.testing.assert_allclose(g, want, rtol=1e-10, atol=1e-12)
+    check_grads(snap, (w, b))
+    with pytest.raises(SrcgradError, match="checkpoints"):
+        sg.from_jax(loss, checkpoints=0)
