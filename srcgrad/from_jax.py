@@ -486,22 +486,23 @@ RULES: dict[str, Rule] = {
     "integer_pow": lambda cx, a, p: E.integer_pow(a[0], int(p["y"])),
     "not": _bool_only(E.logical_not, "not"),
     # elementwise, two or more arguments
-    "add": _bin(E.add), "sub": _bin(E.subtract), "mul": _bin(E.multiply), "div": _div,
-    "rem": _rem, "pow": _bin(E._power), "max": _bin(E.maximum), "min": _bin(E.minimum),
+    "add": _bin(E.add), "add_any": _bin(E.add), "sub": _bin(E.subtract),
+    "mul": _bin(E.multiply), "div": _div,
+    "rem": _rem, "pow": _bin(E.power), "max": _bin(E.maximum), "min": _bin(E.minimum),
     "atan2": _bin(E.arctan2), "and": _bool_only(E.logical_and, "and"),
     "or": _bool_only(E.logical_or, "or"), "xor": _bool_only(E.not_equal, "xor"),
     "eq": _bin(E.equal), "ne": _bin(E.not_equal), "lt": _bin(E.less), "le": _bin(E.less_equal),
     "gt": _bin(E.greater), "ge": _bin(E.greater_equal), "select_n": _select_n, "clamp": _clamp,
     # types and values
     "convert_element_type": _convert, "reduce_precision": _reduce_precision, "iota": _iota,
-    "stop_gradient": _un(E.stop_gradient), "copy": _identity, "copy_p": _identity,
+    "stop_gradient": _un(E.stop_gradient), "copy": _identity,
     "device_put": lambda cx, a, p: list(a), "sharding_constraint": _identity,
     "optimization_barrier": lambda cx, a, p: list(a),
+    "debug_print": lambda cx, a, p: [], "debug_callback": lambda cx, a, p: [],  # dropped
     # shapes
     "broadcast_in_dim": _broadcast_in_dim,
     "reshape": lambda cx, a, p: S.reshape(a[0], tuple(p["new_sizes"])),
     "squeeze": lambda cx, a, p: S.squeeze(a[0], tuple(p["dimensions"])),
-    "expand_dims": lambda cx, a, p: S.expand_dims(a[0], tuple(p["dimensions"])),
     "transpose": lambda cx, a, p: S.transpose(a[0], tuple(p["permutation"])),
     "rev": lambda cx, a, p: S.rev(a[0], tuple(p["dimensions"])),
     "concatenate": lambda cx, a, p: S.concatenate(a, p["dimension"]), "pad": _pad,
@@ -524,11 +525,11 @@ RULES: dict[str, Rule] = {
     "argmax": _argminmax(R.argmax), "argmin": _argminmax(R.argmin),
     "reduce_window_sum": _reduce_window("sum"), "reduce_window_max": _reduce_window("max"),
     "reduce_window_min": _reduce_window("min"),
-    # calls: inlined
-    "pjit": _inline("jaxpr"), "jit": _inline("jaxpr"), "closed_call": _inline("call_jaxpr"),
-    "core_call": _inline("call_jaxpr"), "remat2": _remat, "checkpoint": _remat,
-    "custom_jvp_call": _custom_jvp, "custom_vjp_call": _inline("call_jaxpr"),
-    "custom_vjp_call_jaxpr": _inline("fun_jaxpr"), "custom_linear_solve": _custom_linear_solve,
+    # calls: inlined ("pjit" and "custom_vjp_call_jaxpr" are their names in older JAX)
+    "jit": _inline("jaxpr"), "pjit": _inline("jaxpr"), "closed_call": _inline("call_jaxpr"),
+    "call": _inline("call_jaxpr"), "remat2": _remat, "custom_jvp_call": _custom_jvp,
+    "custom_vjp_call": _inline("call_jaxpr"), "custom_vjp_call_jaxpr": _inline("fun_jaxpr"),
+    "custom_linear_solve": _custom_linear_solve,
     # control flow
     "while": _while, "cond": _cond, "scan": _scan,
 }

@@ -259,6 +259,8 @@ CORPUS: list[Case] = [
                                                                                arr(2, 4, 2))),
     Case("integer_division", lambda x: x * ((jnp.arange(-4, 4) // 3) + (jnp.arange(-4, 4) % 3)
                                             + lax.div(jnp.arange(-4, 4), 3)), (arr(8),)),
+    Case("jax_grad_translated", lambda x, w: jax.grad(
+        lambda v: jnp.sum(jax.nn.sigmoid(x @ v) ** 2))(w), (arr(3, 2), arr(2, 4))),
     # calls and custom rules
     Case("checkpoint_jit", lambda x: jax.checkpoint(lambda v: jnp.sin(jnp.exp(v)))(jax.jit(jnp.tanh)(x)),
          (arr(4),), order=2),
@@ -411,6 +413,14 @@ def test_unsupported_primitive_names_it_and_the_line() -> None:
     msg = str(err.value)
     assert "'nextafter'" in msg and "from_jax" in msg
     assert re.search(r"test_from_jax\.py:\d+", msg)
+
+
+def test_debug_prints_are_dropped() -> None:
+    def f(x: jax.Array) -> jax.Array:
+        jax.debug.print("x = {}", x)
+        return jnp.sin(x)
+    np.testing.assert_allclose(sg.grad(lambda x: sg.sum(sg.from_jax(f)(x)))(np.ones(2)),
+                               np.cos(np.ones(2)))
 
 
 def test_bitwise_ops_are_refused_clearly() -> None:
