@@ -109,12 +109,14 @@ def build(quick: bool) -> Workload:
     args = (w, init.normal(dim, scale=0.1), init.normal(dim, scale=0.5))
     trips = trip_count(*args[:2])
     if trips >= max_steps:
-        raise ValueError(f"the fixed-point loop takes {trips} iterations, over max_steps {max_steps}")
+        raise ValueError(f"the fixed-point loop takes {trips} iterations, over max_steps "
+                         f"{max_steps}")
     variants = [
         Variant("from_jax max_iters", lambda: _from_jax(max_steps)),
         Variant("from_jax capacity search", lambda: _from_jax(None), _capacity_memory(trips)),
         Variant("srcgrad while_loop", lambda: _native(max_steps)),
-        Variant("eqx checkpointed", lambda: _jax(loss_eqx, kind="checkpointed", max_steps=max_steps)),
+        Variant("eqx checkpointed",
+                lambda: _jax(loss_eqx, kind="checkpointed", max_steps=max_steps)),
         Variant("implicit by hand", lambda: _jax(loss_implicit)),
         Variant(f"from_jax checkpoints={K}", lambda: _from_jax(max_steps, K)),
         Variant(f"eqx checkpoints={K}",

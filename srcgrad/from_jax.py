@@ -166,7 +166,8 @@ def _bool_only(fn: Callable[..., Variable], prim: str) -> Rule:
     """and/or/xor/not: logical on bools; JAX's bitwise forms on integers are not translated."""
     def rule(cx: _Translator, a: list[Variable], p: dict) -> Variable:
         if any(v.dtype != np.dtype(bool) for v in a):
-            raise _refuse(prim, f"bitwise {prim} on {a[0].type_str()} is not supported (only bools)")
+            raise _refuse(prim, f"bitwise {prim} on {a[0].type_str()} is not supported "
+                          "(only the logical one, on bools)")
         return fn(*a)
     return rule
 
@@ -323,7 +324,8 @@ def _reduce_window(kind: str) -> Rule:
         taps = []
         for offs in np.ndindex(*win):
             start = [o * wd for o, wd in zip(offs, wdil)]
-            limit = [st + (n - 1) * s + 1 if n else st for st, n, s in zip(start, out_shape, strides)]
+            limit = [st + (n - 1) * s + 1 if n else st
+                     for st, n, s in zip(start, out_shape, strides)]
             taps.append(S.slice(xp, start, limit, strides))
         if kind == "sum":
             out = taps[0]

@@ -195,7 +195,8 @@ CORPUS: list[Case] = [
     Case("silu", jax.nn.silu, (arr(5),)),
     Case("gelu_tanh", lambda x: jax.nn.gelu(x, approximate=True), (arr(5),)),
     Case("gelu_erf", lambda x: jax.nn.gelu(x, approximate=False), (arr(5),)),
-    Case("elu_selu_celu", lambda x: jax.nn.elu(x) + jax.nn.selu(x) + jax.nn.celu(x, 0.5), (away(6),)),
+    Case("elu_selu_celu", lambda x: jax.nn.elu(x) + jax.nn.selu(x) + jax.nn.celu(x, 0.5),
+         (away(6),)),
     Case("leaky_relu_hard_tanh", lambda x: jax.nn.leaky_relu(x) + jax.nn.hard_tanh(2 * x),
          (away(6),)),
     Case("log_sigmoid_mish", lambda x: jax.nn.log_sigmoid(x) * jax.nn.mish(x), (arr(6),)),
@@ -205,7 +206,8 @@ CORPUS: list[Case] = [
     Case("logsumexp", lambda x: jax.scipy.special.logsumexp(x, axis=1), (arr(3, 4),)),
     Case("standardize", lambda x: jax.nn.standardize(x, axis=-1), (arr(3, 4),)),
     # losses (optax, and jnp)
-    Case("optax_l2_huber", lambda p, t: jnp.sum(optax.l2_loss(p, t) + optax.huber_loss(p, t, delta=0.5)),
+    Case("optax_l2_huber", lambda p, t: jnp.sum(optax.l2_loss(p, t)
+                                                + optax.huber_loss(p, t, delta=0.5)),
          (arr(6), arr(6))),
     Case("optax_softmax_xent", lambda z, y: optax.softmax_cross_entropy(z, y).mean(),
          (arr(3, 4), jax.nn.softmax(arr(3, 4)))),
@@ -232,15 +234,21 @@ CORPUS: list[Case] = [
         (arr(1, 2, 3, 3), arr(3, 2, 2, 2))),
     Case("rnn_scan", _rnn, (arr(3), arr(5, 2), arr(3, 3, scale=0.5), arr(2, 3)), order=2),
     # indexing, scatter, shapes
-    Case("gather_rows_cols", lambda x: x[IDX].sum(0) * x[:, np.array([2, 0])].sum(), (arr(4, 3),)),
+    Case("gather_rows_cols", lambda x: x[IDX].sum(0) * x[:, np.array([2, 0])].sum(), (arr(4, 3),),
+         order=2),
     Case("take_along_axis", lambda x: jnp.take_along_axis(x, np.array([[1, 0], [3, 3], [0, 2]]),
                                                            axis=1), (arr(3, 4),)),
-    Case("scatter_add_dup", lambda x, u: jnp.asarray(x).at[np.array([0, 2, 0])].add(u * x[1]), (arr(3, 2),
-                                                                                   arr(3, 2))),
-    Case("scatter_set", lambda x, u: jnp.sin(jnp.asarray(x).at[np.array([2, 0])].set(u ** 2)), (arr(4, 2),
-                                                                                   arr(2, 2))),
+    Case("scatter_add_dup", lambda x, u: jnp.asarray(x).at[np.array([0, 2, 0])].add(u * x[1]),
+         (arr(3, 2), arr(3, 2)), order=2),
+    Case("scatter_set", lambda x, u: jnp.sin(jnp.asarray(x).at[np.array([2, 0])].set(u ** 2)),
+         (arr(4, 2), arr(2, 2)), order=2),
+    Case("scatter_set_duplicates", lambda x, u: jnp.asarray(x).at[np.array([1, 1, 3])].set(u) * x,
+         (arr(4, 2), arr(3, 2))),
+    Case("max_pool_same_strided", lambda x: lax.reduce_window(
+        x, -jnp.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME"), (arr(1, 5, 5, 2),)),
     Case("pad_concat_split_rev", lambda x: jnp.concatenate(
-        jnp.split(jnp.pad(x, ((1, 0), (1, 1)), constant_values=0.5), 2, axis=1)[::-1], axis=0)[::-1],
+        jnp.split(jnp.pad(x, ((1, 0), (1, 1)), constant_values=0.5), 2, axis=1)[::-1],
+        axis=0)[::-1],
         (arr(3, 4),)),
     Case("lax_pad_negative_interior", lambda x: lax.pad(x, -1.0, ((-1, 2, 1), (0, -1, 0))),
          (arr(3, 3),)),
@@ -262,7 +270,8 @@ CORPUS: list[Case] = [
     Case("jax_grad_translated", lambda x, w: jax.grad(
         lambda v: jnp.sum(jax.nn.sigmoid(x @ v) ** 2))(w), (arr(3, 2), arr(2, 4))),
     # calls and custom rules
-    Case("checkpoint_jit", lambda x: jax.checkpoint(lambda v: jnp.sin(jnp.exp(v)))(jax.jit(jnp.tanh)(x)),
+    Case("checkpoint_jit",
+         lambda x: jax.checkpoint(lambda v: jnp.sin(jnp.exp(v)))(jax.jit(jnp.tanh)(x)),
          (arr(4),), order=2),
     Case("custom_vjp_primal", lambda x: _clip_grad_sin(x) * x, (arr(4),)),
     Case("custom_jvp_primal", lambda x: _softabs(x) ** 2, (arr(4),)),
@@ -355,7 +364,8 @@ def test_max_iters_inside_jax_jit() -> None:
 
 def test_max_iters_bounds_the_loop() -> None:
     """As sg.while_loop(max_iters=N): the loop stops after N iterations."""
-    count = lambda x: lax.while_loop(lambda c: c[1] < 100, lambda c: (c[0] * 1.1, c[1] + 1), (x, 0))[0]
+    count = lambda x: lax.while_loop(lambda c: c[1] < 100, lambda c: (c[0] * 1.1, c[1] + 1),
+                                     (x, 0))[0]
     np.testing.assert_allclose(sg.from_jax(count, max_iters=3)(np.ones(2)), np.full(2, 1.1 ** 3))
     with pytest.raises(SrcgradError, match="max_iters"):
         sg.from_jax(count, max_iters=-1)
@@ -413,6 +423,21 @@ def test_unsupported_primitive_names_it_and_the_line() -> None:
     msg = str(err.value)
     assert "'nextafter'" in msg and "from_jax" in msg
     assert re.search(r"test_from_jax\.py:\d+", msg)
+
+
+def test_in_the_program_api_and_under_jax_jit() -> None:
+    f = lambda x: jnp.tanh(x) * 2.0
+    prog = sg.Program()
+    with sg.program_guard(prog):
+        x = sg.parameter("x", (3,), "float64")
+        loss = sg.sum(sg.from_jax(f)(x))
+        (_, gx), = sg.append_backward(loss)
+    run = sg.compile(prog, feed=["x"], fetch=[loss, gx])
+    v = arr(3)
+    value, g = run(v)
+    np.testing.assert_allclose(value, np.sum(f(v)), rtol=1e-12)
+    np.testing.assert_allclose(g, 2.0 / np.cosh(v) ** 2, rtol=1e-12)
+    np.testing.assert_allclose(jax.jit(sg.from_jax(f))(v), f(v), rtol=1e-12)
 
 
 def test_debug_prints_are_dropped() -> None:

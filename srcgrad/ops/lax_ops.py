@@ -72,8 +72,9 @@ def _scatter_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[Out
 
 
 def _lower_gather(args: list[str], attrs: dict[str, str]) -> str:
-    return (f"lax.gather({args[0]}, {args[1]}, lax.GatherDimensionNumbers(*{attrs['dimension_numbers']}), "
-            f"{attrs['slice_sizes']}, indices_are_sorted={attrs['indices_are_sorted']}, "
+    return (f"lax.gather({args[0]}, {args[1]}, "
+            f"lax.GatherDimensionNumbers(*{attrs['dimension_numbers']}), {attrs['slice_sizes']}, "
+            f"indices_are_sorted={attrs['indices_are_sorted']}, "
             f"unique_indices={attrs['unique_indices']}, mode={attrs['mode']}, "
             f"fill_value={attrs['fill_value']})")
 
@@ -171,7 +172,8 @@ def scatter_add(x: Variable, indices: Variable, updates: Variable,
                 dimension_numbers: Sequence[Sequence[int]], mode: str = "fill",
                 indices_are_sorted: bool = False, unique_indices: bool = False) -> Any:
     """lax.scatter_add (dimension numbers as five tuples, in ScatterDimensionNumbers' order)."""
-    return [x, indices, updates], _attrs(dimension_numbers, mode, indices_are_sorted, unique_indices)
+    return [x, indices, updates], _attrs(dimension_numbers, mode, indices_are_sorted,
+                                         unique_indices)
 
 
 @defop("lax_scatter", _scatter_rule, _lower_scatter("scatter"), _g_scatter, export=False,
@@ -180,4 +182,5 @@ def scatter(x: Variable, indices: Variable, updates: Variable,
             dimension_numbers: Sequence[Sequence[int]], mode: str = "fill",
             indices_are_sorted: bool = False, unique_indices: bool = False) -> Any:
     """lax.scatter: `updates` written over `x` (one of several updates to a position wins)."""
-    return [x, indices, updates], _attrs(dimension_numbers, mode, indices_are_sorted, unique_indices)
+    return [x, indices, updates], _attrs(dimension_numbers, mode, indices_are_sorted,
+                                         unique_indices)
