@@ -267,6 +267,8 @@ CORPUS: list[Case] = [
                                                                                arr(2, 4, 2))),
     Case("integer_division", lambda x: x * ((jnp.arange(-4, 4) // 3) + (jnp.arange(-4, 4) % 3)
                                             + lax.div(jnp.arange(-4, 4), 3)), (arr(8),)),
+    Case("linalg_det_3x3_norm", lambda a: jnp.linalg.det(a) * jnp.linalg.norm(a, axis=0),
+         (arr(3, 3),)),
     Case("jax_grad_translated", lambda x, w: jax.grad(
         lambda v: jnp.sum(jax.nn.sigmoid(x @ v) ** 2))(w), (arr(3, 2), arr(2, 4))),
     # calls and custom rules
