@@ -15,8 +15,12 @@ import os
 from typing import Any, Callable, Sequence
 
 import jax
-import jax.extend.core as jcore
 import numpy as np
+
+try:
+    from jax.extend.core import ClosedJaxpr, DropVar, Literal
+except ImportError:  # older JAX (before jax.extend.core had them)
+    from jax.core import ClosedJaxpr, DropVar, Literal  # type: ignore[no-redef]
 
 from . import dtypes
 from .api import Transformed
@@ -90,14 +94,14 @@ class _Translator:
     def call(self, jaxpr: Any, args: Sequence[Variable]) -> list[Variable]:
         """The outputs of `jaxpr` (open or closed) applied to `args`."""
         consts: list[Variable] = []
-        if isinstance(jaxpr, jcore.ClosedJaxpr):
+        if isinstance(jaxpr, ClosedJaxpr):
             consts = [_const(c) for c in jaxpr.consts]
             jaxpr = jaxpr.jaxpr
         env: dict[Any, Variable] = dict(zip(jaxpr.constvars, consts))
         env.update(zip(jaxpr.invars, args))
 
         def read(v: Any) -> Variable:
-            return self._literal(v) if isinstance(v, jcore.Literal) else env[v]
+            return self._literal(v) if isinstance(v, Literal) else env[v]
 
         for eqn in jaxpr.eqns:
             name = eqn.primitive.name
@@ -107,7 +111,7 @@ class _Translator:
             out = rule(self, [read(v) for v in eqn.invars], eqn.params)
             outs = list(out) if eqn.primitive.multiple_results else [out]
             for var, val in zip(eqn.outvars, outs):
-                if not isinstance(var, jcore.DropVar):
+                if not isinstance(var, DropVar):
                     env[var] = _typed(val, var.aval, name, eqn)
         return [read(v) for v in jaxpr.outvars]
 
