@@ -14,6 +14,7 @@ from .api import (Transformed, append_backward, compile, data, gradients, grad, 
                   source, trace, value_and_grad, vjp)
 from .cache import clear_cache as clear_caches
 from .config import config
+from .from_jax import from_jax
 from .errors import GradientError, ShapeError, SrcgradError, TraceError
 from .ir import Block, Op, Program, Variable, program_guard
 from .ops import *  # noqa: F403  (exactly the declared ops: srcgrad.ops.__all__)
@@ -29,6 +30,7 @@ __version__ = "0.1.0"
 __all__ = [
     # transforms
     "grad", "value_and_grad", "vjp", "jit", "trace", "source", "Transformed",
+    "from_jax",
     # Fluid-style programs
     "Program", "Block", "Op", "Variable", "program_guard", "data", "parameter", "gradients",
     "append_backward", "compile", "verify",

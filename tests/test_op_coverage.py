@@ -18,6 +18,9 @@ INTERNAL = {
     "sum": "gradient fan-in (test_backward, the mlp golden)",
     "fill_zeros_like": "test_backward's pruned-gradient tests",
     "optimization_barrier": "sg.checkpoint's recomputation (test_checkpoint)",
+    "lax_gather": "sg.from_jax of x[idx] and take_along_axis (test_from_jax)",
+    "lax_scatter_add": "sg.from_jax of x.at[idx].add and gather's gradient (test_from_jax)",
+    "lax_scatter": "sg.from_jax of x.at[idx].set (test_from_jax)",
 }
 #: Control-flow rows: test_control_flow.py, test_checkpoint.py and the while/cond goldens.
 CONTROL = {"while", "cond", "checkpoint"}

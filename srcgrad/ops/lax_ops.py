@@ -1,0 +1,186 @@
+"""lax-level indexing ops that jaxprs need and jax.numpy-style ops do not cover: the general
+`gather`, `scatter-add` and `scatter` with XLA dimension numbers (what `x[idx]`,
+`jnp.take_along_axis`, `x.at[idx].add(v)` and `x.at[idx].set(v)` become in a jaxpr).
+
+They are internal rows (no `sg.` function): `sg.from_jax` reaches them. Each is the transpose
+of another (gather <-> scatter-add, as in JAX), so their gradients are again these ops and
+they differentiate to any order. Dimension numbers are tuples of ints in the attrs:
+gather's `(offset_dims, collapsed_slice_dims, start_index_map, operand_batching_dims,
+start_indices_batching_dims)`, scatter's `(update_window_dims, inserted_window_dims,
+scatter_dims_to_operand_dims, operand_batching_dims, scatter_indices_batching_dims)`, the
+same five lists in the same roles. `mode` is "clip", "fill" or "promise_in_bounds".
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Sequence
+
+import jax
+import numpy as np
+from jax import lax
+
+from ..errors import ShapeError
+from ..ir import Op, Variable
+from ..registry import OutType
+from .creation import arange, full, zeros
+from .declare import defop
+from .elementwise import equal, where
+from .shape import reshape
+
+DimNums = tuple[tuple[int, ...], ...]
+MODES = ("clip", "fill", "promise_in_bounds")
+
+
+@lru_cache(maxsize=1024)
+def _gather_shape(x: tuple, idx: tuple, dts: tuple, dn: DimNums, sizes: tuple, mode: str
+                  ) -> tuple[tuple[int, ...], np.dtype]:
+    out = jax.eval_shape(
+        lambda a, i: lax.gather(a, i, lax.GatherDimensionNumbers(*dn), sizes, mode=mode),
+        jax.ShapeDtypeStruct(x, dts[0]), jax.ShapeDtypeStruct(idx, dts[1]))
+    return tuple(out.shape), np.dtype(out.dtype)
+
+
+@lru_cache(maxsize=1024)
+def _check_scatter(x: tuple, idx: tuple, upd: tuple, dts: tuple, dn: DimNums, mode: str) -> None:
+    jax.eval_shape(
+        lambda a, i, u: lax.scatter_add(a, i, u, lax.ScatterDimensionNumbers(*dn), mode=mode),
+        jax.ShapeDtypeStruct(x, dts[0]), jax.ShapeDtypeStruct(idx, dts[1]),
+        jax.ShapeDtypeStruct(upd, dts[0]))
+
+
+def _gather_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    x, idx = inputs
+    try:
+        return [_gather_shape(x.shape, idx.shape, (x.dtype, idx.dtype), attrs["dimension_numbers"],
+                              attrs["slice_sizes"], attrs["mode"])]
+    except (TypeError, ValueError) as e:
+        raise ShapeError(f"gather of {x.type_str()} at indices {idx.type_str()}: {e}") from None
+
+
+def _scatter_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    x, idx, upd = inputs
+    if upd.dtype != x.dtype:
+        raise ShapeError(f"scatter updates must have the operand's dtype {x.dtype.name}, got "
+                         f"{upd.type_str()}")
+    try:
+        _check_scatter(x.shape, idx.shape, upd.shape, (x.dtype, idx.dtype),
+                       attrs["dimension_numbers"], attrs["mode"])
+    except (TypeError, ValueError) as e:
+        raise ShapeError(f"scatter into {x.type_str()} of {upd.type_str()} at indices "
+                         f"{idx.type_str()}: {e}") from None
+    return [(x.shape, x.dtype)]
+
+
+def _lower_gather(args: list[str], attrs: dict[str, str]) -> str:
+    return (f"lax.gather({args[0]}, {args[1]}, "
+            f"lax.GatherDimensionNumbers(*{attrs['dimension_numbers']}), {attrs['slice_sizes']}, "
+            f"indices_are_sorted={attrs['indices_are_sorted']}, "
+            f"unique_indices={attrs['unique_indices']}, mode={attrs['mode']}, "
+            f"fill_value={attrs['fill_value']})")
+
+
+def _lower_scatter(fn: str) -> Any:
+    def lower(args: list[str], attrs: dict[str, str]) -> str:
+        return (f"lax.{fn}({args[0]}, {args[1]}, {args[2]}, "
+                f"lax.ScatterDimensionNumbers(*{attrs['dimension_numbers']}), "
+                f"indices_are_sorted={attrs['indices_are_sorted']}, "
+                f"unique_indices={attrs['unique_indices']}, mode={attrs['mode']})")
+    return lower
+
+
+# ---------------------------------------------------------------- grad makers
+
+def _window_sizes(operand: tuple[int, ...], upd: tuple[int, ...], dn: DimNums) -> tuple[int, ...]:
+    """The gather slice sizes that read back what a scatter with `dn` wrote (JAX's transpose)."""
+    window, inserted, _, batching, _ = dn
+    sizes, pos = [], 0
+    for i in range(len(operand)):
+        if i in inserted or i in batching:
+            sizes.append(1)
+        else:
+            sizes.append(upd[window[pos]])
+            pos += 1
+    return tuple(sizes)
+
+
+def _read_back(g: Variable, op: Op) -> Variable:
+    """The gather of `g` at the positions a scatter op wrote (0 where its updates dropped)."""
+    x, idx, upd = op.inputs
+    a = op.attrs
+    return gather(g, idx, a["dimension_numbers"], _window_sizes(x.shape, upd.shape,
+                  a["dimension_numbers"]), a["mode"], 0, a["indices_are_sorted"],
+                  a["unique_indices"])
+
+
+def _g_gather(op: Op, g: list, need: list) -> list:
+    x, idx = op.inputs
+    a = op.attrs
+    return [scatter_add(zeros(x.shape, x.dtype), idx, g[0], a["dimension_numbers"], a["mode"],
+                        a["indices_are_sorted"], a["unique_indices"]), None]
+
+
+def _g_scatter_add(op: Op, g: list, need: list) -> list:
+    return [g[0] if need[0] else None, None, _read_back(g[0], op) if need[2] else None]
+
+
+def _g_scatter(op: Op, g: list, need: list) -> list:
+    """Overwriting scatter: the operand's gradient is zero where an update landed; an update's
+    gradient is the cotangent at its target if it won there (with repeated indices one update
+    wins; JAX's trick: scatter unique ids and read them back)."""
+    x, idx, upd = op.inputs
+    a = op.attrs
+    dn, mode = a["dimension_numbers"], a["mode"]
+    flags = (a["indices_are_sorted"], a["unique_indices"])
+    gx = gu = None
+    if need[0]:
+        hit = scatter(zeros(x.shape, x.dtype), idx, full(upd.shape, 1, x.dtype), dn, mode, *flags)
+        gx = where(equal(hit, 0), g[0], 0.0)
+    if need[2]:
+        gu = _read_back(g[0], op)
+        if not a["unique_indices"]:
+            ids = reshape(arange(1, upd.size + 1, dtype=np.int32), upd.shape)
+            landed = scatter(zeros(x.shape, np.int32), idx, ids, dn, mode, *flags)
+            won = equal(gather(landed, idx, dn, _window_sizes(x.shape, upd.shape, dn), mode, 0,
+                               *flags), ids)
+            gu = where(won, gu, 0.0)
+    return [gx, None, gu]
+
+
+# ---------------------------------------------------------------- the ops
+
+def _attrs(dn: Sequence[Sequence[int]], mode: str, sorted_: bool, unique: bool) -> dict[str, Any]:
+    if mode not in MODES:
+        raise ShapeError(f"gather/scatter mode must be one of {MODES}, got {mode!r}")
+    return {"dimension_numbers": tuple(tuple(int(d) for d in part) for part in dn), "mode": mode,
+            "indices_are_sorted": bool(sorted_), "unique_indices": bool(unique)}
+
+
+@defop("lax_gather", _gather_rule, _lower_gather, _g_gather, export=False, base="gather")
+def gather(x: Variable, indices: Variable, dimension_numbers: Sequence[Sequence[int]],
+           slice_sizes: Sequence[int], mode: str = "fill", fill_value: float | None = None,
+           indices_are_sorted: bool = False, unique_indices: bool = False) -> Any:
+    """lax.gather (dimension numbers as five tuples, in GatherDimensionNumbers' order)."""
+    attrs = _attrs(dimension_numbers, mode, indices_are_sorted, unique_indices)
+    attrs["slice_sizes"] = tuple(int(s) for s in slice_sizes)
+    attrs["fill_value"] = None if fill_value is None else float(fill_value)
+    return [x, indices], attrs
+
+
+@defop("lax_scatter_add", _scatter_rule, _lower_scatter("scatter_add"), _g_scatter_add,
+       export=False, base="scatter_add")
+def scatter_add(x: Variable, indices: Variable, updates: Variable,
+                dimension_numbers: Sequence[Sequence[int]], mode: str = "fill",
+                indices_are_sorted: bool = False, unique_indices: bool = False) -> Any:
+    """lax.scatter_add (dimension numbers as five tuples, in ScatterDimensionNumbers' order)."""
+    return [x, indices, updates], _attrs(dimension_numbers, mode, indices_are_sorted,
+                                         unique_indices)
+
+
+@defop("lax_scatter", _scatter_rule, _lower_scatter("scatter"), _g_scatter, export=False,
+       base="scatter")
+def scatter(x: Variable, indices: Variable, updates: Variable,
+            dimension_numbers: Sequence[Sequence[int]], mode: str = "fill",
+            indices_are_sorted: bool = False, unique_indices: bool = False) -> Any:
+    """lax.scatter: `updates` written over `x` (one of several updates to a position wins)."""
+    return [x, indices, updates], _attrs(dimension_numbers, mode, indices_are_sorted,
+                                         unique_indices)
