@@ -14,9 +14,11 @@ from .api import (Transformed, append_backward, compile, data, gradients, grad, 
                   source, trace, value_and_grad, vjp)
 from .cache import clear_cache as clear_caches
 from .config import config
+from .custom import custom_jvp, custom_vjp
 from .errors import GradientError, ShapeError, SrcgradError, TraceError
 from .ir import Block, Op, Program, Variable, program_guard
 from .ops import *  # noqa: F403  (exactly the declared ops: srcgrad.ops.__all__)
+from .transformations import hessian, hvp, jacfwd, jacrev, jvp, linearize
 from .verify import VerifyError, verify
 
 _errors.register_internal_dir(_os.path.dirname(_os.path.abspath(__import__("srcgrad.transforms", fromlist=["_"]).__file__)))
@@ -26,6 +28,7 @@ __version__ = "0.1.0"
 __all__ = [
     # transforms
     "grad", "value_and_grad", "vjp", "jit", "trace", "source", "Transformed",
+    "jvp", "linearize", "jacfwd", "jacrev", "hessian", "hvp", "custom_vjp", "custom_jvp",
     # Fluid-style programs
     "Program", "Block", "Op", "Variable", "program_guard", "data", "parameter", "gradients",
     "append_backward", "compile", "verify",
