@@ -8,7 +8,6 @@ inside a srcgrad trace, an `sg.scan` runs over it.
 """
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable, Sequence
 
 import jax
@@ -117,9 +116,10 @@ def _check_jvp_args(primals: Any, tangents: Any) -> list[Any]:
                              f"(leaf {i})")
         t_dt = t.dtype if hasattr(t, "dtype") else None
         if not _is_float(p):
-            if t_dt is not None and np.dtype(t_dt) != jax.dtypes.float0:
+            if t_dt is None or np.dtype(t_dt) != jax.dtypes.float0:
+                got = type(t).__name__ if t_dt is None else np.dtype(t_dt).name
                 raise TypeError(f"sg.jvp: the tangent of the integer primal leaf {i} must be "
-                                f"float0 (jax.dtypes.float0), got {np.dtype(t_dt).name}")
+                                f"float0 (jax.dtypes.float0), got {got}")
             continue
         p_dt = p.dtype if isinstance(p, Variable) else _leaf_dtype(p)
         if t_dt is not None and dtypes.canonical(np.dtype(t_dt)) != p_dt:
@@ -187,7 +187,7 @@ def hvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
 class _Basis:
     """The flattened float leaves of the differentiated arguments, and their standard basis."""
 
-    def __init__(self, args: tuple, argnums: tuple[int, ...], who: str):
+    def __init__(self, args: tuple, argnums: tuple[int, ...], who: str, outputs: bool = False):
         self.trees, self.leaves = [], []
         for i in argnums:
             if i >= len(args):
@@ -196,10 +196,11 @@ class _Basis:
             leaves, tree = tree_flatten(args[i])
             for v in leaves:
                 if not _is_float(v):
-                    raise GradientError(f"{who} requires real floating-point inputs, but "
-                                        f"argument {i} has a leaf of dtype "
-                                        f"{np.dtype(getattr(v, 'dtype', _leaf_dtype(v))).name}",
-                                        loc=user_location())
+                    dt = v.dtype if isinstance(v, Variable) else _leaf_dtype(v)
+                    where = "the output" if outputs else f"argument {i}"
+                    raise GradientError(f"{who} requires real floating-point "
+                                        f"{'outputs' if outputs else 'inputs'}, but {where} has a "
+                                        f"leaf of dtype {np.dtype(dt).name}", loc=user_location())
             self.trees.append(tree)
             self.leaves += leaves
         self.shapes = [_shape(v) for v in self.leaves]
@@ -236,22 +237,29 @@ def _place(block: Any, shape: tuple, in_shape: tuple, rows_first: bool, xp: Any)
     return xp.reshape(block, shape + in_shape)
 
 
-class _Jacobian:
+class _Jacobian(Transformed):
     """The function `sg.jacfwd` / `sg.jacrev` returns: batched with jax.vmap on arrays, an
-    `sg.scan` over the basis inside a srcgrad trace."""
+    `sg.scan` over the basis inside a srcgrad trace (and so in `sg.trace` / `sg.source`).
+
+    A Transformed, so that the programs of transformations applied on top of it (the jvp of
+    `hessian`) are cached under the user's function.
+    """
 
     def __init__(self, fun: Callable[..., Any], argnums: int | Sequence[int], has_aux: bool,
                  forward: bool):
         self.fun, self.has_aux, self.forward = fun, has_aux, forward
         self.nums, self.single = _argnums(argnums)
         self.who = "jacfwd" if forward else "jacrev"
-        functools.update_wrapper(self, fun, updated=())
+        super().__init__(self._traced, fun, self.who, params=(self.nums, self.single, has_aux))
 
     def __call__(self, *args: Any) -> Any:
         if _tracing(args) or current_program() is not None:
-            args = jax.tree_util.tree_map(as_var, args)
-            return (self._fwd_traced if self.forward else self._rev_traced)(args)
+            return self._traced(*args)
         return (self._fwd_arrays if self.forward else self._rev_arrays)(args)
+
+    def _traced(self, *args: Any) -> Any:
+        args = jax.tree_util.tree_map(as_var, args)
+        return (self._fwd_traced if self.forward else self._rev_traced)(args)
 
     def _result(self, basis: _Basis, out: Any, per_out: list[list[Any]], aux: Any) -> Any:
         o_leaves, o_tree = tree_flatten(out)
@@ -283,7 +291,7 @@ class _Jacobian:
         fun, nums, has_aux, n = self.fun, self.nums, self.has_aux, len(args)
         out = jax.eval_shape(Transformed(lambda *a: _split_aux(fun(*a), has_aux, "jacrev"),
                                          fun, "jacrev_shape", params=(has_aux,)), *args)
-        rows = _Basis((out[0],), (0,), "jacrev (of the outputs)")
+        rows = _Basis((out[0],), (0,), "jacrev", outputs=True)
 
         def pull(*a: Any) -> Any:
             return _pullback(fun, a[:n], a[n:], nums, has_aux)
@@ -321,7 +329,7 @@ class _Jacobian:
         basis = _Basis(args, self.nums, self.who)
         fun, nums, has_aux = self.fun, self.nums, self.has_aux
         out, aux = _split_aux(fun(*args), has_aux, "jacrev")
-        rows = _Basis((out,), (0,), "jacrev (of the outputs)")
+        rows = _Basis((out,), (0,), "jacrev", outputs=True)
         if rows.total == 1:
             ones = [np.ones(s, d) for s, d in zip(rows.shapes, rows.dtypes)]
             grads = [reshape(g, (1,) + g.shape)
