@@ -4,8 +4,9 @@ A call of a decorated function is one op holding the function's body as a sub-bl
 
 - `custom_vjp` runs `fwd` (outputs: the function's outputs, then the residuals). Its grad
   maker traces `bwd(residuals, cotangents)` into the gradient program, so `bwd`'s ops are
-  ordinary ops there and can be differentiated again. A cotangent that reaches the
-  residuals (grad of grad) flows through `fwd`'s own ops, traced again.
+  ordinary ops there and can be differentiated again. Differentiated again (grad of grad),
+  the op is differentiated through `fwd`'s own ops, traced again: as in jax, where the
+  outer transformation sees `fwd` as ordinary code.
 - `custom_jvp` runs `fun`. Its forward rule traces the user's `jvp` rule; its grad maker
   transposes that rule (linear in the tangents): the rule is traced on placeholder tangents
   and `backward_block` differentiates its tangent outputs with respect to them.
@@ -150,11 +151,28 @@ class custom_vjp:
 
 
 def _custom_vjp_grad(op: Op, gs: list, need: list) -> list:
+    """`bwd` on the residuals and the outputs' cotangents. An op whose `bwd` is already in
+    the program (this is grad of grad) is differentiated through `fwd`'s own ops instead,
+    as jax's outer transformation sees `fwd` as ordinary code."""
     _refuse_closure(op, need)
     a = op.attrs
     n, k = a["n_args"], a["n_out"]
+    if a.get("differentiated"):
+        grads = _through_fwd(op, gs, need)
+    else:
+        a["differentiated"] = True
+        grads = _bwd(op, gs[:k])
+    return [g if nd and dtypes.is_inexact(v.dtype) else None
+            for v, g, nd in zip(op.inputs, grads + [None] * (len(op.inputs) - n), need)]
+
+
+def _bwd(op: Op, gs: list) -> list:
+    """The user's `bwd`, traced on the op's residuals and the outputs' cotangents: one
+    gradient (or None) per argument leaf."""
+    a = op.attrs
+    n, k = a["n_args"], a["n_out"]
     outs, res = op.outputs[:k], op.outputs[k:]
-    cts = [g if g is not None else zeros(o.shape, o.dtype) for g, o in zip(gs[:k], outs)]
+    cts = [g if g is not None else zeros(o.shape, o.dtype) for g, o in zip(gs, outs)]
     primals = tree_unflatten(a["in_tree"], op.inputs[:n])
     got = a["bwd"](tree_unflatten(a["res_tree"], list(res)), tree_unflatten(a["out_tree"], cts))
     if not isinstance(got, (tuple, list)) or len(got) != len(primals):
@@ -172,30 +190,23 @@ def _custom_vjp_grad(op: Op, gs: list, need: list) -> list:
                                     f"shape {gl.shape} for an argument of shape {v.shape}",
                                     op="custom_vjp", loc=op.loc)
             grads.append(gl)
-    seeds = [(j, g) for j, g in enumerate(gs[k:]) if g is not None and not _is_zero(g)]
-    if seeds:  # grad of grad: the residuals' cotangents flow through fwd's own ops
-        grads = _through_fwd(op, seeds, grads, need)
-    return [g if nd and dtypes.is_inexact(v.dtype) else None
-            for v, g, nd in zip(op.inputs, grads + [None] * (len(op.inputs) - n), need)]
+    return grads
 
 
-def _through_fwd(op: Op, seeds: list, grads: list, need: list) -> list:
-    """`grads` plus the vjp of fwd's residuals, fwd traced again into the grad block."""
+def _through_fwd(op: Op, gs: list, need: list) -> list:
+    """The vjp of `fwd`'s own ops (outputs and residuals), fwd traced again into the grad
+    block."""
     a = op.attrs
-    n, k = a["n_args"], a["n_out"]
+    n = a["n_args"]
     block = op.block.program.current_block()
     start = len(block.ops)
-    res = a["fwd"](*tree_unflatten(a["in_tree"], op.inputs[:n]))
-    copies = [as_var(v) for v in tree_flatten(res[1])[0]]
-    wrt = [v for v, nd in zip(op.inputs[:n], need) if nd]
-    got = backward_segment(block, start, [(copies[j], g) for j, g in seeds],
-                           list(dict.fromkeys(wrt)))
+    copies = [as_var(v) for v in tree_flatten(tuple(a["fwd"](*tree_unflatten(
+        a["in_tree"], op.inputs[:n]))))[0]]
+    seeds = [(c, g) for c, g in zip(copies, gs) if g is not None and not _is_zero(g)]
+    wrt = list(dict.fromkeys(v for v, nd in zip(op.inputs[:n], need) if nd))
+    got = backward_segment(block, start, seeds, wrt) if seeds else {}
     _own(block, start, op)
-    out = []
-    for v, g in zip(op.inputs[:n], grads):
-        extra = got.pop(v, None)
-        out.append(extra if g is None else g if extra is None else g + extra)
-    return out
+    return [got.get(v) for v in op.inputs[:n]]
 
 
 @jvp_rule("custom_vjp")
@@ -248,12 +259,11 @@ def _apply_rule(op: Op, tangents: list[Variable]) -> list[Variable]:
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         raise GradientError(f"custom_jvp: the rule {a['jvp']!r} must return a pair "
                             "(primal_out, tangent_out)", op="custom_jvp", loc=op.loc)
-    try:
-        leaves = a["out_tree"].flatten_up_to(got[1])
-    except (TypeError, ValueError):
-        raise GradientError(f"custom_jvp: the rule {a['jvp']!r} returned tangents of another "
-                            f"structure than the function's output {a['out_tree']}",
-                            op="custom_jvp", loc=op.loc) from None
+    leaves, tree = tree_flatten(got[1], is_leaf=lambda x: x is None)  # None: a zero tangent
+    if tree != a["out_tree"]:
+        raise GradientError(f"custom_jvp: the rule {a['jvp']!r} returned tangents of structure "
+                            f"{tree}, the function's output is {a['out_tree']}",
+                            op="custom_jvp", loc=op.loc)
     outs = []
     for o, t in zip(op.outputs, leaves):
         t = zeros(o.shape, o.dtype) if t is None else as_var(t, like=o)

@@ -19,7 +19,7 @@ from .api import Transformed, _argnums, _leaf_dtype, _tracing, grad
 from .builder import active_program, as_var
 from .errors import GradientError, SrcgradError, user_location
 from .ir import Variable, current_program
-from .ops.creation import zeros
+from .ops.creation import ones, zeros
 from .ops.elementwise import astype
 from .ops.grad_helpers import assign
 from .ops.scan import scan
@@ -294,7 +294,8 @@ class _Jacobian(Transformed):
         rows = _Basis((out[0],), (0,), "jacrev", outputs=True)
 
         def pull(*a: Any) -> Any:
-            return _pullback(fun, a[:n], a[n:], nums, has_aux)
+            grads, _, aux = _pullback(fun, a[:n], a[n:], nums, has_aux)
+            return grads, aux
         compiled = Transformed(pull, fun, "jacrev", params=(n, nums, has_aux))
         _, grads, aux = _over_basis(lambda *cts: (None,) + tuple(compiled(*args, *cts)), compiled,
                                     args, rows.columns())
@@ -328,12 +329,10 @@ class _Jacobian(Transformed):
     def _rev_traced(self, args: tuple) -> Any:
         basis = _Basis(args, self.nums, self.who)
         fun, nums, has_aux = self.fun, self.nums, self.has_aux
-        out, aux = _split_aux(fun(*args), has_aux, "jacrev")
+        grads, out, aux = _pullback(fun, args, None, nums, has_aux)  # ones: one row if scalar
         rows = _Basis((out,), (0,), "jacrev", outputs=True)
         if rows.total == 1:
-            ones = [np.ones(s, d) for s, d in zip(rows.shapes, rows.dtypes)]
-            grads = [reshape(g, (1,) + g.shape)
-                     for g in _pullback(fun, args, ones, nums, has_aux)[0]]
+            grads = [reshape(g, (1,) + g.shape) for g in grads]
         else:
             def step(carry: Any, row: Variable) -> Any:
                 return carry, _pullback(fun, args, rows.split(row), nums, has_aux)[0]
@@ -372,10 +371,10 @@ class _VarOps:
     reshape = staticmethod(reshape)
 
 
-def _pullback(fun: Callable[..., Any], args: Sequence[Any], cts: Sequence[Any],
-              argnums: tuple[int, ...], has_aux: bool) -> tuple[list[Variable], Any]:
+def _pullback(fun: Callable[..., Any], args: Sequence[Any], cts: Sequence[Any] | None,
+              argnums: tuple[int, ...], has_aux: bool) -> tuple[list[Variable], Any, Any]:
     """The gradients of <fun(*args), cts> w.r.t. the float leaves at `argnums` (one
-    cotangent per output leaf), and the aux output."""
+    cotangent per output leaf; None: ones), the output and the aux output."""
     args = list(args)
     wrt: list[Variable] = []
     for i in argnums:
@@ -389,8 +388,10 @@ def _pullback(fun: Callable[..., Any], args: Sequence[Any], cts: Sequence[Any],
         if not _is_float(o):
             raise GradientError(f"jacrev requires real floating-point outputs, got {o.type_str()}",
                                 loc=user_location())
-    grads = gradients(outs, wrt, [as_var(c, like=o) for c, o in zip(cts, outs)])
-    return [g if g is not None else zeros(x.shape, x.dtype) for g, x in zip(grads, wrt)], aux
+    seeds = ([ones(o.shape, o.dtype) for o in outs] if cts is None
+             else [as_var(c, like=o) for c, o in zip(cts, outs)])
+    grads = gradients(outs, wrt, seeds)
+    return [g if g is not None else zeros(x.shape, x.dtype) for g, x in zip(grads, wrt)], out, aux
 
 
 def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,

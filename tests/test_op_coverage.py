@@ -19,8 +19,9 @@ INTERNAL = {
     "fill_zeros_like": "test_backward's pruned-gradient tests",
     "optimization_barrier": "sg.checkpoint's recomputation (test_checkpoint)",
 }
-#: Control-flow rows: test_control_flow.py, test_checkpoint.py and the while/cond goldens.
-CONTROL = {"while", "cond", "checkpoint"}
+#: Control-flow rows: test_control_flow.py, test_checkpoint.py and the while/cond goldens;
+#: the custom-rule rows: test_custom.py.
+CONTROL = {"while", "cond", "checkpoint", "custom_vjp", "custom_jvp"}
 
 
 def _names(cases: list) -> set[str]:
