@@ -294,7 +294,8 @@ def _custom_jvp_grad(op: Op, gs: list, need: list) -> list:
     t_out = _apply_rule(op, placeholders)
     seeds = [(t, g) for t, g, o in zip(t_out, gs, op.outputs)
              if g is not None and dtypes.is_inexact(o.dtype)]
-    wrt = [p for p, v, nd in zip(placeholders, op.inputs, need) if nd and dtypes.is_inexact(v.dtype)]
+    wrt = [p for p, v, nd in zip(placeholders, op.inputs, need)
+           if nd and dtypes.is_inexact(v.dtype)]
     got = backward_segment(block, start, seeds, wrt)
     grads = [got.get(p) if nd else None for p, nd in zip(placeholders, need)]
     block.ops[start:] = live_ops(block.ops[start:], [g for g in grads if g is not None])

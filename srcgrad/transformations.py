@@ -84,7 +84,9 @@ def _jvp_inline(fun: Callable[..., Any], primals: Sequence[Any], tangents: Seque
     with block.program.block_guard(block):
         for o in outs:
             t = seeds.get(o)
-            t_out.append(None if not _is_float(o) else t if t is not None else zeros(o.shape, o.dtype))
+            if _is_float(o) and t is None:
+                t = zeros(o.shape, o.dtype)
+            t_out.append(t if _is_float(o) else None)
     res = (tree_unflatten(out_tree, outs), tree_unflatten(out_tree, t_out))
     return res + (aux,) if has_aux else res
 
@@ -299,7 +301,8 @@ class _Jacobian(Transformed):
         compiled = Transformed(pull, fun, "jacrev", params=(n, nums, has_aux))
         _, grads, aux = _over_basis(lambda *cts: (None,) + tuple(compiled(*args, *cts)), compiled,
                                     args, rows.columns())
-        per_out = [[_place(g[a:a + size], shape, s, False, jnp) for g, s in zip(grads, basis.shapes)]
+        per_out = [[_place(g[a:a + size], shape, s, False, jnp)
+                    for g, s in zip(grads, basis.shapes)]
                    for a, size, shape in zip(rows.offsets, rows.sizes, rows.shapes)]
         return self._result(basis, out[0], per_out, aux)
 
@@ -337,7 +340,8 @@ class _Jacobian(Transformed):
             def step(carry: Any, row: Variable) -> Any:
                 return carry, _pullback(fun, args, rows.split(row), nums, has_aux)[0]
             _, grads = scan(step, (), np.eye(rows.total, dtype=dtypes.default_float()))
-        per_out = [[_place(g[a:a + size], shape, s, False, _VarOps) for g, s in zip(grads, basis.shapes)]
+        per_out = [[_place(g[a:a + size], shape, s, False, _VarOps)
+                    for g, s in zip(grads, basis.shapes)]
                    for a, size, shape in zip(rows.offsets, rows.sizes, rows.shapes)]
         return self._result(basis, out, per_out, aux)
 

@@ -69,7 +69,8 @@ def test_jvp_of_grad_matches_jax_on_the_op_table(case: GradCase, data: st.DataOb
     floats = generic(drawn, case.fd_doms)
     drawn = with_floats(drawn, floats)
     tangents = [RNG.standard_normal(a.shape) for a in floats]
-    cts = RNG.standard_normal(np.shape(jax.eval_shape(_float_fun(case, params, drawn, False), *floats)))
+    out = jax.eval_shape(_float_fun(case, params, drawn, False), *floats)
+    cts = RNG.standard_normal(np.shape(out))
     nums = tuple(range(len(floats)))
 
     def ours(*xs: Any) -> Any:
@@ -242,15 +243,15 @@ def scanned_ref(x: Any) -> Any:
 def nested(x: Any) -> Any:
     """A data-dependent while loop inside a fori_loop: the inner trip count varies."""
     def inner(c: Any) -> Any:
-        return sg.while_loop(lambda y: y[1] < 4.0 + c, lambda y: (y[0] * 0.9 + sg.sin(c), y[1] + 1.0),
-                             (c, 0.0))[0]
+        return sg.while_loop(lambda y: y[1] < 4.0 + c,
+                             lambda y: (y[0] * 0.9 + sg.sin(c), y[1] + 1.0), (c, 0.0))[0]
     return sg.fori_loop(0, 3, lambda i, c: inner(c) * 0.5, x)
 
 
 def nested_ref(x: Any) -> Any:
     def inner(c: Any) -> Any:
-        return lax.while_loop(lambda y: y[1] < 4.0 + c, lambda y: (y[0] * 0.9 + jnp.sin(c), y[1] + 1.0),
-                              (c, 0.0))[0]
+        return lax.while_loop(lambda y: y[1] < 4.0 + c,
+                              lambda y: (y[0] * 0.9 + jnp.sin(c), y[1] + 1.0), (c, 0.0))[0]
     return lax.fori_loop(0, 3, lambda i, c: inner(c) * 0.5, x)
 
 
