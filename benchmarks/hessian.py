@@ -8,7 +8,8 @@
   (`sg.jacfwd(loss, 3)`, tangents carried through the loop, no records) against its reverse
   mode (`sg.grad(loss, 3)`, which records every iteration) and against `jax.jacfwd`.
 
-    python -m benchmarks.hessian [--quick]    (or: python -m benchmarks --only hessian ...)
+    python -m benchmarks.hessian [--quick] [--reps N] [--only hessian|forward_loop]
+    (or as part of `python -m benchmarks`: --only hessian --only forward_loop)
 """
 from __future__ import annotations
 
@@ -111,12 +112,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.hessian", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="tiny sizes, 2 repetitions")
     ap.add_argument("--reps", type=int, help="steady-state samples per variant (default 21)")
+    ap.add_argument("--only", choices=list(WORKLOADS), help="run one of the two workloads")
     args = ap.parse_args(argv)
     settings = Settings(reps=2, first_reps=1, sample_s=0.0) if args.quick else Settings()
     if args.reps:
         settings.reps = args.reps
     rows = []
     for name, build in WORKLOADS.items():
+        if args.only not in (None, name):
+            continue
         w = build(args.quick)
         print(f"{name}: {w.title}", file=sys.stderr, flush=True)
         rows += run_workload(w, settings)
