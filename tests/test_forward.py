@@ -303,6 +303,16 @@ def test_data_dependent_while_loop_where_jax_refuses_reverse_mode() -> None:
                                rtol=1e-6)
 
 
+def test_forward_mode_through_an_unbounded_while_loop_inside_jax_jit_and_vmap() -> None:
+    """No records, so no max_iters: jvp and forward-over-forward run inside jax.jit / vmap
+    (reverse mode there would need max_iters)."""
+    a, one = np.float64(9.0), np.float64(1.0)
+    close(jax.jit(lambda a, t: sg.jvp(newton_sqrt, (a,), (t,)))(a, one),
+          jax.jvp(newton_ref, (a,), (one,)))
+    close(jax.vmap(sg.jacfwd(newton_sqrt))(np.array([4.0, 9.0])), np.array([0.25, 1 / 6]))
+    close(jax.jit(sg.jacfwd(sg.jacfwd(newton_sqrt)))(a), jax.jacfwd(jax.jacfwd(newton_ref))(a))
+
+
 def test_jvp_of_a_while_loop_carries_tangents_without_records() -> None:
     src = sg.source(_compiled_jvp(newton_sqrt, 1, (0,), False, "jvp"), np.float32(9.0),
                     np.float32(1.0))
