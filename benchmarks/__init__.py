@@ -13,11 +13,22 @@ from . import checkpointed, cnn, fixed_point, mlp, rnn, transformer
 from .harness import Row, Settings, run_scaling, run_workload
 from .workload import Workload
 
-#: Workloads 1-5 (and 5b, "checkpointed") by name (each module's `build(quick)` makes it);
-#: "transform" is workload 6.
+
+def _forward_mode(name: str) -> Callable[[bool], Workload]:
+    """A workload of hessian.py, imported when built (`python -m benchmarks.hessian` runs
+    that module as a script, which a package-level import would run twice)."""
+    def build(quick: bool) -> Workload:
+        from . import hessian
+        return hessian.WORKLOADS[name](quick)
+    return build
+
+
+#: Workloads 1-5 (and 5b, "checkpointed"; "hessian" and "forward_loop") by name (each
+#: module's `build(quick)` makes it); "transform" is workload 6.
 WORKLOADS: dict[str, Callable[[bool], Workload]] = {
     "mlp": mlp.build, "cnn": cnn.build, "transformer": transformer.build, "rnn": rnn.build,
     "while": fixed_point.build, "checkpointed": checkpointed.build,
+    "hessian": _forward_mode("hessian"), "forward_loop": _forward_mode("forward_loop"),
 }
 NAMES = tuple(WORKLOADS) + ("transform",)
 

@@ -14,10 +14,12 @@ from .api import (Transformed, append_backward, compile, data, gradients, grad, 
                   source, trace, value_and_grad, vjp)
 from .cache import clear_cache as clear_caches
 from .config import config
+from .custom import custom_jvp, custom_vjp
 from .from_jax import from_jax
 from .errors import GradientError, ShapeError, SrcgradError, TraceError
 from .ir import Block, Op, Program, Variable, program_guard
 from .ops import *  # noqa: F403  (exactly the declared ops: srcgrad.ops.__all__)
+from .transformations import hessian, hvp, jacfwd, jacrev, jvp, linearize
 from .verify import VerifyError, verify
 from . import autograd, nn, optim
 from .tensors import Tensor, tensor
@@ -31,6 +33,7 @@ __all__ = [
     # transforms
     "grad", "value_and_grad", "vjp", "jit", "trace", "source", "Transformed",
     "from_jax",
+    "jvp", "linearize", "jacfwd", "jacrev", "hessian", "hvp", "custom_vjp", "custom_jvp",
     # Fluid-style programs
     "Program", "Block", "Op", "Variable", "program_guard", "data", "parameter", "gradients",
     "append_backward", "compile", "verify",

@@ -232,6 +232,11 @@ class Transformed:
             return self._inline(*[a if i in static else _as_vars(a) for i, a in enumerate(args)])
         return self._run(args, static)
 
+    def records_loops(self) -> bool:
+        """True if a program this object compiled sizes its loop records at run time (its
+        calls then need concrete inputs: no jax.vmap over them)."""
+        return any(s.entry is not None and s.entry.checks for s in self._own.values())
+
     def _positional(self, args: tuple, kwargs: dict[str, Any]) -> tuple:
         """Keyword arguments bound to their positions in the function's signature."""
         try:

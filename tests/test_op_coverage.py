@@ -22,8 +22,9 @@ INTERNAL = {
     "lax_scatter_add": "sg.from_jax of x.at[idx].add and gather's gradient (test_from_jax)",
     "lax_scatter": "sg.from_jax of x.at[idx].set (test_from_jax)",
 }
-#: Control-flow rows: test_control_flow.py, test_checkpoint.py and the while/cond goldens.
-CONTROL = {"while", "cond", "checkpoint"}
+#: Control-flow rows: test_control_flow.py, test_checkpoint.py and the while/cond goldens;
+#: the custom-rule rows: test_custom.py.
+CONTROL = {"while", "cond", "checkpoint", "custom_vjp", "custom_jvp"}
 
 
 def _names(cases: list) -> set[str]:
