@@ -737,6 +737,29 @@ def outer(a: Any, b: Any, out: None = None) -> Variable:
     return multiply(reshape(x, (x.size, 1)), reshape(y, (1, y.size)))
 
 
+def _matrix(v: Variable, contracted: list[int], contracted_last: bool) -> Variable:
+    """`v` as a matrix with the `contracted` axes (in that order) grouped into its last
+    (or first) dimension and the other axes, in order, into the other. Where the contracted
+    axes already lead or trail in order, a 2-D transpose of a reshape (which XLA folds into
+    the dot) stands in for an N-D transpose."""
+    free = [i for i in range(v.ndim) if i not in contracted]
+    k = int(np.prod([v.shape[i] for i in contracted], dtype=np.int64))
+    f = int(np.prod([v.shape[i] for i in free], dtype=np.int64))
+    n = len(contracted)
+    leading, trailing = contracted == list(range(n)), contracted == list(range(v.ndim - n, v.ndim))
+    if contracted_last:
+        if trailing:
+            return reshape(v, (f, k))
+        if leading:
+            return transpose(reshape(v, (k, f)))
+        return reshape(transpose(v, free + contracted), (f, k))
+    if leading:
+        return reshape(v, (k, f))
+    if trailing:
+        return transpose(reshape(v, (f, k)))
+    return reshape(transpose(v, contracted + free), (k, f))
+
+
 @public
 def tensordot(a: Any, b: Any, axes: int | Sequence[Any] = 2, *, precision: Any = None,
               preferred_element_type: Any = None) -> Variable:
@@ -763,15 +786,13 @@ def tensordot(a: Any, b: Any, axes: int | Sequence[Any] = 2, *, precision: Any =
         if x.shape[i] != y.shape[j]:
             raise ShapeError(f"tensordot: axis {i} of {x.type_str()} and axis {j} of "
                              f"{y.type_str()} differ", op="tensordot")
-    free_a = [i for i in range(x.ndim) if i not in ax]
-    free_b = [j for j in range(y.ndim) if j not in bx]
-    k = int(np.prod([x.shape[i] for i in ax], dtype=np.int64))
-    ma = reshape(transpose(x, free_a + ax), (int(np.prod([x.shape[i] for i in free_a], dtype=np.int64)), k))
-    mb = reshape(transpose(y, bx + free_b), (k, int(np.prod([y.shape[j] for j in free_b], dtype=np.int64))))
+    ma = _matrix(x, ax, contracted_last=True)
+    mb = _matrix(y, bx, contracted_last=False)
     out = matmul(ma, mb)
     if preferred_element_type is not None:
         out = astype(out, preferred_element_type)
-    return reshape(out, tuple(x.shape[i] for i in free_a) + tuple(y.shape[j] for j in free_b))
+    return reshape(out, tuple(d for i, d in enumerate(x.shape) if i not in ax)
+                   + tuple(d for j, d in enumerate(y.shape) if j not in bx))
 
 
 @public
