@@ -171,7 +171,7 @@ dsplit = _split_at("dsplit", 2, 3)
 
 
 def _as_list(tup: Any, name: str) -> list[Variable]:
-    vs = [as_var(t) for t in (tup if not isinstance(tup, Variable) else list(tup))]
+    vs = [as_var(t) for t in tup]  # a traced array is a sequence of its rows
     if not vs:
         raise ShapeError(f"{name} needs at least one array", op=name)
     return vs
