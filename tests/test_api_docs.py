@@ -9,6 +9,7 @@ import os
 import re
 from pathlib import Path
 
+import test_manip
 import test_op_grads
 from srcgrad.ops.declare import EXPORTS
 from srcgrad.registry import REGISTRY, ZERO
@@ -33,7 +34,7 @@ def differentiable(name: str) -> str:
         return "yes"
     if rows:
         return "zero gradient" if all(r.grad is ZERO for r in rows) else "no"
-    tested = {c.name.split()[0] for c in test_op_grads.CASES}
+    tested = {c.name.split()[0] for c in test_op_grads.CASES + test_manip.GRAD_CASES}
     return "yes" if name in tested else "zero gradient"
 
 

@@ -1,11 +1,13 @@
-"""Every registry row is tested: a forward case (test_ops.CASES) for each op, and a gradient
-case (test_op_grads.CASES) for each differentiable one, named by the op's user function.
+"""Every registry row is tested: a forward case (test_ops.CASES, test_manip.CASES) for each
+op, and a gradient case (test_op_grads.CASES, test_manip.GRAD_CASES) for each differentiable
+one, named by the op's user function.
 """
 from __future__ import annotations
 
 import pytest
 
 import srcgrad as sg
+import test_manip
 import test_op_grads
 import test_ops
 from srcgrad.ops.declare import EXPORTS
@@ -21,6 +23,7 @@ INTERNAL = {
     "lax_gather": "sg.from_jax of x[idx] and take_along_axis (test_from_jax)",
     "lax_scatter_add": "sg.from_jax of x.at[idx].add and gather's gradient (test_from_jax)",
     "lax_scatter": "sg.from_jax of x.at[idx].set (test_from_jax)",
+    "linear_scan": "cumprod's gradient (test_manip: test_linear_scan_matches_its_recurrence)",
 }
 #: Control-flow rows: test_control_flow.py, test_checkpoint.py and the while/cond goldens;
 #: the custom-rule rows: test_custom.py.
@@ -32,6 +35,8 @@ def _names(cases: list) -> set[str]:
 
 
 ROWS = sorted(n for n in REGISTRY if n not in CONTROL)
+FORWARD = test_ops.CASES + test_manip.CASES
+GRADIENT = test_op_grads.CASES + test_manip.GRAD_CASES
 
 
 @pytest.mark.parametrize("row", ROWS)
@@ -40,9 +45,9 @@ def test_row_has_a_forward_and_a_gradient_case(row: str) -> None:
     if op.public is None:
         assert row in INTERNAL, f"internal op {row!r} needs a test (and an INTERNAL entry)"
         return
-    assert op.public in _names(test_ops.CASES), f"{row} (sg.{op.public}) has no forward case"
+    assert op.public in _names(FORWARD), f"{row} (sg.{op.public}) has no forward case"
     if op.differentiable:
-        assert op.public in _names(test_op_grads.CASES), (
+        assert op.public in _names(GRADIENT), (
             f"{row} (sg.{op.public}) is differentiable but has no gradient case")
 
 
@@ -54,7 +59,7 @@ def test_internal_and_control_lists_are_current() -> None:
 
 
 def test_every_export_has_a_forward_case() -> None:
-    missing = sorted(set(EXPORTS) - _names(test_ops.CASES))
+    missing = sorted(set(EXPORTS) - _names(FORWARD))
     assert not missing, f"exported without a forward case: {missing}"
 
 

@@ -24,6 +24,7 @@ from hypothesis.extra import numpy as hnp
 from jax import lax
 
 import srcgrad as sg
+from srcgrad.ops import shape as shape_ops
 from srcgrad.testing import check_grads
 from test_ops import (ARRAY_INDEXERS, F32, F64, FLOATS, GRID, I32, I64, POS, SCALAR_INDEXERS, SIDE,
                       Dom, Draw, R, along_axis, apply_operator, basic_index_args, broadcast_args,
@@ -222,7 +223,8 @@ CASES: list[GradCase] = [
              lax_slice_args()),
     GradCase("rev", lambda x, axes: sg.rev(x, axes), lambda x, axes: lax.rev(x, axes),
              rev_args()),
-    GradCase("pad", sg.pad, lax_pad, lax_pad_args(), second_order=True),
+    GradCase("pad lax config (the internal lax_pad)", shape_ops.lax_pad, lax_pad, lax_pad_args(),
+             second_order=True),
     GradCase("dynamic_index", sg.dynamic_index,
              lambda x, i, axis: lax.dynamic_index_in_dim(x, i, axis, keepdims=False),
              dynamic_index_args(False), (F32, I32)),

@@ -11,7 +11,8 @@ from .. import habits
 from ..builder import as_var
 from ..ir import Variable
 # Importing the modules declares their ops (fills the registry and EXPORTS).
-from . import control, creation, elementwise, grad_helpers, indexing, linalg, nn, reduce, shape  # noqa: F401
+from . import (control, creation, elementwise, grad_helpers, indexing, linalg, manip,  # noqa: F401
+               nn, reduce, shape)
 from .control import cond, fori_loop, while_loop
 from .declare import EXPORTS
 from .checkpoint import checkpoint
@@ -65,7 +66,12 @@ def _install_operators() -> None:
     Variable.round = E.round
     Variable.dot = linalg.dot
     Variable.squeeze = shape.squeeze
-    Variable.flatten = Variable.ravel = lambda self: shape.reshape(self, (-1,))
+    Variable.flatten = Variable.ravel = manip.ravel
+    Variable.cumsum = manip.cumsum
+    Variable.cumprod = manip.cumprod
+    Variable.repeat = manip.repeat
+    Variable.sort = manip.sort
+    Variable.argsort = manip.argsort
 
 
 _install_operators()

@@ -18,7 +18,7 @@ from .elementwise import (erf, exp, expm1, maximum, minimum, multiply, negative,
                           softplus, subtract, tanh, where)
 from .reduce import max as reduce_max
 from .reduce import mean, sum
-from .shape import concatenate, expand_dims, pad, reshape, slice
+from .shape import concatenate, expand_dims, lax_pad, reshape, slice
 
 
 def _softmax_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list:
@@ -78,7 +78,7 @@ def _pool(x: Any, window: Sequence[int], strides: Sequence[int] | None, padding:
             out = -(-n // s)
             total = max(0, (out - 1) * s + k - n)
             cfg[a] = (total // 2, total - total // 2, 0)
-        x = pad(x, cfg) if kind == "avg" else _pad_lowest(x, cfg)
+        x = lax_pad(x, cfg) if kind == "avg" else _pad_lowest(x, cfg)
     elif padding.upper() != "VALID":
         raise ShapeError(f"padding must be SAME or VALID, got {padding!r}", op=f"{kind}_pool")
     outs = [(x.shape[a] - k) // s + 1 for a, k, s in zip(axes, window, strides)]

@@ -101,7 +101,7 @@ def _g_slice(op: Op, g: list, need: list) -> list:
     config = []
     for d, lo, n, st in zip(x.shape, op.attrs["start"], g[0].shape, op.attrs["strides"]):
         config.append((lo, d - (lo + (n - 1) * st + 1), st - 1))
-    return [pad(g[0], config)]
+    return [lax_pad(g[0], config)]
 
 
 def _g_pad(op: Op, g: list, need: list) -> list:
@@ -234,9 +234,10 @@ def rev(x: Variable, axes: Sequence[int]) -> Emitted:
     return [as_var(x)], {"axes": tuple(axes)}
 
 
-@defop("pad", _pad_rule, "lax.pad({0}, jnp.zeros((), {0}.dtype), {config})", _g_pad)
-def pad(x: Variable, config: Sequence[tuple[int, int, int]]) -> Emitted:
-    """lax.pad with zeros: `(low, high, interior)` per axis."""
+@defop("pad", _pad_rule, "lax.pad({0}, jnp.zeros((), {0}.dtype), {config})", _g_pad,
+       export="pad")
+def lax_pad(x: Variable, config: Sequence[tuple[int, int, int]]) -> Emitted:
+    """lax.pad with zeros: `(low, high, interior)` per axis (sg.pad, NumPy's, reaches it)."""
     return [as_var(x)], {"config": tuple(tuple(c) for c in config)}
 
 
