@@ -30,6 +30,7 @@ from .ir import Variable
 from .ops import elementwise as E
 from .ops import lax_ops as X
 from .ops import linalg as L
+from .ops import manip as M
 from .ops import reduce as R
 from .ops import shape as S
 from .ops.checkpoint import _positive, checkpoint
@@ -472,6 +473,20 @@ def _scan(cx: _Translator, a: list[Variable], p: dict) -> list[Variable]:
     return list(carry) + list(ys)
 
 
+def _sort(cx: _Translator, a: list[Variable], p: dict) -> list[Variable]:
+    """lax.sort by one key (jnp.sort, argsort's sort of (x, iota)): the other operands follow
+    the key's permutation."""
+    if p["num_keys"] != 1:
+        raise _refuse("sort", f"sorting by {p['num_keys']} keys is not translated")
+    axis = p["dimension"]
+    values, perm = M._sorted("sort", a[0], axis, None, None, p["is_stable"], False)
+    return [values] + [M.take_along_axis(x, perm, axis) for x in a[1:]]
+
+
+def _cumulative(fn: Callable[..., Variable]) -> Rule:
+    return lambda cx, a, p: fn(a[0], p["axis"], p["reverse"])
+
+
 def _identity(cx: _Translator, a: list[Variable], p: dict) -> Any:
     return a[0]
 
@@ -531,6 +546,8 @@ RULES: dict[str, Rule] = {
     "argmax": _argminmax(R.argmax), "argmin": _argminmax(R.argmin),
     "reduce_window_sum": _reduce_window("sum"), "reduce_window_max": _reduce_window("max"),
     "reduce_window_min": _reduce_window("min"),
+    "cumsum": _cumulative(M.lax_cumsum), "cumprod": _cumulative(M.lax_cumprod),
+    "cummax": _cumulative(M.cummax), "cummin": _cumulative(M.cummin), "sort": _sort,
     # calls: inlined ("pjit" and "custom_vjp_call_jaxpr" are their names in older JAX)
     "jit": _inline("jaxpr"), "pjit": _inline("jaxpr"), "closed_call": _inline("call_jaxpr"),
     "call": _inline("call_jaxpr"), "remat2": _remat, "custom_jvp_call": _custom_jvp,

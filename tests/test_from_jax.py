@@ -269,6 +269,11 @@ CORPUS: list[Case] = [
                                             + lax.div(jnp.arange(-4, 4), 3)), (arr(8),)),
     Case("linalg_det_3x3_norm", lambda a: jnp.linalg.det(a) * jnp.linalg.norm(a, axis=0),
          (arr(3, 3),)),
+    Case("sort_argsort_cumulative", lambda x: jnp.sum(jnp.sort(x, axis=1) * jnp.arange(4.0))
+         + jnp.sum(jnp.take_along_axis(x, jnp.argsort(-x, axis=0), axis=0)[0] ** 2)
+         + jnp.sum(jnp.sort(x, axis=None, descending=True)[:3])
+         + jnp.sum(jnp.cumsum(x, axis=1) ** 2) + jnp.sum(jnp.cumprod(x[::-1], axis=0))
+         + jnp.sum(lax.cummax(x, 1) * lax.cummin(x, 0, reverse=True)), (arr(3, 4),), order=2),
     Case("jax_grad_translated", lambda x, w: jax.grad(
         lambda v: jnp.sum(jax.nn.sigmoid(x @ v) ** 2))(w), (arr(3, 2), arr(2, 4))),
     # calls and custom rules

@@ -365,6 +365,20 @@ def _cumulative(mod: Any, name: str) -> Callable[..., Any]:
     return lambda x, axis, dtype: getattr(mod, name)(x, axis=axis, dtype=dtype)
 
 
+def take_along_args(dom: Dom = R) -> Draw:
+    """An array, in-range indices (negatives too) of its rank, broadcasting on the other axes."""
+    def draw(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+        shape = data.draw(one_shape(min_dims=1, min_side=1))
+        axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+        n = shape[axis]
+        ishape = [1 if data.draw(st.booleans()) else s for s in shape]
+        ishape[axis] = data.draw(st.integers(0, SIDE))
+        idx = np.asarray(data.draw(st.lists(st.integers(-n, n - 1), min_size=int(np.prod(ishape)),
+                                            max_size=int(np.prod(ishape)))), np.int32)
+        return {"axis": axis}, [values(data, shape, dts[0], dom), idx.reshape(ishape)]
+    return draw
+
+
 def _lax_cumulative(name: str) -> tuple[Callable, Callable]:
     return (lambda x, axis, reverse: getattr(sg, name)(x, axis, reverse),
             lambda x, axis, reverse: getattr(lax, name)(x, axis, reverse))
@@ -407,6 +421,8 @@ CASES: list[Case] = [
          cumulative_args(Dom(-2.0, 2.0), (None, F64)), ALL),
     Case("cummax", *_lax_cumulative("cummax"), lax_cumulative_args(GRID), NUMS),
     Case("cummin", *_lax_cumulative("cummin"), lax_cumulative_args(GRID), NUMS),
+    Case("take_along_axis", sg.take_along_axis, jnp.take_along_axis, take_along_args(),
+         ((F32,), (I32,))),
     Case("outer", sg.outer, jnp.outer, pair_args("outer"), ((F32,), (I32, F64))),
     Case("inner", sg.inner, jnp.inner, pair_args("inner"), ((F32,), (I32, F64))),
     Case("kron", sg.kron, jnp.kron, pair_args("kron"), ((F32,), (I32,))),
@@ -462,6 +478,8 @@ GRAD_CASES: list[GradCase] = [
              fd_doms=(DISTINCT,), second_order=True),
     GradCase("cummin", *_lax_cumulative("cummin"), lax_cumulative_args(DISTINCT),
              fd_doms=(DISTINCT,)),
+    GradCase("take_along_axis", sg.take_along_axis, jnp.take_along_axis, take_along_args(),
+             second_order=True),
     GradCase("outer", sg.outer, jnp.outer, pair_args("outer"), variants=MIXED),
     GradCase("inner", sg.inner, jnp.inner, pair_args("inner"), second_order=True),
     GradCase("kron", sg.kron, jnp.kron, pair_args("kron"), second_order=True),

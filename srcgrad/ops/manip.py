@@ -556,6 +556,34 @@ def argsort(a: Any, axis: int | None = -1, *, kind: None = None, order: None = N
     return idx if dtype is None else astype(idx, dtype)
 
 
+@public
+def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: None = None,
+                    fill_value: None = None) -> Variable:
+    """jnp.take_along_axis(arr, indices, axis): negative indices count from the end;
+    out-of-range indices clamp (jnp fills them with NaN)."""
+    if mode is not None or fill_value is not None:
+        raise ShapeError("take_along_axis: mode= and fill_value= are not supported",
+                         op="take_along_axis")
+    x, idx = as_var(arr), as_var(indices)
+    if axis is None:
+        x, axis = ravel(x), 0
+    if idx.ndim != x.ndim or idx.dtype.kind not in "iu":
+        raise ShapeError(f"take_along_axis needs integer indices of the array's rank "
+                         f"{x.ndim}, got {idx.type_str()}", op="take_along_axis")
+    axis = norm_axis(axis, x.ndim)
+    rest = broadcast_shapes(x.shape[:axis] + (1,) + x.shape[axis + 1:],
+                            idx.shape[:axis] + (1,) + idx.shape[axis + 1:])
+    x = broadcast_to(x, rest[:axis] + (x.shape[axis],) + rest[axis + 1:])
+    idx = broadcast_to(idx, rest[:axis] + (idx.shape[axis],) + rest[axis + 1:])
+    idx = where(less(idx, 0), idx + x.shape[axis], idx)
+    xt, it = moveaxis(x, axis, -1), moveaxis(idx, axis, -1)
+    rows = int(np.prod(xt.shape[:-1], dtype=np.int64))
+    if rows > 1:  # one take over the flattened rows: row r's indices shifted by r * n
+        it = it + reshape(arange(rows, dtype=it.dtype) * xt.shape[-1], xt.shape[:-1] + (1,))
+    flat = take(reshape(xt, (-1,)), reshape(it, (-1,)), 0)
+    return moveaxis(reshape(flat, it.shape), -1, axis)
+
+
 # ---------------------------------------------------------------- cumulative ops
 
 def _cum_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
