@@ -18,6 +18,7 @@ INTERNAL = {
     "sum": "gradient fan-in (test_backward, the mlp golden)",
     "fill_zeros_like": "test_backward's pruned-gradient tests",
     "optimization_barrier": "sg.checkpoint's recomputation (test_checkpoint)",
+    "index_update": "x.at[...].set/multiply/min/max (test_indexing_adv)",
 }
 #: Control-flow rows: test_control_flow.py, test_checkpoint.py and the while/cond goldens.
 CONTROL = {"while", "cond", "checkpoint"}

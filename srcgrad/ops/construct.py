@@ -97,7 +97,7 @@ def _matrix_rule(inputs: Any, attrs: dict[str, Any]) -> list[OutType]:
 
 
 def _matrix_attrs(N: int, M: int | None, k: int, dtype: Any) -> dict[str, Any]:
-    dt = dtypes.canonical(dtype) if dtype is not None else dtypes.default_float()
+    dt = dtypes.canonical(dtype)
     n = int(N)
     m = n if M is None else int(M)
     if n < 0 or m < 0:
@@ -108,7 +108,7 @@ def _matrix_attrs(N: int, M: int | None, k: int, dtype: Any) -> dict[str, Any]:
 @defop("eye", _matrix_rule, "jnp.eye({N}, {M}, {k}, dtype={dtype})", ZERO)
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Emitted:
     """jnp.eye(N, M=None, k=0, dtype=float): ones on the k-th diagonal."""
-    return [], _matrix_attrs(N, M, k, dtype)
+    return [], _matrix_attrs(N, M, k, dtypes.default_float() if dtype is None else dtype)
 
 
 @public
@@ -119,8 +119,8 @@ def identity(n: int, dtype: Any = None) -> Variable:
 
 @defop("tri", _matrix_rule, "jnp.tri({N}, {M}, {k}, dtype={dtype})", ZERO)
 def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Emitted:
-    """jnp.tri(N, M=None, k=0, dtype=float): ones on and below the k-th diagonal."""
-    return [], _matrix_attrs(N, M, k, dtype)
+    """jnp.tri(N, M=None, k=0, dtype=float32): ones on and below the k-th diagonal."""
+    return [], _matrix_attrs(N, M, k, np.float32 if dtype is None else dtype)
 
 
 def _matrix_arg(name: str, m: Any) -> Variable:
@@ -232,6 +232,7 @@ class _AxisConcat:
     def __init__(self, name: str, axis: int, ndmin: int, trans1d: int):
         self.__name__ = name
         self.axis, self.ndmin, self.trans1d = axis, ndmin, trans1d
+        self.like = getattr(jnp, name)  # jax.numpy's twin gives the result dtype
 
     def __getitem__(self, key: Any) -> Any:
         if current_program() is None:
@@ -240,6 +241,7 @@ class _AxisConcat:
 
     def _concat(self, key: Any) -> Variable:
         items = list(key) if isinstance(key, tuple) else [key]
+        dt = dtypes.canonical(_jnp_type(lambda *its: self.like[tuple(its)], *items).dtype)
         axis, ndmin, trans1d, matrix = self.axis, self.ndmin, self.trans1d, -1
         if items and isinstance(items[0], str):
             directive = items.pop(0)
@@ -266,9 +268,7 @@ class _AxisConcat:
                 order = list(range(ndmin))
                 shift = ndmin - abs(ndmin + trans1d + 1) % ndmin
                 v = transpose(v, order[shift:] + order[:shift])
-            parts.append(v)
-        if not parts:
-            raise ShapeError("nothing to concatenate", op=self.__name__)
+            parts.append(astype(v, dt))
         out = concatenate(parts, axis)
         if matrix != -1 and out.ndim == 1:
             out = expand_dims(out, matrix)

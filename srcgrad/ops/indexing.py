@@ -355,6 +355,7 @@ def _index(x: Variable, index: Any, sentinel: int | None) -> Variable:
     reversed_axes: list[int] = []
     layout: list[str] = []  # per item: "new", "slice" or "adv" (int, traced or array)
     adv: list[tuple[int, Any]] = []  # (axis, index) of each advanced item
+    sliced: list[int] = []  # the size of each sliced axis
     axis = 0
     for it in items:
         if it is None:
@@ -369,6 +370,7 @@ def _index(x: Variable, index: Any, sentinel: int | None) -> Variable:
                 lo, st = lo + (n - 1) * st, -st
             start[axis], limit[axis], strides[axis] = (lo, lo + (n - 1) * st + 1, st) if n else (0, 0, 1)
             layout.append("slice")
+            sliced.append(n)
         else:
             if not isinstance(it, Variable):
                 it = _static_index(it, axis, d)
@@ -392,8 +394,8 @@ def _index(x: Variable, index: Any, sentinel: int | None) -> Variable:
                 n = v.shape[a]
                 v = dynamic_index(v, where(less(i, 0), add(i, n), i), a,
                                   allow_negative_indices=False)
-        it_shape = iter(d for k, d in enumerate(v.shape) if k not in {a for a, _ in adv})
-        return reshape(v, tuple(1 if kind == "new" else next(it_shape)
+        sizes = iter(sliced)
+        return reshape(v, tuple(1 if kind == "new" else next(sizes)
                                 for kind in layout if kind != "adv"))
     return _gather(v, layout, adv, sentinel)
 
