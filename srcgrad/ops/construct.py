@@ -39,7 +39,7 @@ def _leaves(obj: Any) -> list[Any]:
     return [obj]
 
 
-def _jnp_type(fn: Any, *objs: Any) -> jax.ShapeDtypeStruct:
+def _jnp_type(op: str, fn: Any, *objs: Any) -> jax.ShapeDtypeStruct:
     """The shape and dtype jax.numpy's `fn` gives for these (possibly nested) arguments."""
     structs = [_abstract(o) for o in objs]
     flat, tree = jax.tree_util.tree_flatten(structs)
@@ -53,7 +53,7 @@ def _jnp_type(fn: Any, *objs: Any) -> jax.ShapeDtypeStruct:
     try:
         return jax.eval_shape(run, *[flat[i] for i in arrays])
     except (TypeError, ValueError) as e:
-        raise ShapeError(str(e).split("\n")[0], op=getattr(fn, "__name__", None)) from None
+        raise ShapeError(str(e).split("\n")[0], op=op) from None
 
 
 def _build(obj: Any, dtype: np.dtype) -> Variable:
@@ -72,7 +72,7 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
     if isinstance(object, Variable):
         out = object if dtype is None else astype(object, dtype)
     else:
-        want = _jnp_type(lambda o: jnp.array(o, dtype=dtype), object)
+        want = _jnp_type("array", lambda o: jnp.array(o, dtype=dtype), object)
         dt = dtypes.canonical(want.dtype)
         if want.size == 0 or not isinstance(object, (list, tuple)):
             out = (zeros(tuple(want.shape), dt) if want.size == 0
@@ -190,7 +190,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     num = int(num)
     if num < 0:
         raise ShapeError(f"number of samples, {num}, must be non-negative", op="linspace")
-    out_type = _jnp_type(lambda a, b: jnp.linspace(a, b, num, endpoint, dtype=dtype, axis=axis),
+    out_type = _jnp_type("linspace", lambda a, b: jnp.linspace(a, b, num, endpoint, dtype=dtype, axis=axis),
                          start, stop)
     dt = dtypes.canonical(out_type.dtype)
     cdt = dtypes.to_inexact(dt)
@@ -241,7 +241,10 @@ class _AxisConcat:
 
     def _concat(self, key: Any) -> Variable:
         items = list(key) if isinstance(key, tuple) else [key]
-        dt = dtypes.canonical(_jnp_type(lambda *its: self.like[tuple(its)], *items).dtype)
+        for it in items:
+            if isinstance(it, slice) and any(isinstance(b, Variable) for b in (it.start, it.stop, it.step)):
+                raise ShapeError("slice bounds must be static Python numbers", op=self.__name__)
+        dt = dtypes.canonical(_jnp_type(self.__name__, lambda *its: self.like[tuple(its)], *items).dtype)
         axis, ndmin, trans1d, matrix = self.axis, self.ndmin, self.trans1d, -1
         if items and isinstance(items[0], str):
             directive = items.pop(0)
@@ -275,9 +278,6 @@ class _AxisConcat:
         return out
 
     def _grid(self, s: slice) -> Variable:
-        for b in (s.start, s.stop, s.step):
-            if isinstance(b, Variable):
-                raise ShapeError("slice bounds must be static Python numbers", op=self.__name__)
         start = s.start or 0
         step = s.step or 1
         if isinstance(step, complex):

@@ -435,23 +435,26 @@ def _gather(v: Variable, layout: list[str], adv: list[tuple[int, Any]],
     bshape = broadcast_shapes(*[tuple(np.shape(i)) if not isinstance(i, Variable) else i.shape
                                 for _, i in adv])
     flat, valid = _flat_index(adv, sizes)
-    vt = reshape(transpose(v, adv_axes + rest),
-                 (int(np.prod(sizes, dtype=np.int64)),) + tuple(v.shape[a] for a in rest))
+    single = len(adv) == 1  # one index array: a take along its axis, no transposes
+    ax = adv_axes[0] if single else 0
+    vt = v if single else reshape(transpose(v, adv_axes + rest),
+                                  (int(np.prod(sizes, dtype=np.int64)),) + tuple(v.shape[a] for a in rest))
     if sentinel is not None and valid is not None:
-        vt = concatenate([vt, full((1,) + vt.shape[1:], sentinel, vt.dtype)], 0)
-        flat = where(valid, flat, vt.shape[0] - 1)
+        vt = concatenate([vt, full(vt.shape[:ax] + (1,) + vt.shape[ax + 1:], sentinel, vt.dtype)], ax)
+        flat = where(valid, flat, vt.shape[ax] - 1)
     flat = as_var(flat) if isinstance(flat, Variable) else as_var(np.broadcast_to(flat, bshape).copy())
     if flat.shape != bshape:
         flat = broadcast_to(flat, bshape)
-    out = take(vt, flat, 0)
+    out = take(vt, flat, ax)
+    nb = len(bshape)
     if valid is not None and sentinel is None:
         valid = valid if valid.shape == bshape else broadcast_to(valid, bshape)
-        keep = reshape(valid, valid.shape + (1,) * (out.ndim - valid.ndim))
+        keep = reshape(valid, (1,) * ax + bshape + (1,) * (out.ndim - ax - nb))
         out = where(keep, out, stop_gradient(out))
-    nb, first = len(bshape), layout.index("adv")
+    first = layout.index("adv")
     last = len(layout) - 1 - layout[::-1].index("adv")
     together = layout[first:last + 1].count("adv") == last - first + 1
-    rest_dims = iter(out.shape[nb:])
+    rest_dims = iter(d for k, d in enumerate(out.shape) if not ax <= k < ax + nb)
     shape: list[int] = [] if together else list(bshape)
     for k, kind in enumerate(layout):
         if kind == "new":
@@ -460,7 +463,7 @@ def _gather(v: Variable, layout: list[str], adv: list[tuple[int, Any]],
             shape.append(next(rest_dims))
         elif together and k == first:
             shape.extend(bshape)
-    if together:  # NumPy: adjacent advanced indices put their dims where they stand
+    if together and not single:  # NumPy: adjacent advanced indices put their dims where they stand
         before = layout[:first].count("slice")
         out = transpose(out, [nb + i for i in range(before)] + list(range(nb))
                         + [nb + i for i in range(before, len(rest))])
