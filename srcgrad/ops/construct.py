@@ -190,10 +190,9 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     num = int(num)
     if num < 0:
         raise ShapeError(f"number of samples, {num}, must be non-negative", op="linspace")
-    out_type = _jnp_type("linspace", lambda a, b: jnp.linspace(a, b, num, endpoint, dtype=dtype, axis=axis),
-                         start, stop)
-    dt = dtypes.canonical(out_type.dtype)
-    cdt = dtypes.to_inexact(dt)
+    out_type, step_type = _jnp_type(
+        "linspace", lambda a, b: jnp.linspace(a, b, num, endpoint, True, dtype, axis), start, stop)
+    dt, cdt = dtypes.canonical(out_type.dtype), dtypes.canonical(step_type.dtype)
     lo, hi = (astype(as_var(v) if not isinstance(v, (int, float, bool)) else full((), v, cdt), cdt)
               for v in (start, stop))
     bshape = broadcast_shapes(lo.shape, hi.shape)
