@@ -33,12 +33,6 @@ def _abstract(obj: Any) -> Any:
     return obj
 
 
-def _leaves(obj: Any) -> list[Any]:
-    if isinstance(obj, (list, tuple)):
-        return [leaf for o in obj for leaf in _leaves(o)]
-    return [obj]
-
-
 def _jnp_type(op: str, fn: Any, *objs: Any) -> jax.ShapeDtypeStruct:
     """The shape and dtype jax.numpy's `fn` gives for these (possibly nested) arguments."""
     structs = [_abstract(o) for o in objs]
@@ -85,7 +79,8 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
 
 
 @public
-def asarray(a: Any, dtype: Any = None, order: str | None = None, copy: bool | None = None) -> Variable:
+def asarray(a: Any, dtype: Any = None, order: str | None = None,
+            copy: bool | None = None) -> Variable:
     """jnp.asarray: `sg.array` without a copy (srcgrad's values are immutable anyway)."""
     return array(a, dtype)
 
@@ -241,9 +236,11 @@ class _AxisConcat:
     def _concat(self, key: Any) -> Variable:
         items = list(key) if isinstance(key, tuple) else [key]
         for it in items:
-            if isinstance(it, slice) and any(isinstance(b, Variable) for b in (it.start, it.stop, it.step)):
+            if isinstance(it, slice) and any(isinstance(b, Variable)
+                                             for b in (it.start, it.stop, it.step)):
                 raise ShapeError("slice bounds must be static Python numbers", op=self.__name__)
-        dt = dtypes.canonical(_jnp_type(self.__name__, lambda *its: self.like[tuple(its)], *items).dtype)
+        like = _jnp_type(self.__name__, lambda *its: self.like[tuple(its)], *items)
+        dt = dtypes.canonical(like.dtype)
         axis, ndmin, trans1d, matrix = self.axis, self.ndmin, self.trans1d, -1
         if items and isinstance(items[0], str):
             directive = items.pop(0)

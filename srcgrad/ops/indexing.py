@@ -284,7 +284,7 @@ def _array_item(it: Any) -> Any:
             from .construct import array
             return array(it)
         arr = np.asarray(it)
-        return arr.astype(np.int64) if arr.size == 0 and arr.dtype.kind == "f" else arr
+        return arr.astype(dtypes.default_int()) if arr.size == 0 and arr.dtype.kind == "f" else arr
     return np.asarray(it)
 
 
@@ -296,7 +296,8 @@ def _expand(x: Variable, index: Any) -> list[Item]:
         if isinstance(it, (bool, np.bool_)):
             raise ShapeError("a bool scalar is not supported as an index; use x[None] to add "
                              "an axis or sg.where to select", op="getitem")
-        if isinstance(it, (list, np.ndarray)) or (not isinstance(it, Variable) and hasattr(it, "__array__")):
+        if isinstance(it, (list, np.ndarray)) or (not isinstance(it, Variable)
+                                                   and hasattr(it, "__array__")):
             it = _array_item(it)
         if isinstance(it, np.ndarray):
             if it.dtype == np.bool_:
@@ -368,7 +369,8 @@ def _index(x: Variable, index: Any, sentinel: int | None) -> Variable:
             if st < 0:
                 reversed_axes.append(axis)
                 lo, st = lo + (n - 1) * st, -st
-            start[axis], limit[axis], strides[axis] = (lo, lo + (n - 1) * st + 1, st) if n else (0, 0, 1)
+            start[axis], limit[axis], strides[axis] = ((lo, lo + (n - 1) * st + 1, st) if n
+                                                       else (0, 0, 1))
             layout.append("slice")
             sliced.append(n)
         else:
@@ -377,8 +379,9 @@ def _index(x: Variable, index: Any, sentinel: int | None) -> Variable:
             adv.append((axis, it))
             layout.append("adv")
         axis += 1
-    general = builtins.any(np.ndim(i) if not isinstance(i, Variable) else i.ndim for _, i in adv) or (
-        sentinel is not None and builtins.any(isinstance(i, Variable) for _, i in adv))
+    traced = [i for _, i in adv if isinstance(i, Variable)]
+    general = builtins.any(np.ndim(i) for _, i in adv if not isinstance(i, Variable)) or \
+        builtins.any(i.ndim for i in traced) or (sentinel is not None and bool(traced))
     if not general:  # ints become size-1 slices, traced scalars dynamic indices
         for a, i in adv:
             if isinstance(i, int):
@@ -438,11 +441,14 @@ def _gather(v: Variable, layout: list[str], adv: list[tuple[int, Any]],
     single = len(adv) == 1  # one index array: a take along its axis, no transposes
     ax = adv_axes[0] if single else 0
     vt = v if single else reshape(transpose(v, adv_axes + rest),
-                                  (int(np.prod(sizes, dtype=np.int64)),) + tuple(v.shape[a] for a in rest))
+                                  (int(np.prod(sizes, dtype=np.int64)),)
+                                  + tuple(v.shape[a] for a in rest))
     if sentinel is not None and valid is not None:
-        vt = concatenate([vt, full(vt.shape[:ax] + (1,) + vt.shape[ax + 1:], sentinel, vt.dtype)], ax)
+        one_more = full(vt.shape[:ax] + (1,) + vt.shape[ax + 1:], sentinel, vt.dtype)
+        vt = concatenate([vt, one_more], ax)
         flat = where(valid, flat, vt.shape[ax] - 1)
-    flat = as_var(flat) if isinstance(flat, Variable) else as_var(np.broadcast_to(flat, bshape).copy())
+    if not isinstance(flat, Variable):
+        flat = as_var(np.broadcast_to(flat, bshape).copy())
     if flat.shape != bshape:
         flat = broadcast_to(flat, bshape)
     out = take(vt, flat, ax)
@@ -620,6 +626,7 @@ class _At:
 
 
 def at(x: Variable) -> _At:
+    """`x.at` (installed as a property of traced values)."""
     return _At(x)
 
 
