@@ -250,9 +250,9 @@ def _pad_with(x: Variable, value: Variable | None, config: Sequence[tuple[int, i
               ) -> Variable:
     """lax.pad: `value` (None: zero) in the new positions; negative low/high padding crops."""
     grow = [(max(lo, 0), max(hi, 0), it) for lo, hi, it in config]
-    out = S.pad(x, grow)
+    out = S.lax_pad(x, grow)
     if value is not None:
-        inside = S.pad(full(x.shape, True, np.dtype(bool)), grow)
+        inside = S.lax_pad(full(x.shape, True, np.dtype(bool)), grow)
         out = E.where(inside, out, value)
     if any(lo < 0 or hi < 0 for lo, hi, _ in config):
         start = [max(-lo, 0) for lo, _, _ in config]

@@ -30,8 +30,8 @@ CALLS = [
     (lambda x: jnp.amax(x), "jnp.amax", "use sg.max instead of jnp.amax"),
     (lambda x: np.tanh(x), "np.tanh", "use sg.tanh instead of np.tanh"),
     (lambda x: np.cumsum(x), "np.cumsum", "srcgrad has no cumsum yet"),
-    (lambda x: np.asarray(x), "np.asarray", "srcgrad has no asarray yet"),
-    (lambda x: jnp.asarray(x), "jnp.asarray", "srcgrad has no asarray yet"),
+    (lambda x: np.asarray(x), "np.asarray", "use sg.asarray instead of np.asarray"),
+    (lambda x: jnp.asarray(x), "jnp.asarray", "use sg.asarray instead of jnp.asarray"),
 ]
 
 

@@ -24,6 +24,7 @@ INTERNAL = {
     "lax_scatter_add": "sg.from_jax of x.at[idx].add and gather's gradient (test_from_jax)",
     "lax_scatter": "sg.from_jax of x.at[idx].set (test_from_jax)",
     "linear_scan": "cumprod's gradient (test_manip: test_linear_scan_matches_its_recurrence)",
+    "index_update": "x.at[...].set/multiply/min/max (test_indexing_adv)",
 }
 #: Control-flow rows: test_control_flow.py, test_checkpoint.py and the while/cond goldens;
 #: the custom-rule rows: test_custom.py.

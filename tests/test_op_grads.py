@@ -36,6 +36,9 @@ from test_ops import (ARRAY_INDEXERS, F32, F64, FLOATS, GRID, I32, I64, POS, SCA
                       one_shape, pool_args, pool_ref, reduction, reshape_args, squeeze_args,
                       take_args, traced_fill_args, traced_index_args, transpose_args, values,
                       where_args)
+from test_ops import (C_FORMS, CONCAT_FORMS, array_args, array_ours, array_ref, average_args,
+                      average_via, concat_args, diagonal_args, linspace_args, linspace_via,
+                      matrix_args)
 
 AWAY = Dom(away=0.25)
 DISTINCT = Dom(distinct=True)  # for max_pool, whose ties jax breaks (select_and_scatter)
@@ -101,6 +104,14 @@ def arithmetic_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dic
         return params, [x, values(data, other, dts[0], dom)]
     const = ARITHMETIC_CONSTANTS[kind](data.draw(st.sampled_from([2.0, 1.5])))
     return {**params, "const": const}, [x]
+
+
+def float_result(draw: Draw) -> Draw:
+    """`draw` with its `dtype` parameter None: the result stays floating (differentiable)."""
+    def drawn(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+        params, args = draw(data, dts)
+        return {**params, "dtype": None}, args
+    return drawn
 
 
 def astype_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
@@ -244,6 +255,28 @@ CASES: list[GradCase] = [
     # std has no derivative where all values are equal (sqrt at 0): jax gives NaN there
     GradCase("std", sg.std, jnp.std, stat_args(DISTINCT), second_order=True),
     GradCase("log_softmax", sg.log_softmax, jax.nn.log_softmax, along_axis()),
+    binary("fmod", Dom(2.25, 2.75), Dom(1.5, 2.0)),
+    unary("sinc", jnp.sinc, GRID, second_order=True),  # the grid holds 0: sinc's derivatives there
+    binary("fmax", GRID, GRID),
+    binary("fmin", GRID, GRID),
+    GradCase("nan_to_num", sg.nan_to_num, jnp.nan_to_num, elementwise(R)),
+    GradCase("array", array_ours, array_ref, float_result(array_args), variants=MIXED,
+             second_order=True),
+    GradCase("asarray", lambda a, b, form, dtype: sg.asarray([a, b]),
+             lambda a, b, form, dtype: jnp.asarray([a, b]), float_result(array_args)),
+    GradCase("tril", sg.tril, jnp.tril, matrix_args(), second_order=True),
+    GradCase("triu", sg.triu, jnp.triu, matrix_args()),
+    GradCase("diag", sg.diag, jnp.diag, matrix_args(1), second_order=True),
+    GradCase("diagonal", sg.diagonal, jnp.diagonal, diagonal_args()),
+    GradCase("linspace", linspace_via(sg), linspace_via(jnp), float_result(linspace_args),
+             variants=MIXED, second_order=True),
+    GradCase("r_", lambda a, b, form: CONCAT_FORMS[form](sg.r_, a, b),
+             lambda a, b, form: CONCAT_FORMS[form](jnp.r_, a, b), concat_args(CONCAT_FORMS),
+             variants=MIXED),
+    GradCase("c_", lambda a, b, form: C_FORMS[form](sg.c_, a, b),
+             lambda a, b, form: C_FORMS[form](jnp.c_, a, b), concat_args(C_FORMS)),
+    GradCase("average", average_via(sg), average_via(jnp), average_args(), variants=MIXED,
+             second_order=True),
 ]
 
 

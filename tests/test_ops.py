@@ -615,6 +615,144 @@ def attributes(full: Callable, zeros: Callable) -> Callable[[Any], Any]:
     return fn
 
 
+# ---------------------------------------------------------------- fmax/fmin, nan_to_num, creation
+# from traced values, average (more cases in test_elem_extra.py and test_indexing_adv.py)
+
+def nan_pairs(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+    """fmax/fmin: two broadcasting arguments on a grid (ties), floats with some NaNs."""
+    args = elementwise(GRID, GRID)(data, dts)[1]
+    out = []
+    for a in args:
+        if a.dtype.kind == "f" and a.size:
+            nans = data.draw(hnp.arrays(np.bool_, a.shape))
+            a = np.where(nans, np.nan, a).astype(a.dtype)
+        out.append(a)
+    return {}, out
+
+
+def nan_to_num_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+    params = {k: data.draw(st.sampled_from(v)) for k, v in
+              (("nan", [0.0, 1.5, -2]), ("posinf", [None, 7.0]), ("neginf", [None, -7]))}
+    return params, with_specials(data, dts)[1]
+
+
+ARRAY_FORMS = {  # sg.array / jnp.array over these nested sequences of the drawn arrays
+    "[a, b]": lambda a, b: [a, b], "(a, b, a)": lambda a, b: (a, b, a),
+    "[[a, b], [b, a]]": lambda a, b: [[a, b], [b, a]], "[a]": lambda a, b: [a],
+}
+SCALAR_FORMS = {  # the same with Python numbers mixed in (0-d arrays only)
+    "[a, 2, b]": lambda a, b: [a, 2, b], "[[a, 1.5], (b, -1)]": lambda a, b: [[a, 1.5], (b, -1)],
+    "[True, a]": lambda a, b: [True, a],
+}
+
+
+def array_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+    """Two arrays of one shape and a nesting form (Python numbers too, for 0-d arrays)."""
+    shape = data.draw(one_shape(max_dims=2))
+    forms = sorted(ARRAY_FORMS) + (sorted(SCALAR_FORMS) if shape == () else [])
+    params = {"form": data.draw(st.sampled_from(forms)),
+              "dtype": data.draw(st.sampled_from([None, None, F32, I32]))}
+    return params, [values(data, shape, dts[i % len(dts)]) for i in range(2)]
+
+
+def array_ours(a: Any, b: Any, form: str, dtype: Any) -> Any:
+    return sg.array({**ARRAY_FORMS, **SCALAR_FORMS}[form](a, b), dtype=dtype)
+
+
+def array_ref(a: Any, b: Any, form: str, dtype: Any) -> Any:
+    return jnp.array({**ARRAY_FORMS, **SCALAR_FORMS}[form](a, b), dtype=dtype)
+
+
+def eye_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+    n = data.draw(st.integers(0, 4))
+    return {"N": n, "M": data.draw(st.none() | st.integers(0, 4)),
+            "k": data.draw(st.integers(-3, 3)), "dtype": data.draw(DTYPES_OR_NONE)}, []
+
+
+def matrix_args(min_dims: int = 2, k: bool = True, dom: Dom = R) -> Draw:
+    """tril/triu/diag/diagonal: an array of rank min_dims..3 and a diagonal offset."""
+    def draw(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+        shape = data.draw(one_shape(min_dims=min_dims, max_dims=3 if min_dims > 1 else 2))
+        return {"k": data.draw(st.integers(-3, 3))}, [values(data, shape, dts[0], dom)]
+    return draw
+
+
+def diagonal_args(dom: Dom = R) -> Draw:
+    def draw(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+        shape = data.draw(one_shape(min_dims=2))
+        a1, a2 = data.draw(st.lists(st.integers(-len(shape), len(shape) - 1), min_size=2,
+                                    max_size=2).filter(lambda ax: ax[0] % len(shape) != ax[1] % len(shape)))
+        return ({"offset": data.draw(st.integers(-3, 3)), "axis1": a1, "axis2": a2},
+                [values(data, shape, dts[0], dom)])
+    return draw
+
+
+def linspace_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+    """Traced start and stop (broadcasting), num 0..5, endpoint, axis, retstep, dtype."""
+    s1, s2 = data.draw(broadcast_shapes(2, 0, 2, 0, SIDE))
+    nd = len(np.broadcast_shapes(s1, s2)) + 1
+    params = {"num": data.draw(st.integers(0, 5)), "endpoint": data.draw(st.booleans()),
+              "retstep": data.draw(st.booleans()), "axis": data.draw(st.integers(-nd, nd - 1)),
+              "dtype": data.draw(st.sampled_from([None, None, F32, I32]))}
+    return params, [values(data, s1, dts[0]), values(data, s2, dts[-1])]
+
+
+def linspace_via(m: Any) -> Callable[..., Any]:
+    """m.linspace, its (samples, step) pair joined into one flat array when retstep=True."""
+    def fn(a: Any, b: Any, **kw: Any) -> Any:
+        out = m.linspace(a, b, **kw)
+        if not kw["retstep"]:
+            return out
+        return m.concatenate([m.reshape(out[0], (-1,)), m.reshape(out[1], (-1,))])
+    return fn
+
+
+CONCAT_FORMS = {  # sg.r_ / sg.c_ items: arrays, Python numbers and static slices
+    "r_[a, b]": lambda m, a, b: m[a, b], "r_[a, 2, 0:3]": lambda m, a, b: m[a, 2, 0:3],
+    "r_[1:4:2, b, -1.5]": lambda m, a, b: m[1:4:2, b, -1.5],
+    "r_[0:1:4j, a]": lambda m, a, b: m[0:1:4j, a], "r_['0,2', a, b]": lambda m, a, b: m["0,2", a, b],
+    "r_['c', a, b]": lambda m, a, b: m["c", a, b],
+}
+C_FORMS = {  # sg.c_: columns of equal length
+    "c_[a, b]": lambda m, a, b: m[a, b], "c_[a, b, a]": lambda m, a, b: m[a, b, a],
+    "c_[a, 0:len(a)]": lambda m, a, b: m[a, 0:len(a)],
+    "c_[0:1:len(a)*1j, b]": lambda m, a, b: m[0:1:len(a) * 1j, b],
+}
+
+
+def concat_args(forms: dict[str, Callable]) -> Draw:
+    def draw(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+        n = data.draw(st.integers(1, SIDE))
+        return ({"form": data.draw(st.sampled_from(sorted(forms)))},
+                [values(data, (n,), dts[i % len(dts)]) for i in range(2)])
+    return draw
+
+
+def average_args(dom: Dom = R) -> Draw:
+    """An array, axis (None/int/tuple), keepdims, returned and weights: none, a's shape, or
+    1-D along an int axis."""
+    def draw(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+        shape = data.draw(one_shape(min_dims=1, min_side=1))
+        axis = data.draw(axes(len(shape)))
+        params = {"axis": axis, "keepdims": data.draw(st.booleans()),
+                  "returned": data.draw(st.booleans())}
+        a = values(data, shape, dts[0], dom)
+        kind = data.draw(st.sampled_from(["none", "full"] + (["axis"] if isinstance(axis, int) else [])))
+        if kind == "none":
+            return params, [a]
+        wshape = shape if kind == "full" else (shape[axis],)
+        return params, [a, values(data, wshape, dts[-1], Dom(0.5, 2.0))]
+    return draw
+
+
+def average_via(m: Any) -> Callable[..., Any]:
+    """m.average, its (average, sum of weights) pair stacked when returned=True."""
+    def fn(a: Any, *w: Any, **kw: Any) -> Any:
+        out = m.average(a, weights=w[0] if w else None, **kw)
+        return m.stack(out) if kw["returned"] else out
+    return fn
+
+
 # ---------------------------------------------------------------- the table
 
 @dataclass(frozen=True, eq=False)
@@ -830,6 +968,30 @@ CASES: list[Case] = [
     Case("operator @", operator.matmul, operator.matmul, matmul_args(), ((F32, F64),)),
     Case("attributes .shape .ndim .dtype .T", attributes(sg.full, sg.zeros),
          attributes(jnp.full, jnp.zeros), attribute_args, ((F32,), (I32,))),
+    binary("fmod", Dom(-3.0, 3.0), Dom(0.5, 2.0), NUMS + ((F32, F64),)),
+    unary("sinc", jnp.sinc, GRID, NUMS),
+    Case("fmax", sg.fmax, jnp.fmax, nan_pairs, NUMS + ((F32, F64),)),
+    Case("fmin", sg.fmin, jnp.fmin, nan_pairs, NUMS),
+    Case("nan_to_num", sg.nan_to_num, jnp.nan_to_num, nan_to_num_args, NUMS),
+    Case("array", array_ours, array_ref, array_args, NUMS + ((F32, F64), (I32, F32), (BOOL,))),
+    Case("asarray", lambda a, b, form, dtype: sg.asarray(ARRAY_FORMS[form](a, b) if form in ARRAY_FORMS else a, dtype),
+         lambda a, b, form, dtype: jnp.asarray(ARRAY_FORMS[form](a, b) if form in ARRAY_FORMS else a, dtype),
+         array_args, ((F32,), (I32, F64))),
+    Case("eye", sg.eye, jnp.eye, eye_args, ((),)),
+    Case("identity", lambda N, M, k, dtype: sg.identity(N, dtype),
+         lambda N, M, k, dtype: jnp.identity(N, dtype), eye_args, ((),)),
+    Case("tri", sg.tri, jnp.tri, eye_args, ((),)),
+    Case("tril", sg.tril, jnp.tril, matrix_args(), ((F32,), (I32,), (BOOL,))),
+    Case("triu", sg.triu, jnp.triu, matrix_args(), ((F64,), (I32,))),
+    Case("diag", sg.diag, jnp.diag, matrix_args(1), ((F32,), (I32,))),
+    Case("diagonal", sg.diagonal, jnp.diagonal, diagonal_args(), ((F64,), (BOOL,))),
+    Case("linspace", linspace_via(sg), linspace_via(jnp), linspace_args, ((F32,), (F64,), (I32,), (F32, F64))),
+    Case("r_", lambda a, b, form: CONCAT_FORMS[form](sg.r_, a, b),
+         lambda a, b, form: CONCAT_FORMS[form](jnp.r_, a, b), concat_args(CONCAT_FORMS),
+         ((F32,), (I32, F64))),
+    Case("c_", lambda a, b, form: C_FORMS[form](sg.c_, a, b),
+         lambda a, b, form: C_FORMS[form](jnp.c_, a, b), concat_args(C_FORMS), ((F64,), (I32,))),
+    Case("average", average_via(sg), average_via(jnp), average_args(), NUMS + ((F32, F64),)),
 ]
 
 

@@ -11,8 +11,8 @@ from .. import habits
 from ..builder import as_var
 from ..ir import Variable
 # Importing the modules declares their ops (fills the registry and EXPORTS).
-from . import (control, creation, elementwise, grad_helpers, indexing, linalg, manip,  # noqa: F401
-               nn, reduce, shape)
+from . import (control, construct, creation, elementwise, grad_helpers, indexing,  # noqa: F401
+               linalg, manip, nn, reduce, shape)
 from .control import cond, fori_loop, while_loop
 from .declare import EXPORTS
 from .checkpoint import checkpoint
@@ -47,6 +47,7 @@ def _install_operators() -> None:
     Variable.__invert__ = E.logical_not
     Variable.__abs__ = E.abs
     Variable.__getitem__ = indexing.getitem
+    Variable.at = property(indexing.at)
     Variable.__hash__ = object.__hash__
     Variable.T = property(lambda self: shape.transpose(self))
     Variable.astype = E.astype

@@ -379,3 +379,80 @@ def imag(x: ArrayLike) -> Variable:
 set_remat(REMAT_INDEX, "add", "subtract", "multiply", "negative", "convert", "where", "less",
           "less_equal", "greater", "greater_equal", "equal", "not_equal", "logical_and",
           "logical_or", "logical_not")
+
+
+# ---------------------------------------------------------------- fmod, sinc, fmax/fmin, nan_to_num
+
+def _g_fmod_y(op: Op, g: Variable) -> Variable:
+    q = op.inputs[0] / op.inputs[1]
+    return negative(g * (sign(q) * floor(abs(q))))  # -g * trunc(x / y), as lax.rem's rule
+
+
+fmod = binary("fmod", "jnp.fmod({0}, {1})", (lambda op, g: g, _g_fmod_y), "intdiv",
+              doc="jnp.fmod(x1, x2): C's remainder (the result takes the sign of `x1`).")
+
+
+def _maclaurin_value(k: int) -> float:
+    """The k-th derivative of sin(t)/t at t = 0."""
+    return 0.0 if k % 2 else (-1.0) ** (k // 2) / (k + 1)
+
+
+@defop("sinc_maclaurin", same, "jnp.full_like({0}, {value})",
+       (lambda op, g: g * sinc_maclaurin(op.inputs[0], op.attrs["k"] + 1),), export="sinc")
+def sinc_maclaurin(t: Variable, k: int) -> tuple[list[Variable], dict]:
+    """The k-th derivative of sin(t)/t at 0, shaped like `t`; its gradient is the (k+1)-th,
+    so that sinc has its true derivatives of every order at 0 (JAX's construction)."""
+    return [t], {"k": k, "value": _maclaurin_value(k)}
+
+
+@public
+def sinc(x: ArrayLike) -> Variable:
+    """jnp.sinc: sin(pi x) / (pi x), 1 at 0, with its derivatives at 0 of every order."""
+    x = as_var(x)
+    if not dtypes.is_inexact(x.dtype):
+        x = astype(x, jax_dtype(jnp.sinc, x.dtype))
+    zero = x == 0.0
+    pi_x = x * math.pi
+    safe = where(zero, 1.0, pi_x)
+    return where(zero, sinc_maclaurin(pi_x, 0), sin(safe) / safe)
+
+
+def _two(x1: ArrayLike, x2: ArrayLike) -> tuple[Variable, Variable]:
+    if isinstance(x1, Variable):
+        return x1, as_var(x2, like=x1)
+    x2 = as_var(x2)
+    return as_var(x1, like=x2), x2
+
+
+def _isnan(x: Variable) -> Variable:
+    return isnan(x) if dtypes.is_inexact(x.dtype) else zeros_like(x, BOOL)
+
+
+@public
+def fmax(x1: ArrayLike, x2: ArrayLike) -> Variable:
+    """jnp.fmax: the larger value, ignoring a NaN in either (x2 where they tie)."""
+    x1, x2 = _two(x1, x2)
+    return where(logical_or(greater(x1, x2), _isnan(x2)), x1, x2)
+
+
+@public
+def fmin(x1: ArrayLike, x2: ArrayLike) -> Variable:
+    """jnp.fmin: the smaller value, ignoring a NaN in either (x2 where they tie)."""
+    x1, x2 = _two(x1, x2)
+    return where(logical_or(less(x1, x2), _isnan(x2)), x1, x2)
+
+
+@public
+def nan_to_num(x: ArrayLike, copy: bool = True, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None) -> Variable:
+    """jnp.nan_to_num: NaN, +inf and -inf replaced (by default with 0 and the dtype's largest
+    and lowest values); integer and bool inputs are returned as they are."""
+    x = as_var(x)
+    if not dtypes.is_inexact(x.dtype):
+        return x
+    info = jnp.finfo(x.dtype)
+    hi = float(info.max) if posinf is None else posinf
+    lo = float(info.min) if neginf is None else neginf
+    out = where(isnan(x), astype(as_var(nan, like=x), x.dtype), x)
+    out = where(equal(out, math.inf), astype(as_var(hi, like=x), x.dtype), out)
+    return where(equal(out, -math.inf), astype(as_var(lo, like=x), x.dtype), out)

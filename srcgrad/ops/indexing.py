@@ -1,4 +1,5 @@
-"""Indexing: NumPy-style getitem, dynamic slices and indices, take/scatter_add, one_hot."""
+"""Indexing: NumPy-style getitem (advanced indexing included), `x.at[...]` updates, dynamic
+slices and indices, take/scatter_add, one_hot."""
 from __future__ import annotations
 
 import builtins
@@ -10,14 +11,15 @@ from jax import lax
 
 from .. import dtypes
 from ..builder import as_var
-from ..errors import ShapeError
+from ..errors import GradientError, ShapeError
 from ..ir import Op, Variable
 from ..registry import REMAT_VIEW, ZERO, OutType, set_remat
-from ._rules import norm_axis
-from .creation import zeros
+from ._rules import broadcast_shapes, norm_axis
+from .creation import arange, full, ones, zeros
 from .declare import Emitted, defop
-from .elementwise import add, astype, less, where
-from .shape import reshape, rev, slice, transpose
+from .elementwise import (add, astype, equal, greater_equal, less, logical_and, maximum, minimum,
+                          multiply, stop_gradient, where)
+from .shape import broadcast_to, concatenate, reshape, rev, slice, transpose
 
 
 def _index_rule(start: int) -> Any:
@@ -129,9 +131,16 @@ def _g_take(op: Op, g: list, need: list) -> list:
 
 
 def _g_scatter_add(op: Op, g: list, need: list) -> list:
+    """The updates' gradient is `g` read at their indices, 0 for the dropped ones (as JAX)."""
     x, idx, u = op.inputs
-    return [g[0] if need[0] else None, None,
-            take(g[0], idx, op.attrs["axis"]) if need[2] else None]
+    gu = None
+    if need[2]:
+        a, n = op.attrs["axis"], x.shape[op.attrs["axis"]]
+        inside = logical_and(greater_equal(idx, -n), less(idx, n))
+        read = take(g[0], where(inside, idx, 0), a)
+        mask = reshape(inside, (1,) * a + idx.shape + (1,) * (x.ndim - a - 1))
+        gu = where(mask, read, zeros((), read.dtype))
+    return [g[0] if need[0] else None, None, gu]
 
 
 def _lower_scatter_add(args: list[str], attrs: dict[str, str]) -> str:
@@ -255,71 +264,370 @@ def one_hot(x: Any, num_classes: int, dtype: Any = None) -> Emitted:
     return [as_var(x)], {"num_classes": int(num_classes), "dtype": dt}
 
 
-def getitem(x: Variable, index: Any) -> Variable:
-    """NumPy indexing: ints, slices, None, Ellipsis, traced integer scalars, one integer array."""
-    items = list(index) if isinstance(index, tuple) else [index]
-    if any(i is Ellipsis for i in items):
-        at = next(k for k, i in enumerate(items) if i is Ellipsis)
-        used = sum(1 for i in items if i is not None and i is not Ellipsis)
-        items[at:at + 1] = [builtins.slice(None)] * (x.ndim - used)
-    used = sum(1 for i in items if i is not None)
+# ---------------------------------------------------------------- NumPy indexing
+
+#: An index item after `_expand`: None, a slice, a Python int, a NumPy integer array or a
+#: traced integer value (0-d or an array).
+Item = Any
+
+
+def _has_traced(index: Any) -> bool:
+    if isinstance(index, Variable):
+        return True
+    return isinstance(index, (tuple, list)) and builtins.any(_has_traced(i) for i in index)
+
+
+def _array_item(it: Any) -> Any:
+    """A list, NumPy or JAX array as an index item: an int array, a bool mask or traced."""
+    if isinstance(it, list):
+        if _has_traced(it):
+            from .construct import array
+            return array(it)
+        arr = np.asarray(it)
+        return arr.astype(dtypes.default_int()) if arr.size == 0 and arr.dtype.kind == "f" else arr
+    return np.asarray(it)
+
+
+def _expand(x: Variable, index: Any) -> list[Item]:
+    """`index` as one item per axis of `x` (plus None for new axes): lists and arrays turned
+    into index arrays, concrete bool masks into their `nonzero()` arrays, Ellipsis filled in."""
+    items: list[Item] = []
+    for it in (index if isinstance(index, tuple) else (index,)):
+        if isinstance(it, (bool, np.bool_)):
+            raise ShapeError("a bool scalar is not supported as an index; use x[None] to add "
+                             "an axis or sg.where to select", op="getitem")
+        if isinstance(it, (list, np.ndarray)) or (not isinstance(it, Variable)
+                                                   and hasattr(it, "__array__")):
+            it = _array_item(it)
+        if isinstance(it, np.ndarray):
+            if it.dtype == np.bool_:
+                items.extend(np.nonzero(it))
+                continue
+            if it.dtype.kind not in "iu":
+                raise ShapeError(f"indices must be integers or bools, got a {it.dtype} array",
+                                 op="getitem")
+            it = int(it) if it.ndim == 0 else it
+        elif isinstance(it, np.integer):
+            it = int(it)
+        elif isinstance(it, Variable):
+            if it.dtype == np.dtype(bool):
+                raise ShapeError(f"a traced bool mask ({it.type_str()}) has no static result "
+                                 "shape; use sg.where, or a concrete NumPy mask", op="getitem")
+            if it.dtype.kind not in "iu":
+                raise ShapeError(f"indices must be integers, got {it.type_str()}", op="getitem")
+        elif not (it is None or it is Ellipsis or isinstance(it, (int, builtins.slice))):
+            raise ShapeError(f"cannot index with a {type(it).__name__}", op="getitem")
+        items.append(it)
+    ellipses = [k for k, i in enumerate(items) if i is Ellipsis]
+    if len(ellipses) > 1:
+        raise ShapeError("an index can only have a single ellipsis ('...')", op="getitem")
+    used = builtins.sum(1 for i in items if i is not None and i is not Ellipsis)
     if used > x.ndim:
         raise ShapeError(f"too many indices ({used}) for {x.type_str()}", op="getitem")
-    items += [builtins.slice(None)] * (x.ndim - used)
+    fill = [builtins.slice(None)] * (x.ndim - used)
+    if ellipses:
+        items[ellipses[0]:ellipses[0] + 1] = fill
+    else:
+        items += fill
+    return items
+
+
+def _static_index(k: int | np.ndarray, axis: int, d: int) -> int | np.ndarray:
+    """A concrete index checked against the axis size, negative values counted from the end."""
+    if np.size(k) and not (np.all(k >= -d) and np.all(k < d)):
+        bad = k if isinstance(k, int) else k[(k < -d) | (k >= d)].flat[0]
+        raise ShapeError(f"index {int(bad)} is out of bounds for axis {axis} of size {d}",
+                         op="getitem")
+    return k % d if isinstance(k, int) else (k % d).astype(dtypes.default_int())
+
+
+def getitem(x: Variable, index: Any) -> Variable:
+    """NumPy indexing: ints, slices, None, Ellipsis, traced integer scalars and arrays, lists,
+    several index arrays at once (NumPy's broadcasting and axis placement) and concrete bool
+    masks. A traced index out of range clamps, as in jax.numpy."""
+    return _index(as_var(x), index, None)
+
+
+def _index(x: Variable, index: Any, sentinel: int | None) -> Variable:
+    """`x[index]`; with a `sentinel`, a traced index array out of range reads `sentinel`
+    instead of clamping (for `.at` updates, which drop those)."""
+    items = _expand(x, index)
     start, limit, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
-    reversed_axes, dynamic, out_shape = [], [], []
-    advanced, array_dims = [], None  # positions of int/array items; where the array's dims land
+    reversed_axes: list[int] = []
+    layout: list[str] = []  # per item: "new", "slice" or "adv" (int, traced or array)
+    adv: list[tuple[int, Any]] = []  # (axis, index) of each advanced item
+    sliced: list[int] = []  # the size of each sliced axis
     axis = 0
-    for pos, it in enumerate(items):
+    for it in items:
         if it is None:
-            out_shape.append(1)
+            layout.append("new")
             continue
         d = x.shape[axis]
-        if isinstance(it, (int, np.integer)) and not isinstance(it, bool):
-            advanced.append(pos)
-            k = int(it)
-            if not -d <= k < d:
-                raise ShapeError(f"index {k} is out of bounds for axis {axis} of size {d}",
-                                 op="getitem")
-            start[axis], limit[axis] = k % d, k % d + 1
-        elif isinstance(it, builtins.slice):
+        if isinstance(it, builtins.slice):
             lo, hi, st = it.indices(d)
             n = len(range(lo, hi, st))
             if st < 0:
                 reversed_axes.append(axis)
                 lo, st = lo + (n - 1) * st, -st
-            start[axis], limit[axis], strides[axis] = (lo, lo + (n - 1) * st + 1, st) if n else (0, 0, 1)
-            out_shape.append(n)
+            start[axis], limit[axis], strides[axis] = ((lo, lo + (n - 1) * st + 1, st) if n
+                                                       else (0, 0, 1))
+            layout.append("slice")
+            sliced.append(n)
         else:
-            idx = as_var(it)
-            if idx.dtype.kind not in "iu":
-                raise ShapeError(f"indices must be integers, got {idx.type_str()}", op="getitem")
-            dynamic.append((axis, idx))
-            advanced.append(pos)
-            if idx.ndim:
-                array_dims = tuple(range(len(out_shape), len(out_shape) + idx.ndim))
-            out_shape.extend(idx.shape)
+            if not isinstance(it, Variable):
+                it = _static_index(it, axis, d)
+            adv.append((axis, it))
+            layout.append("adv")
         axis += 1
-    if len([i for _, i in dynamic if i.ndim]) > 1:
-        raise ShapeError("indexing with more than one integer array is not supported",
-                         op="getitem")
+    traced = [i for _, i in adv if isinstance(i, Variable)]
+    general = builtins.any(np.ndim(i) for _, i in adv if not isinstance(i, Variable)) or \
+        builtins.any(i.ndim for i in traced) or (sentinel is not None and bool(traced))
+    if not general:  # ints become size-1 slices, traced scalars dynamic indices
+        for a, i in adv:
+            if isinstance(i, int):
+                start[a], limit[a] = i, i + 1
     v = x
     if (tuple(start), tuple(limit), tuple(strides)) != ((0,) * x.ndim, x.shape, (1,) * x.ndim):
         v = slice(v, start, limit, strides)
     if reversed_axes:
         v = rev(v, reversed_axes)
-    for axis, idx in reversed(dynamic):
-        if idx.ndim:
-            v = take(v, idx, axis)
+    if not general:
+        for a, i in reversed(adv):
+            if isinstance(i, Variable):
+                n = v.shape[a]
+                v = dynamic_index(v, where(less(i, 0), add(i, n), i), a,
+                                  allow_negative_indices=False)
+        sizes = iter(sliced)
+        return reshape(v, tuple(1 if kind == "new" else next(sizes)
+                                for kind in layout if kind != "adv"))
+    return _gather(v, layout, adv, sentinel)
+
+
+def _flat_index(adv: list[tuple[int, Any]], sizes: list[int]) -> tuple[Any, Variable | None]:
+    """The row-major position of each advanced index tuple among the advanced axes, clamped
+    (a NumPy array when all are concrete), and where traced indices were in range."""
+    static, traced, valid = np.zeros((), dtypes.default_int()), [], None
+    stride = 1
+    for (_, i), n in reversed(list(zip(adv, sizes))):
+        if isinstance(i, Variable):
+            i = where(less(i, 0), add(i, n), i)
+            ok = logical_and(greater_equal(i, 0), less(i, n))
+            valid = ok if valid is None else logical_and(valid, ok)
+            i = minimum(maximum(i, 0), n - 1)
+            traced.append(i * stride if stride != 1 else i)
         else:
-            n = v.shape[axis]
-            v = dynamic_index(v, where(less(idx, 0), add(idx, n), idx), axis,
-                              allow_negative_indices=False)
-    v = reshape(v, tuple(out_shape))
-    if array_dims and advanced[-1] - advanced[0] + 1 != len(advanced):
-        # NumPy: integer indices split by a slice or None put the array's dims first.
-        v = transpose(v, array_dims + tuple(i for i in range(v.ndim) if i not in array_dims))
-    return v
+            static = static + np.asarray(i, static.dtype) * stride
+        stride *= n
+    flat: Any = static
+    for t in traced:
+        flat = add(t, flat) if isinstance(flat, Variable) or flat.ndim or flat != 0 else t
+    return flat, valid
+
+
+def _gather(v: Variable, layout: list[str], adv: list[tuple[int, Any]],
+            sentinel: int | None) -> Variable:
+    """Advanced indexing of `v` (slices already applied): one `take` from the advanced axes
+    flattened into one, then NumPy's placement of the broadcast index dims.
+
+    A traced index out of range reads the clamped element and, as in JAX (XLA's gather
+    clamps, its scatter drops), passes no gradient back.
+    """
+    adv_axes = [a for a, _ in adv]
+    sizes = [v.shape[a] for a in adv_axes]
+    rest = [a for a in range(v.ndim) if a not in adv_axes]
+    bshape = broadcast_shapes(*[tuple(np.shape(i)) if not isinstance(i, Variable) else i.shape
+                                for _, i in adv])
+    flat, valid = _flat_index(adv, sizes)
+    single = len(adv) == 1  # one index array: a take along its axis, no transposes
+    ax = adv_axes[0] if single else 0
+    vt = v if single else reshape(transpose(v, adv_axes + rest),
+                                  (int(np.prod(sizes, dtype=np.int64)),)
+                                  + tuple(v.shape[a] for a in rest))
+    if sentinel is not None and valid is not None:
+        one_more = full(vt.shape[:ax] + (1,) + vt.shape[ax + 1:], sentinel, vt.dtype)
+        vt = concatenate([vt, one_more], ax)
+        flat = where(valid, flat, vt.shape[ax] - 1)
+    if not isinstance(flat, Variable):
+        flat = as_var(np.broadcast_to(flat, bshape).copy())
+    if flat.shape != bshape:
+        flat = broadcast_to(flat, bshape)
+    out = take(vt, flat, ax)
+    nb = len(bshape)
+    if valid is not None and sentinel is None:
+        valid = valid if valid.shape == bshape else broadcast_to(valid, bshape)
+        keep = reshape(valid, (1,) * ax + bshape + (1,) * (out.ndim - ax - nb))
+        out = where(keep, out, stop_gradient(out))
+    first = layout.index("adv")
+    last = len(layout) - 1 - layout[::-1].index("adv")
+    together = layout[first:last + 1].count("adv") == last - first + 1
+    rest_dims = iter(d for k, d in enumerate(out.shape) if not ax <= k < ax + nb)
+    shape: list[int] = [] if together else list(bshape)
+    for k, kind in enumerate(layout):
+        if kind == "new":
+            shape.append(1)
+        elif kind == "slice":
+            shape.append(next(rest_dims))
+        elif together and k == first:
+            shape.extend(bshape)
+    if together and not single:  # NumPy: adjacent advanced indices put their dims where they stand
+        before = layout[:first].count("slice")
+        out = transpose(out, [nb + i for i in range(before)] + list(range(nb))
+                        + [nb + i for i in range(before, len(rest))])
+    return reshape(out, tuple(shape))
+
+
+# ---------------------------------------------------------------- x.at[index] updates
+
+def _update_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    x, idx, u = inputs
+    if x.ndim != 1 or idx.ndim != 1 or idx.dtype.kind not in "iu" or u.shape != idx.shape:
+        raise ShapeError(f"index_update needs a 1-D operand, 1-D integer positions and one "
+                         f"update per position, got {x.type_str()}, {idx.type_str()}, "
+                         f"{u.type_str()}")
+    _check_update_dtype(x, u)
+    return [(x.shape, x.dtype)]
+
+
+def _lower_update(args: list[str], attrs: dict[str, str]) -> str:
+    return f"{args[0]}.at[{args[1]}].{attrs['kind'][1:-1]}({args[2]}, mode='drop')"
+
+
+def _read(v: Variable, idx: Variable) -> Variable:
+    """`v[idx]` for positions that may be one past the end (dropped updates): clamped."""
+    return take(v, minimum(idx, v.shape[0] - 1), 0)
+
+
+def _g_update(op: Op, g: list, need: list) -> list:
+    """JAX's gradients of scatter (set: only the update that landed; multiply; min/max: the
+    contenders equal to the result share it evenly)."""
+    x, idx, u = op.inputs
+    kind, gout = op.attrs["kind"], g[0]
+    landed = less(idx, x.shape[0])
+    gx = gu = None
+    if kind == "set":
+        ids = arange(1, u.shape[0] + 1, dtype=idx.dtype)
+        written = index_update(zeros(x.shape, idx.dtype), idx, ids, "set")
+        gx = where(equal(written, 0), gout, 0.0) if need[0] else None
+        if need[2]:
+            gu = where(logical_and(landed, equal(_read(written, idx), ids)), _read(gout, idx), 0.0)
+    elif kind == "multiply":
+        gx = index_update(gout, idx, u, "multiply", op.attrs["unique"]) if need[0] else None
+        if need[2]:
+            if not op.attrs["unique"]:
+                raise GradientError(
+                    "the gradient of x.at[idx].multiply(u) with respect to u needs indices "
+                    "without repeats (as in JAX): pass unique_indices=True if they are unique",
+                    op="index_update", loc=op.loc)
+            gu = _read(multiply(gout, x), idx)
+    else:
+        out = op.outputs[0]
+        target = _read(out, idx)
+        success = logical_and(landed, equal(u, target))
+        retained = equal(_read(x, idx), target)
+        one = ones(u.shape, u.dtype)
+        count = _read(scatter_add(zeros(x.shape, x.dtype), idx, where(success, one, 0.0)), idx)
+        refs = _read(scatter_add(zeros(x.shape, x.dtype), idx, one), idx)
+        g_at = _read(gout, idx)
+        if need[0]:
+            share = where(retained, 1.0 / (count + 1.0), 0.0)
+            gx = gout + scatter_add(zeros(x.shape, x.dtype), idx,
+                                    where(landed, g_at * ((share - 1.0) / refs), 0.0))
+        if need[2]:
+            gu = where(success, g_at * where(retained, 1.0 / (count + 1.0), 1.0 / count), 0.0)
+    return [gx, None, gu]
+
+
+@defop("index_update", _update_rule, _lower_update, _g_update, export=False)
+def index_update(x: Variable, positions: Variable, updates: Variable, kind: str,
+                 unique: bool = False) -> Emitted:
+    """`x.at[positions].<kind>(updates)` on a flat `x` (kind: set, multiply, min or max);
+    positions past the end are dropped."""
+    return [x, positions, updates], {"kind": kind, "unique": unique}
+
+
+def _positions(x: Variable, index: Any) -> tuple[Variable, bool]:
+    """The flat position in `x` of each element of `x[index]`, and whether they are known to
+    be distinct. Traced indices out of range point one past the end (the update is dropped)."""
+    if not _has_traced(index):
+        items = _expand(x, index)  # the checks and messages of getitem
+        axis = 0
+        for it in items:  # concrete indices out of range are an error, as in getitem
+            if it is not None and not isinstance(it, builtins.slice):
+                _static_index(it, axis, x.shape[axis])
+            axis += it is not None
+        pos = np.arange(x.size, dtype=dtypes.default_int()).reshape(x.shape)[tuple(items)]
+        return as_var(np.ascontiguousarray(pos)), np.unique(pos).size == pos.size
+    iota = reshape(arange(x.size, dtype=dtypes.default_int()), x.shape)
+    return _index(iota, index, x.size), False
+
+
+class _IndexRef:
+    """`x.at[index]`: the functional updates of jax.numpy's `.at` (new arrays, `x` unchanged)."""
+
+    __slots__ = ("x", "index")
+
+    def __init__(self, x: Variable, index: Any):
+        self.x, self.index = x, index
+
+    def get(self, **kwargs: Any) -> Variable:
+        """`x[index]`."""
+        return getitem(self.x, self.index)
+
+    def set(self, values: Any, **kwargs: Any) -> Variable:
+        """`x` with `values` written at `index` (where an index repeats, one write wins)."""
+        return self._update("set", values, kwargs)
+
+    def add(self, values: Any, **kwargs: Any) -> Variable:
+        """`x` with `values` added at `index` (repeated indices add up)."""
+        return self._update("add", values, kwargs)
+
+    def multiply(self, values: Any, **kwargs: Any) -> Variable:
+        """`x` multiplied by `values` at `index`."""
+        return self._update("multiply", values, kwargs)
+
+    mul = multiply
+
+    def min(self, values: Any, **kwargs: Any) -> Variable:
+        """`x` with the smaller of it and `values` at `index`."""
+        return self._update("min", values, kwargs)
+
+    def max(self, values: Any, **kwargs: Any) -> Variable:
+        """`x` with the larger of it and `values` at `index`."""
+        return self._update("max", values, kwargs)
+
+    def _update(self, kind: str, values: Any, kwargs: dict[str, Any]) -> Variable:
+        unknown = set(kwargs) - {"indices_are_sorted", "unique_indices", "mode"}
+        if unknown or kwargs.get("mode") not in (None, "drop", "promise_in_bounds"):
+            raise ShapeError(f"x.at[...].{kind}: unsupported arguments {kwargs}", op="at")
+        x = self.x
+        pos, unique = _positions(x, self.index)
+        u = astype(as_var(values, like=x), x.dtype)
+        if u.shape != pos.shape:
+            u = broadcast_to(u, pos.shape)
+        flat = reshape(x, (-1,))
+        p, fu = reshape(pos, (-1,)), reshape(u, (-1,))
+        if kind == "add":
+            out = scatter_add(flat, p, fu, 0)
+        else:
+            out = index_update(flat, p, fu, kind, unique or bool(kwargs.get("unique_indices")))
+        return reshape(out, x.shape)
+
+
+class _At:
+    """`x.at`: `x.at[index].set(v)`, `.add`, `.multiply`, `.min`, `.max`, `.get()`."""
+
+    __slots__ = ("x",)
+
+    def __init__(self, x: Variable):
+        self.x = x
+
+    def __getitem__(self, index: Any) -> _IndexRef:
+        return _IndexRef(self.x, index)
+
+
+def at(x: Variable) -> _At:
+    """`x.at` (installed as a property of traced values)."""
+    return _At(x)
 
 
 set_remat(REMAT_VIEW, "dynamic_index", "dynamic_slice")

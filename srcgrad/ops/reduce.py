@@ -13,6 +13,7 @@ from ..ir import Op, Variable
 from ..registry import GradSpec, OutType
 from ._rules import jax_dtype, norm_axes, norm_axis
 from .declare import defop, named, public
+from .creation import full
 from .elementwise import astype, divide, equal, exp, logical_and, multiply, where
 from .grad_helpers import expand_reduced, reduced_shape
 
@@ -148,3 +149,36 @@ def std(x: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: in
     """jnp.std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False)."""
     from .elementwise import sqrt
     return sqrt(var(x, axis, dtype, out, ddof, keepdims))
+
+
+@public
+def average(a: Any, axis: Axis = None, weights: Any = None, returned: bool = False,
+            keepdims: bool = False) -> Any:
+    """jnp.average: the mean, or with `weights` (of `a`'s shape, or 1-D along an int `axis`)
+    sum(a * w) / sum(w); `returned` also gives the sum of the weights, shaped like the result."""
+    from .shape import broadcast_to, reshape, transpose
+    a = as_var(a)
+    axes = norm_axes(axis, a.ndim)
+    if weights is None:
+        avg = mean(astype(a, jax_dtype(jnp.average, a.dtype)), axis, keepdims=keepdims)
+        total = full((), int(np.prod([a.shape[d] for d in axes], dtype=np.int64)), avg.dtype)
+    else:
+        w = as_var(weights)
+        dt = jax_dtype(lambda x, y: jnp.average(x, weights=y), a.dtype, w.dtype)
+        a, w = astype(a, dt), astype(w, dt)
+        if a.shape != w.shape:
+            if axis is None:
+                raise ShapeError("axis must be given when the shapes of a and weights differ",
+                                 op="average")
+            given = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+            order = [norm_axis(int(d), a.ndim) for d in given]
+            if w.shape != tuple(a.shape[d] for d in order):
+                raise ShapeError(f"weights of shape {w.shape} do not match a {a.type_str()} "
+                                 f"along axis {axis}", op="average")
+            w = transpose(w, list(np.argsort(order)))
+            w = reshape(w, tuple(d if i in axes else 1 for i, d in enumerate(a.shape)))
+        total = sum(w if w.shape == a.shape else broadcast_to(w, a.shape), axes, keepdims=keepdims)
+        avg = divide(sum(a * w, axes, keepdims=keepdims), total)
+    if not returned:
+        return avg
+    return avg, (total if total.shape == avg.shape else broadcast_to(total, avg.shape))
