@@ -28,7 +28,7 @@ from srcgrad.testing import check_grads
 from test_ops import (ARRAY_INDEXERS, F32, F64, FLOATS, GRID, I32, I64, POS, SCALAR_INDEXERS, SIDE,
                       Dom, Draw, R, along_axis, apply_operator, basic_index_args, broadcast_args,
                       conv_args, conv_ours, conv_ref, dot_args, dus_ours, dus_ref,
-                      dynamic_index_args, dynamic_slice_args, dynamic_slice_ours,
+                      dynamic_index_args, dynamic_slice_args, dynamic_slice_ours, linalg_cases,
                       dynamic_slice_ref, einsum_args, lax_pad, lax_pad_args, lax_slice_args, rev_args,
                       scatter_add_args, scatter_add_ref, stat_args, swapaxes_args,
                       elementwise, examples, expand_args, getitem, join_args, key, matmul_args,
@@ -242,6 +242,12 @@ CASES: list[GradCase] = [
     # std has no derivative where all values are equal (sqrt at 0): jax gives NaN there
     GradCase("std", sg.std, jnp.std, stat_args(DISTINCT), second_order=True),
     GradCase("log_softmax", sg.log_softmax, jax.nn.log_softmax, along_axis()),
+    # Conditioned inputs (made in the draw): finite differences and second order are in
+    # test_linalg.py; norm and trace take any values.
+    *linalg_cases(lambda name, ours, ref, draw: GradCase(
+        name, ours, ref, draw, draw_dts=(F64,), variants=((F64,),),
+        finite_differences=name in ("linalg.norm", "linalg.trace"),
+        second_order=name == "linalg.trace"), True),
 ]
 
 

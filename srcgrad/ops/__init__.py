@@ -11,9 +11,10 @@ from .. import habits
 from ..builder import as_var
 from ..ir import Variable
 # Importing the modules declares their ops (fills the registry and EXPORTS).
-from . import control, creation, elementwise, grad_helpers, indexing, linalg, nn, reduce, shape  # noqa: F401
+from . import (control, creation, decomp, elementwise, grad_helpers, indexing, linalg, nn,  # noqa: F401
+               reduce, shape)
 from .control import cond, fori_loop, while_loop
-from .declare import EXPORTS
+from .declare import exports_of
 from .checkpoint import checkpoint
 from .scan import scan
 
@@ -66,10 +67,11 @@ def _install_operators() -> None:
     Variable.dot = linalg.dot
     Variable.squeeze = shape.squeeze
     Variable.flatten = Variable.ravel = lambda self: shape.reshape(self, (-1,))
+    Variable.trace = decomp.trace
 
 
 _install_operators()
 habits.install()
-globals().update(EXPORTS)
+globals().update(exports_of(None))
 
-__all__ = ["checkpoint", "cond", "fori_loop", "scan", "while_loop", *EXPORTS]
+__all__ = ["checkpoint", "cond", "fori_loop", "scan", "while_loop", *exports_of(None)]
