@@ -986,7 +986,7 @@ CASES: list[Case] = [
     Case("operator @", operator.matmul, operator.matmul, matmul_args(), ((F32, F64),)),
     Case("attributes .shape .ndim .dtype .T", attributes(sg.full, sg.zeros),
          attributes(jnp.full, jnp.zeros), attribute_args, ((F32,), (I32,))),
-    Case("method .trace()", lambda x, **kw: x.trace(**kw), lambda x, **kw: x.trace(**kw),
+    Case("methods .trace()", lambda x, **kw: x.trace(**kw), lambda x, **kw: x.trace(**kw),
          trace_args, NUMS),
     *linalg_cases(lambda name, ours, ref, draw: Case(name, ours, ref, draw), False),
 ]
