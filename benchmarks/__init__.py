@@ -9,15 +9,15 @@ from typing import Callable, Sequence
 
 import jax
 
-from . import checkpointed, cnn, fixed_point, mlp, rnn, transformer
+from . import checkpointed, cnn, fixed_point, gp, mlp, rnn, transformer
 from .harness import Row, Settings, run_scaling, run_workload
 from .workload import Workload
 
-#: Workloads 1-5 (and 5b, "checkpointed") by name (each module's `build(quick)` makes it);
+#: Workloads 1-5 (and 5b, "checkpointed"; 7, "gp") by name (each module's `build(quick)` makes it);
 #: "transform" is workload 6.
 WORKLOADS: dict[str, Callable[[bool], Workload]] = {
     "mlp": mlp.build, "cnn": cnn.build, "transformer": transformer.build, "rnn": rnn.build,
-    "while": fixed_point.build, "checkpointed": checkpointed.build,
+    "while": fixed_point.build, "checkpointed": checkpointed.build, "gp": gp.build,
 }
 NAMES = tuple(WORKLOADS) + ("transform",)
 

@@ -415,3 +415,14 @@ def test_numpy_linalg_on_a_traced_value_runs_sg_linalg() -> None:
     a, b = general(3, 3), RNG.standard_normal(3)
     both(lambda a, b: np.linalg.solve(a, b) + np.trace(a) + np.linalg.norm(a, "fro"),
          lambda a, b: jnp.linalg.solve(a, b) + jnp.trace(a) + jnp.linalg.norm(a, "fro"), a, b)
+
+
+def test_repeated_eigen_and_singular_values_when_only_the_values_are_differentiated() -> None:
+    """Unused eigenvectors / singular vectors add no inf * 0 terms (JAX drops them too)."""
+    a = np.diag([2.0, 2.0, 3.0])
+    ours = sg.grad(lambda x: sg.sum(sg.linalg.eigh(x)[0] ** 2))(a)
+    ref = jax.grad(lambda x: jnp.sum(jnp.linalg.eigh(x)[0] ** 2))(a)
+    np.testing.assert_allclose(ours, ref, atol=1e-12)
+    ours = sg.grad(lambda x: sg.sum(sg.linalg.svd(x)[1]))(a)
+    ref = jax.grad(lambda x: jnp.sum(jnp.linalg.svd(x)[1]))(a)
+    np.testing.assert_allclose(ours, ref, atol=1e-12)

@@ -17,7 +17,7 @@ from ..ir import Op, Variable
 from ..registry import OutType, register
 from ._rules import broadcast_shapes, norm_axis, require_float
 from .declare import Emitted, defop, public_in
-from .elementwise import (abs, add, astype, divide, exp, multiply, negative, not_equal, power,
+from .elementwise import (abs, add, astype, divide, multiply, negative, not_equal, power,
                           reciprocal, sqrt, subtract, where)
 from .indexing import one_hot
 from .linalg import const_array, matmul
@@ -120,6 +120,16 @@ def _square_rule(what: str) -> Any:
         _matrices(x, what)
         return [(x.shape, x.dtype)]
     return infer
+
+
+def _known_zero(g: Variable) -> bool:
+    """True for the zeros the backward walk fills in for an output nothing differentiates (so
+    a term of it is dropped, as JAX drops symbolic zeros, not computed as inf * 0)."""
+    for op in reversed(g.block.ops):
+        if any(o is g for o in op.outputs):
+            return op.type == "fill_zeros_like" or (
+                op.type == "fill_constant" and op.attrs["value"] == 0)
+    return False
 
 
 def _inv_t(a: Variable) -> Variable:
@@ -336,9 +346,11 @@ def _g_eigh(op: Op, g: list, need: list) -> list:
     (distinct eigenvalues)."""
     v, w = op.outputs
     gv, gw = g
-    eye = _eye(w.shape[-1], w.dtype)
-    f = subtract(reciprocal(add(eye, subtract(_row(w), _col(w)))), eye)
-    inner = add(_diag(gw), multiply(f, matmul(_mT(v), gv)))
+    inner = _diag(gw)
+    if not _known_zero(gv):
+        eye = _eye(w.shape[-1], w.dtype)
+        f = subtract(reciprocal(add(eye, subtract(_row(w), _col(w)))), eye)
+        inner = add(inner, multiply(f, matmul(_mT(v), gv)))
     return [matmul(v, matmul(inner, _mT(v)))]
 
 
@@ -395,15 +407,19 @@ def _g_svd(op: Op, g: list, need: list) -> list:
     eye = _eye(s.shape[-1], s.dtype)
     s2 = multiply(s, s)
     f = subtract(reciprocal(add(eye, subtract(_row(s2), _col(s2)))), eye)
-    j = multiply(f, matmul(_mT(u), gu))
-    k = multiply(f, matmul(vh, _mT(gvh)))
-    core = add(_diag(gs), add(multiply(add(j, _mT(j)), _row(s)),
-                              multiply(_col(s), add(k, _mT(k)))))
+    core = _diag(gs)
+    with_u, with_v = not _known_zero(gu), not _known_zero(gvh)
+    if with_u:
+        j = multiply(f, matmul(_mT(u), gu))
+        core = add(core, multiply(add(j, _mT(j)), _row(s)))
+    if with_v:
+        k = multiply(f, matmul(vh, _mT(gvh)))
+        core = add(core, multiply(_col(s), add(k, _mT(k))))
     ga = matmul(u, matmul(core, vh))
-    if m > n:
+    if m > n and with_u:
         rest = subtract(gu, matmul(u, matmul(_mT(u), gu)))
         ga = add(ga, matmul(divide(rest, _row(s)), vh))
-    if n > m:
+    if n > m and with_v:
         rest = subtract(gvh, matmul(matmul(gvh, _mT(vh)), vh))
         ga = add(ga, matmul(u, divide(rest, _col(s))))
     return [ga]
