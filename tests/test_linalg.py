@@ -220,9 +220,18 @@ def test_lu(shape: tuple, order: int) -> None:
 
 # ---------------------------------------------------------------- composites
 
-@pytest.mark.parametrize("shape", [(3, 3), (4, 2), (2, 3), (2, 3, 2)])
-def test_pinv(shape: tuple) -> None:
-    both(sg.linalg.pinv, jnp.linalg.pinv, singular(*shape, seed=5))
+@pytest.mark.parametrize("shape,order", [((3, 3), 2), ((4, 2), 1), ((2, 3), 2), ((2, 3, 2), 1)])
+def test_pinv(shape: tuple, order: int) -> None:
+    both(sg.linalg.pinv, jnp.linalg.pinv, singular(*shape, seed=5), order=order)
+
+
+def test_pinv_of_repeated_singular_values_and_rtol() -> None:
+    """jax's pinv rule, not the SVD's: finite at an orthogonal matrix (all singular values 1)."""
+    q = np.linalg.qr(RNG.standard_normal((3, 3)))[0]
+    both(sg.linalg.pinv, jnp.linalg.pinv, q)
+    low_rank = singular(4, 3) @ np.diag([1.0, 1.0, 1e-9])
+    same(sg.jit(lambda x: sg.linalg.pinv(x, rtol=1e-6))(low_rank),
+         jnp.linalg.pinv(low_rank, rtol=1e-6))
 
 
 @pytest.mark.parametrize("n,order", [(0, 1), (1, 1), (3, 1), (5, 2), (-1, 1), (-3, 2)])

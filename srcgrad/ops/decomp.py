@@ -559,10 +559,30 @@ def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False,
 
 # ---------------------------------------------------------------- composites
 
-@public_in("linalg")
-def pinv(a: Any, rtol: Any = None, hermitian: bool = False, *, rcond: Any = None) -> Variable:
-    """jnp.linalg.pinv via the SVD (singular values <= rtol * largest are dropped). Its
-    gradient is the SVD's: it needs distinct singular values (jax's pinv has its own rule)."""
+def _pinv_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    a = inputs[0]
+    m, n = _matrices(a, "pinv", square=False)
+    return [(a.shape[:-2] + (n, m), a.dtype)]
+
+
+def _g_pinv(op: Op, g: list, need: list) -> list:
+    """The adjoint of jax's pinv JVP (Golub and Pereyra; constant rank): with p = pinv(a),
+    a_bar = -p^T g p^T + (I - a p) g^T p p^T + p^T p g^T (I - p a)."""
+    a, p = op.inputs[0], op.outputs[0]
+    m, n = a.shape[-2:]
+    pt, gt = _mT(p), _mT(g[0])
+    left = subtract(_eye(m, a.dtype), matmul(a, p))
+    right = subtract(_eye(n, a.dtype), matmul(p, a))
+    return [add(negative(matmul(pt, matmul(g[0], pt))),
+                add(matmul(left, matmul(gt, matmul(p, pt))),
+                    matmul(matmul(pt, p), matmul(gt, right))))]
+
+
+@defop("pinv", _pinv_rule, "jnp.linalg.pinv({0}, rtol={rtol})", _g_pinv, namespace="linalg")
+def pinv(a: Any, rtol: float | None = None, hermitian: bool = False, *,
+         rcond: float | None = None) -> Emitted:
+    """jnp.linalg.pinv (singular values <= rtol * largest are dropped); a static `rtol`, no
+    `hermitian=True`. Its gradient is jax's (exact where the rank is constant)."""
     what = "linalg.pinv"
     if hermitian:
         raise ShapeError("hermitian=True is not supported", op=what)
@@ -570,18 +590,10 @@ def pinv(a: Any, rtol: Any = None, hermitian: bool = False, *, rcond: Any = None
         if rtol is not None:
             raise ShapeError("pass rtol or rcond, not both", op=what)
         rtol = rcond
+    if isinstance(rtol, Variable) or (rtol is not None and np.ndim(rtol)):
+        raise ShapeError("rtol must be a Python number or None", op=what)
     (a,) = _inexact(a)
-    m, n = _matrices(a, what, square=False)
-    if m == 0 or n == 0:
-        return _zeros(a.shape[:-2] + (n, m), a.dtype)
-    if rtol is None:
-        rtol = 10.0 * max(m, n) * float(np.finfo(a.dtype).eps)
-    if isinstance(rtol, Variable) or np.ndim(rtol):
-        raise ShapeError("rtol must be a Python number here", op=what)
-    u, s, vh = svd(a, full_matrices=False)
-    cutoff = multiply(s[..., 0:1], float(rtol))
-    s = where(s > cutoff, s, np.inf)
-    return matmul(_mT(vh), divide(_mT(u), _col(s)))
+    return [a], {"rtol": None if rtol is None else float(rtol)}
 
 
 @public_in("linalg")

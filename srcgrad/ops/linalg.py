@@ -17,7 +17,7 @@ from ..ir import Op, Variable
 from ..registry import OutType
 from ._rules import broadcast_shapes
 from .declare import Emitted, defop, public
-from .elementwise import multiply, where
+from .elementwise import astype, multiply, where
 from .grad_helpers import unbroadcast
 from .reduce import sum as reduce_sum
 from .shape import broadcast_to, reshape, rev, swapaxes
@@ -227,7 +227,7 @@ def _diagonals(term: str, x: Variable) -> tuple[str, Variable]:
         shape = [1] * x.ndim
         shape[p] = shape[q] = x.shape[p]
         mask = const_array(np.eye(x.shape[p], dtype=bool).reshape(shape))
-        x = reduce_sum(where(mask, x, 0), q)
+        x = astype(reduce_sum(where(mask, x, 0), q), x.dtype)  # (a sum widens ints)
         term = term[:q] + term[q + 1:]
     return term, x
 
