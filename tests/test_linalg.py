@@ -291,7 +291,7 @@ def test_trace(offset: int, axis1: int, axis2: int) -> None:
 
 def test_trace_of_ints_and_dtype() -> None:
     x = np.arange(12, dtype=np.int32).reshape(3, 4)
-    for dtype in (None, np.float32):
+    for dtype in (None, np.float32, np.int32):
         got = sg.jit(lambda x: sg.linalg.trace(x, dtype=dtype))(x)
         want = jnp.trace(x, dtype=dtype)
         assert got.dtype == want.dtype and got == want

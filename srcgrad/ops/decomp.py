@@ -700,4 +700,5 @@ def trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = 
     shape[a1], shape[a2] = x.shape[a1], x.shape[a2]
     picked = where(_const(mask.reshape(shape) if a1 < a2 else mask.T.reshape(shape), np.dtype(bool)),
                    x, 0)
-    return reduce_sum(picked, (a1, a2), dtype=dtype)
+    out = reduce_sum(picked, (a1, a2), dtype=dtype)
+    return out if dtype is None else astype(out, dtype)  # (sg.sum widens an int dtype=)
