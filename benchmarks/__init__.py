@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 
 import jax
 
-from . import checkpointed, cnn, fixed_point, mlp, rnn, transformer
+from . import checkpointed, cnn, fixed_point, gp, mlp, rnn, transformer
 from .harness import Row, Settings, run_scaling, run_workload
 from .workload import Workload
 
@@ -23,11 +23,11 @@ def _forward_mode(name: str) -> Callable[[bool], Workload]:
     return build
 
 
-#: Workloads 1-5 (and 5b, "checkpointed"; "hessian" and "forward_loop") by name (each
+#: Workloads 1-5 (and 5b, "checkpointed"; 7, "gp"; "hessian" and "forward_loop") by name (each
 #: module's `build(quick)` makes it); "transform" is workload 6.
 WORKLOADS: dict[str, Callable[[bool], Workload]] = {
     "mlp": mlp.build, "cnn": cnn.build, "transformer": transformer.build, "rnn": rnn.build,
-    "while": fixed_point.build, "checkpointed": checkpointed.build,
+    "while": fixed_point.build, "checkpointed": checkpointed.build, "gp": gp.build,
     "hessian": _forward_mode("hessian"), "forward_loop": _forward_mode("forward_loop"),
 }
 NAMES = tuple(WORKLOADS) + ("transform",)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os as _os
 
 from . import errors as _errors
+from . import linalg
 from . import ops as _ops
 from .api import (Transformed, append_backward, compile, data, gradients, grad, jit, parameter,
                   source, trace, value_and_grad, vjp)
@@ -41,6 +42,6 @@ __all__ = [
     "autograd", "nn", "optim", "Tensor", "tensor", "to_dot", "render",
     # errors
     "SrcgradError", "TraceError", "ShapeError", "GradientError", "VerifyError",
-    # the ops (control flow, then every declared op)
-    *_ops.__all__,
+    # the ops (control flow, then every declared op), and the sg.linalg namespace
+    *_ops.__all__, "linalg",
 ]

@@ -25,12 +25,16 @@ _NAME = re.compile(r"[A-Za-z_][\w.]*$")
 _ALIASES = {"absolute": "abs", "true_divide": "divide", "amax": "max", "amin": "min",
             "concat": "concatenate", "bitwise_and": "logical_and", "bitwise_or": "logical_or",
             "bitwise_not": "logical_not", "invert": "logical_not", "mod": "remainder",
-            "dot_general": "einsum"}
+            "dot_general": "einsum", "trace": "linalg.trace"}
 #: NumPy functions that run as the srcgrad op of the same name (NumPy's signature).
 _NUMPY_FUNCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.argmax, np.argmin, np.amax,
                     np.amin, np.where, np.reshape, np.transpose, np.swapaxes, np.concatenate,
                     np.stack, np.expand_dims, np.squeeze, np.matmul, np.dot, np.einsum,
                     np.broadcast_to, np.take, np.zeros_like, np.ones_like, np.full_like}
+#: NumPy's functions that run as the sg.linalg function of the same signature.
+_NUMPY_LINALG = {np.trace: "linalg.trace", **{f: "linalg." + f.__name__ for f in (
+    np.linalg.norm, np.linalg.solve, np.linalg.inv, np.linalg.det, np.linalg.slogdet,
+    np.linalg.cholesky, np.linalg.eigh, np.linalg.svd, np.linalg.qr, np.linalg.matrix_power)}}
 
 
 def _library_dirs() -> tuple[str, ...]:
@@ -97,8 +101,10 @@ def misuse(value: Variable, fallback: str | None = None) -> TraceError:
     if callee is None:
         return TraceError(f"{head} a JAX or NumPy function, which cannot read it; use the sg.* "
                           "op of the same name", loc=loc)
-    name = callee.rsplit(".", 1)[-1]
-    name = name if name in EXPORTS else _ALIASES.get(name, name)
+    name = ".".join(callee.split(".")[-2:])  # jnp.linalg.solve: sg.linalg.solve
+    if name not in EXPORTS:
+        name = callee.rsplit(".", 1)[-1]
+        name = name if name in EXPORTS else _ALIASES.get(name, name)
     if name in EXPORTS:
         return TraceError(f"{head} {callee}, which cannot read it; use sg.{name} instead of "
                           f"{callee}", loc=loc)
@@ -136,8 +142,8 @@ def _array_function(self: Variable, func: Callable[..., Any], types: Any, args: 
                     kwargs: dict[str, Any]) -> Any:
     """numpy.sum(traced) and the like run the srcgrad op; other functions name the op to use."""
     from .ops.declare import EXPORTS
-    name = _ALIASES.get(func.__name__, func.__name__)
-    if func in _NUMPY_FUNCTIONS and name in EXPORTS:
+    name = _NUMPY_LINALG.get(func) or _ALIASES.get(func.__name__, func.__name__)
+    if (func in _NUMPY_FUNCTIONS or func in _NUMPY_LINALG) and name in EXPORTS:
         return EXPORTS[name](*args, **kwargs)
     raise misuse(self, f"np.{func.__name__}")
 

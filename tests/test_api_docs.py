@@ -20,7 +20,7 @@ HEADER = "| op | NumPy / jax.numpy compatibility | differentiable |\n| --- | ---
 CONTROL = ("while_loop", "fori_loop", "cond")
 #: Ops whose own row is constant but which also emit differentiable ops.
 THROUGH_OTHER_OPS = {"full": "a traced fill_value is broadcast (broadcast_to)"}
-ROW = re.compile(r"^\| `(\w+)` \| (.*) \| ([^|]*) \|$")
+ROW = re.compile(r"^\| `([\w.]+)` \| (.*) \| ([^|]*) \|$")  # `linalg.solve`: sg.linalg.solve
 
 
 def differentiable(name: str) -> str:

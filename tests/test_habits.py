@@ -29,7 +29,8 @@ CALLS = [
     (lambda x: jnp.dot(x, x.T), "jnp.dot", "use sg.dot instead of jnp.dot"),
     (lambda x: jnp.amax(x), "jnp.amax", "use sg.max instead of jnp.amax"),
     (lambda x: np.tanh(x), "np.tanh", "use sg.tanh instead of np.tanh"),
-    (lambda x: np.cumsum(x), "np.cumsum", "srcgrad has no cumsum yet"),
+    (lambda x: np.cumsum(x), "np.cumsum", "use sg.cumsum instead of np.cumsum"),
+    (lambda x: np.median(x), "np.median", "srcgrad has no median yet"),
     (lambda x: np.asarray(x), "np.asarray", "use sg.asarray instead of np.asarray"),
     (lambda x: jnp.asarray(x), "jnp.asarray", "use sg.asarray instead of jnp.asarray"),
 ]

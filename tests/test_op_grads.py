@@ -29,7 +29,7 @@ from srcgrad.testing import check_grads
 from test_ops import (ARRAY_INDEXERS, F32, F64, FLOATS, GRID, I32, I64, POS, SCALAR_INDEXERS, SIDE,
                       Dom, Draw, R, along_axis, apply_operator, basic_index_args, broadcast_args,
                       conv_args, conv_ours, conv_ref, dot_args, dus_ours, dus_ref,
-                      dynamic_index_args, dynamic_slice_args, dynamic_slice_ours,
+                      dynamic_index_args, dynamic_slice_args, dynamic_slice_ours, linalg_cases,
                       dynamic_slice_ref, einsum_args, lax_pad, lax_pad_args, lax_slice_args, rev_args,
                       scatter_add_args, scatter_add_ref, stat_args, swapaxes_args,
                       elementwise, examples, expand_args, getitem, join_args, key, matmul_args,
@@ -38,7 +38,7 @@ from test_ops import (ARRAY_INDEXERS, F32, F64, FLOATS, GRID, I32, I64, POS, SCA
                       where_args)
 from test_ops import (C_FORMS, CONCAT_FORMS, array_args, array_ours, array_ref, average_args,
                       average_via, concat_args, diagonal_args, linspace_args, linspace_via,
-                      matrix_args)
+                      tri_args)
 
 AWAY = Dom(away=0.25)
 DISTINCT = Dom(distinct=True)  # for max_pool, whose ties jax breaks (select_and_scatter)
@@ -264,9 +264,9 @@ CASES: list[GradCase] = [
              second_order=True),
     GradCase("asarray", lambda a, b, form, dtype: sg.asarray([a, b]),
              lambda a, b, form, dtype: jnp.asarray([a, b]), float_result(array_args)),
-    GradCase("tril", sg.tril, jnp.tril, matrix_args(), second_order=True),
-    GradCase("triu", sg.triu, jnp.triu, matrix_args()),
-    GradCase("diag", sg.diag, jnp.diag, matrix_args(1), second_order=True),
+    GradCase("tril", sg.tril, jnp.tril, tri_args(), second_order=True),
+    GradCase("triu", sg.triu, jnp.triu, tri_args()),
+    GradCase("diag", sg.diag, jnp.diag, tri_args(1), second_order=True),
     GradCase("diagonal", sg.diagonal, jnp.diagonal, diagonal_args()),
     GradCase("linspace", linspace_via(sg), linspace_via(jnp), float_result(linspace_args),
              variants=MIXED, second_order=True),
@@ -277,6 +277,12 @@ CASES: list[GradCase] = [
              lambda a, b, form: C_FORMS[form](jnp.c_, a, b), concat_args(C_FORMS)),
     GradCase("average", average_via(sg), average_via(jnp), average_args(), variants=MIXED,
              second_order=True),
+    # Conditioned inputs (made in the draw): finite differences and second order are in
+    # test_linalg.py; norm and trace take any values.
+    *linalg_cases(lambda name, ours, ref, draw: GradCase(
+        name, ours, ref, draw, draw_dts=(F64,), variants=((F64,),),
+        finite_differences=name in ("linalg.norm", "linalg.trace"),
+        second_order=name == "linalg.trace"), True),
 ]
 
 

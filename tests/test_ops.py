@@ -207,7 +207,8 @@ def dot_args(dom: Dom = R) -> Draw:
 
 
 EINSUMS = ["ij,jk->ik", "ij,jk", "i,i->", "i,i", "bij,bjk->bik", "bij,jk->bik", "ij,kj->ik",
-           "ij->ji", "ijk->kij", "i,j->ij", "ij,k->ijk", "ij->", "ij->j", "ij,ij->ij", "bi,bi->b"]
+           "ij->ji", "ijk->kij", "i,j->ij", "ij,k->ijk", "ij->", "ij->j", "ij,ij->ij", "bi,bi->b",
+           "ij,jk,kl->il", "i,i,i->", "ab,bc,ca", "ii->i", "iij->j", "ii,ij->j"]
 
 
 def einsum_args(dom: Dom = R) -> Draw:
@@ -669,7 +670,7 @@ def eye_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list
             "k": data.draw(st.integers(-3, 3)), "dtype": data.draw(DTYPES_OR_NONE)}, []
 
 
-def matrix_args(min_dims: int = 2, k: bool = True, dom: Dom = R) -> Draw:
+def tri_args(min_dims: int = 2, k: bool = True, dom: Dom = R) -> Draw:
     """tril/triu/diag/diagonal: an array of rank min_dims..3 and a diagonal offset."""
     def draw(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
         shape = data.draw(one_shape(min_dims=min_dims, max_dims=3 if min_dims > 1 else 2))
@@ -751,6 +752,163 @@ def average_via(m: Any) -> Callable[..., Any]:
         out = m.average(a, weights=w[0] if w else None, **kw)
         return m.stack(out) if kw["returned"] else out
     return fn
+
+
+# ---------------------------------------------------------------- sg.linalg
+
+def _orthogonal(x: np.ndarray) -> np.ndarray:
+    """An orthogonal matrix from a drawn square one (Q of a well-conditioned shift of it)."""
+    n = x.shape[-1]
+    return np.linalg.qr(x / (3 * n) + np.eye(n))[0]
+
+
+def conditioned(kind: str, x: np.ndarray) -> np.ndarray:
+    """A drawn batch of square matrices (entries in [-3, 3]) made well conditioned: `general`
+    (diagonally dominant), `spd`, `spectrum` (symmetric, eigenvalues near 1..n) or `singular`
+    (singular values near 1..k; x may be rectangular)."""
+    m, n = x.shape[-2:]
+    if kind == "general":
+        return x / (3 * n) + 2 * np.eye(m, n)
+    if kind == "spd":
+        b = x / 3
+        return b @ np.swapaxes(b, -1, -2) + np.eye(n)
+    out = np.empty(x.shape)
+    k = min(m, n)
+    for idx in np.ndindex(*x.shape[:-2]):
+        sq = np.resize(x[idx], (max(m, n),) * 2)
+        q = _orthogonal(sq)
+        d = np.arange(1.0, k + 1) + 0.25 * np.tanh(x[idx].ravel()[:k].sum())
+        if kind == "spectrum":
+            out[idx] = q @ np.diag(d) @ q.T
+        else:
+            out[idx] = q[:m, :k] @ np.diag(d) @ _orthogonal(sq.T)[:n, :k].T
+    return out
+
+
+def matrix_args(kind: str, rhs: bool = False, rect: bool = False, **choices: Any) -> Draw:
+    """A batch (0 or 1 axes) of conditioned matrices, a right-hand side if `rhs` ((n,) or
+    (..., n, k)), and static parameters drawn from `choices`."""
+    def draw(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+        m = data.draw(st.integers(1, SIDE))
+        n = data.draw(st.integers(1, SIDE)) if rect else m
+        batch = data.draw(one_shape(max_dims=1, min_side=1))
+        a = conditioned(kind, values(data, batch + (m, n), F64)).astype(dts[0])
+        params = {k: data.draw(st.sampled_from(v)) for k, v in choices.items()}
+        if not rhs:
+            return params, [a]
+        b = (n,) if data.draw(st.booleans()) else batch + (n, data.draw(st.integers(1, SIDE)))
+        return params, [a, values(data, b, dts[-1])]
+    return draw
+
+
+def flat(*outs: Any) -> Any:
+    """Several outputs as one vector (for the table's one-output comparison)."""
+    cat = sg.concatenate if any(isinstance(o, sg.Variable) for o in outs) else jnp.concatenate
+    return cat([o.reshape(-1) for o in outs])
+
+
+NORMS = {"vector": [None, 2, 1, np.inf, -np.inf, 0, 3, 0.5],
+         "matrix": [None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf]}
+
+
+def norm_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+    """jnp.linalg.norm's cases: flattened, one axis (vector norms) or two (matrix norms)."""
+    shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=SIDE))
+    x = conditioned("singular", values(data, shape, F64)) if len(shape) >= 2 else \
+        values(data, shape, F64)
+    kind = data.draw(st.sampled_from(["flat", "vector"] + (["matrix"] if len(shape) > 1 else [])))
+    if kind == "flat":
+        ords = [None] + NORMS["vector" if len(shape) == 1 else "matrix"] * (len(shape) <= 2)
+        axis = None
+    elif kind == "vector":
+        axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+        ords = NORMS["vector"]
+    else:
+        axis = tuple(data.draw(st.permutations(range(len(shape))))[:2])
+        ords = NORMS["matrix"]
+    return {"ord": data.draw(st.sampled_from(ords)), "axis": axis,
+            "keepdims": data.draw(st.booleans())}, [x.astype(dts[0])]
+
+
+def trace_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
+    shape = data.draw(one_shape(min_dims=2))
+    a1, a2 = data.draw(st.permutations(range(len(shape))))[:2]
+    return {"offset": data.draw(st.integers(-2, 2)), "axis1": a1 - len(shape) * data.draw(
+        st.booleans()), "axis2": a2}, [values(data, shape, dts[0])]
+
+
+def eigh_flat(eigh: Callable) -> Callable:
+    def fn(a: Any, UPLO: Any) -> Any:
+        w, v = eigh(a, UPLO)
+        return flat(w, v)
+    return fn
+
+
+def svd_flat(svd: Callable) -> Callable:
+    def fn(a: Any, full_matrices: bool) -> Any:
+        return flat(*svd(a, full_matrices=full_matrices))
+    return fn
+
+
+def lu_ref(a: Any) -> Any:
+    return flat(*(jax.vmap(jax.scipy.linalg.lu) if a.ndim > 2 else jax.scipy.linalg.lu)(a))
+
+
+def slogdet_flat(slogdet: Callable) -> Callable:
+    return lambda a: flat(*slogdet(a))
+
+
+SOLVE_TRIANGULAR = {"trans": [0, 1, "T", "N"], "lower": [False, True],
+                    "unit_diagonal": [False, True]}
+
+
+def solve_triangular_ref(a: Any, b: Any, trans: Any, lower: bool, unit_diagonal: bool) -> Any:
+    return jax.scipy.linalg.solve_triangular(a, b, trans, lower, unit_diagonal)
+
+
+def matrix_power_ours(a: Any, n: int) -> Any:
+    return sg.linalg.matrix_power(a, n)
+
+
+def matrix_power_ref(a: Any, n: int) -> Any:
+    return jnp.linalg.matrix_power(a, n)
+
+
+def linalg_cases(case: Callable[..., Any], gauge_free: bool) -> list:
+    """The sg.linalg rows of the forward (`gauge_free` False) or gradient table, with `case`
+    making a row from (name, ours, ref, draw)."""
+    eigh = (lambda eigh: lambda a, UPLO: (lambda w, v: flat(w, v * v * w[..., None, :]))(
+        *eigh(a, UPLO))) if gauge_free else eigh_flat
+    svd = (lambda svd: lambda a, full_matrices: (lambda u, s, vh: flat(
+        s, u[..., :, :s.shape[-1]] ** 2 * s[..., None, :], vh[..., :s.shape[-1], :] ** 2))(
+        *svd(a, full_matrices=full_matrices))) if gauge_free else svd_flat
+    full = [False] if gauge_free else [False, True]
+    la, jla = sg.linalg, jnp.linalg
+    return [
+        case("linalg.cholesky", lambda a, upper: la.cholesky(a, upper=upper),
+             lambda a, upper: jla.cholesky(a, upper=upper), matrix_args("spd", upper=[False, True])),
+        case("linalg.solve_triangular", la.solve_triangular, solve_triangular_ref,
+             matrix_args("general", True, **SOLVE_TRIANGULAR)),
+        case("linalg.solve", la.solve, jla.solve, matrix_args("general", True)),
+        case("linalg.inv", la.inv, jla.inv, matrix_args("general")),
+        case("linalg.det", la.det, jla.det, matrix_args("general")),
+        case("linalg.slogdet", slogdet_flat(la.slogdet), slogdet_flat(jla.slogdet),
+             matrix_args("general")),
+        case("linalg.eigh", eigh(la.eigh), eigh(jla.eigh),
+             matrix_args("spectrum", UPLO=[None, "U"])),
+        case("linalg.svd", svd(la.svd), svd(jla.svd),
+             matrix_args("singular", rect=True, full_matrices=full)),
+        case("linalg.svd compute_uv=False", lambda a: la.svd(a, compute_uv=False),
+             lambda a: jla.svd(a, compute_uv=False), matrix_args("singular", rect=True)),
+        case("linalg.qr", lambda a: flat(*la.qr(a)), lambda a: flat(*jla.qr(a)),
+             matrix_args("general", rect=True)),
+        case("linalg.lu", lambda a: flat(*la.lu(a)), lu_ref, matrix_args("general", rect=True)),
+        case("linalg.pinv", la.pinv, jla.pinv, matrix_args("singular", rect=True)),
+        case("linalg.matrix_power", matrix_power_ours, matrix_power_ref,
+             matrix_args("general", n=[0, 1, 2, 3, 6, -1, -2])),
+        case("linalg.norm", la.norm, jla.norm, norm_args),
+        case("linalg.trace", la.trace, jnp.trace, trace_args),
+    ]
 
 
 # ---------------------------------------------------------------- the table
@@ -981,9 +1139,9 @@ CASES: list[Case] = [
     Case("identity", lambda N, M, k, dtype: sg.identity(N, dtype),
          lambda N, M, k, dtype: jnp.identity(N, dtype), eye_args, ((),)),
     Case("tri", sg.tri, jnp.tri, eye_args, ((),)),
-    Case("tril", sg.tril, jnp.tril, matrix_args(), ((F32,), (I32,), (BOOL,))),
-    Case("triu", sg.triu, jnp.triu, matrix_args(), ((F64,), (I32,))),
-    Case("diag", sg.diag, jnp.diag, matrix_args(1), ((F32,), (I32,))),
+    Case("tril", sg.tril, jnp.tril, tri_args(), ((F32,), (I32,), (BOOL,))),
+    Case("triu", sg.triu, jnp.triu, tri_args(), ((F64,), (I32,))),
+    Case("diag", sg.diag, jnp.diag, tri_args(1), ((F32,), (I32,))),
     Case("diagonal", sg.diagonal, jnp.diagonal, diagonal_args(), ((F64,), (BOOL,))),
     Case("linspace", linspace_via(sg), linspace_via(jnp), linspace_args, ((F32,), (F64,), (I32,), (F32, F64))),
     Case("r_", lambda a, b, form: CONCAT_FORMS[form](sg.r_, a, b),
@@ -992,6 +1150,9 @@ CASES: list[Case] = [
     Case("c_", lambda a, b, form: C_FORMS[form](sg.c_, a, b),
          lambda a, b, form: C_FORMS[form](jnp.c_, a, b), concat_args(C_FORMS), ((F64,), (I32,))),
     Case("average", average_via(sg), average_via(jnp), average_args(), NUMS + ((F32, F64),)),
+    Case("methods .trace()", lambda x, **kw: x.trace(**kw), lambda x, **kw: x.trace(**kw),
+         trace_args, NUMS),
+    *linalg_cases(lambda name, ours, ref, draw: Case(name, ours, ref, draw), False),
 ]
 
 

@@ -11,10 +11,10 @@ from .. import habits
 from ..builder import as_var
 from ..ir import Variable
 # Importing the modules declares their ops (fills the registry and EXPORTS).
-from . import (control, construct, creation, elementwise, grad_helpers, indexing,  # noqa: F401
-               linalg, manip, nn, reduce, shape)
+from . import (control, construct, creation, decomp, elementwise, grad_helpers,  # noqa: F401
+               indexing, linalg, manip, nn, reduce, shape)
 from .control import cond, fori_loop, while_loop
-from .declare import EXPORTS
+from .declare import exports_of
 from .checkpoint import checkpoint
 from .scan import scan
 
@@ -73,10 +73,11 @@ def _install_operators() -> None:
     Variable.repeat = manip.repeat
     Variable.sort = manip.sort
     Variable.argsort = manip.argsort
+    Variable.trace = decomp.trace
 
 
 _install_operators()
 habits.install()
-globals().update(EXPORTS)
+globals().update(exports_of(None))
 
-__all__ = ["checkpoint", "cond", "fori_loop", "scan", "while_loop", *EXPORTS]
+__all__ = ["checkpoint", "cond", "fori_loop", "scan", "while_loop", *exports_of(None)]

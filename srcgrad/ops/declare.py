@@ -8,7 +8,9 @@
 The decorated function takes the user's arguments and returns `(inputs, attrs)` for the op
 (or a finished Variable, when no op is needed); the decorator turns it into the user
 function: inside a trace it appends the op, outside one it computes eagerly (eager.py).
-Composite user functions (built from other ops) are exported with `@public`.
+Composite user functions (built from other ops) are exported with `@public`; functions of a
+namespace such as `sg.linalg` with `@public_in("linalg")` (or `defop(..., namespace="linalg")`),
+under the qualified name `linalg.<name>`.
 """
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ from ..eager import call_eagerly
 from ..ir import Variable, current_program
 from ..registry import GradSpec, InferFn, register
 
-#: Every user function `sg.<name>`, in declaration order.
+#: Every user function `sg.<name>` (or `sg.<namespace>.<name>`, keyed by that qualified
+#: name), in declaration order.
 EXPORTS: dict[str, Callable[..., Any]] = {}
 
 Front = Callable[..., Any]
@@ -28,17 +31,33 @@ Front = Callable[..., Any]
 Emitted = Variable | tuple[list[Variable], dict[str, Any]]
 
 
-def public(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Export `fn` as `sg.<name>`; called outside a trace it runs eagerly."""
+def _export(fn: Callable[..., Any], qualname: str) -> Callable[..., Any]:
     @functools.wraps(fn)
     def _user_fn(*args: Any, **kwargs: Any) -> Any:
         if current_program() is None:
             return call_eagerly(fn, args, kwargs)
         return fn(*args, **kwargs)
-    if fn.__name__ in EXPORTS:
-        raise ValueError(f"sg.{fn.__name__} is exported twice")
-    EXPORTS[fn.__name__] = _user_fn
+    if qualname in EXPORTS:
+        raise ValueError(f"sg.{qualname} is exported twice")
+    EXPORTS[qualname] = _user_fn
     return _user_fn
+
+
+def public(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Export `fn` as `sg.<name>`; called outside a trace it runs eagerly."""
+    return _export(fn, fn.__name__)
+
+
+def public_in(namespace: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Export the decorated function as `sg.<namespace>.<name>` (as `public` does)."""
+    return lambda fn: _export(fn, f"{namespace}.{fn.__name__}")
+
+
+def exports_of(namespace: str | None) -> dict[str, Callable[..., Any]]:
+    """The user functions of `namespace` (None: the top level), by their short names."""
+    prefix = "" if namespace is None else namespace + "."
+    return {k[len(prefix):]: f for k, f in EXPORTS.items()
+            if k.startswith(prefix) and "." not in k[len(prefix):]}
 
 
 def named(fn: Front, name: str, doc: str) -> Front:
@@ -51,13 +70,15 @@ def named(fn: Front, name: str, doc: str) -> Front:
 
 
 def defop(name: str, infer: InferFn, lower: Any, grad: GradSpec, *, export: bool | str = True,
-          base: str | None = None) -> Callable[[Front], Callable[..., Any]]:
+          base: str | None = None, namespace: str | None = None
+          ) -> Callable[[Front], Callable[..., Any]]:
     """Register op `name` and make its user function from `front` (see the module doc).
 
     `grad` is a tuple of per-input functions `(op, g) -> gradient` (None for an input that
     takes none), a whole-op grad maker, ZERO or None (see registry.OpDef). `export=False`
     keeps the function internal (grad helpers); a string names the composite user function
     that reaches the op (`integer_pow` is reached by `sg.power`), itself exported by `@public`.
+    `namespace` exports the function as `sg.<namespace>.<name>`.
     """
     def deco(front: Front) -> Callable[..., Any]:
         @functools.wraps(front)
@@ -67,7 +88,8 @@ def defop(name: str, infer: InferFn, lower: Any, grad: GradSpec, *, export: bool
                 return made
             inputs, attrs = made
             return emit1(name, inputs, attrs, base=base)
-        user = export if isinstance(export, str) else front.__name__ if export else None
+        short = front.__name__ if namespace is None else f"{namespace}.{front.__name__}"
+        user = export if isinstance(export, str) else short if export else None
         register(name, infer, lower, grad, public=user)
-        return public(_build) if export is True else _build
+        return _export(_build, short) if export is True else _build
     return deco

@@ -1,4 +1,5 @@
-"""Linear algebra: matmul (batched, broadcasting), dot, einsum and convolution."""
+"""Linear algebra: matmul (batched, broadcasting), dot, einsum and convolution (decompositions
+and solves: decomp.py)."""
 from __future__ import annotations
 
 import re
@@ -16,9 +17,19 @@ from ..ir import Op, Variable
 from ..registry import OutType
 from ._rules import broadcast_shapes
 from .declare import Emitted, defop, public
-from .elementwise import multiply
+from .elementwise import astype, multiply, where
 from .grad_helpers import unbroadcast
+from .reduce import sum as reduce_sum
 from .shape import broadcast_to, reshape, rev, swapaxes
+
+
+def const_array(value: Any, dtype: Any = None) -> Variable:
+    """A constant array (a mask, an identity) as a `constant` op of the program."""
+    arr = np.asarray(value, dtype)
+    if arr.size == 0:  # (an empty literal would lose its shape)
+        return broadcast_to(const_array(np.zeros((), arr.dtype)), arr.shape)
+    return emit1("constant", [], {"value": arr, "dtype": dtypes.canonical(arr.dtype),
+                                  "shape": tuple(arr.shape)}, base="c")
 
 
 # ---------------------------------------------------------------- matmul
@@ -82,21 +93,20 @@ def matmul(a: Any, b: Any) -> Emitted:
 # ---------------------------------------------------------------- einsum
 
 _LETTERS = "abcdefghijlmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # no "k": dot contracts over it
-_SUBSCRIPTS = re.compile(r"^[a-zA-Z]*(,[a-zA-Z]*)?(->[a-zA-Z]*)?$")
+_ALL_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_OP_SUBSCRIPTS = re.compile(r"^[a-zA-Z]*(,[a-zA-Z]*)?->[a-zA-Z]*$")
+_USER_SUBSCRIPTS = re.compile(r"^[a-zA-Z.]*(,[a-zA-Z.]*)*(->[a-zA-Z.]*)?$")
 
 
 def _parse(subscripts: str, n: int) -> tuple[list[str], str]:
-    s = subscripts.replace(" ", "")
-    if not _SUBSCRIPTS.match(s):
-        raise ShapeError(f"unsupported einsum subscripts {subscripts!r} (letters, one or two "
-                         "operands, no ellipsis)")
-    lhs, _, out = s.partition("->")
+    """The terms of the einsum op's canonical subscripts (one or two operands, explicit output,
+    no repeated letter in a term)."""
+    if not _OP_SUBSCRIPTS.match(subscripts):
+        raise ShapeError(f"einsum op subscripts {subscripts!r} are not canonical")
+    lhs, _, out = subscripts.partition("->")
     ins = lhs.split(",")
     if len(ins) != n:
         raise ShapeError(f"einsum subscripts {subscripts!r} name {len(ins)} operands, got {n}")
-    if "->" not in s:
-        letters = "".join(ins)
-        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
     for term in ins + [out]:
         if len(set(term)) != len(term):
             raise ShapeError(f"einsum subscripts {subscripts!r} repeat a letter in one term")
@@ -145,12 +155,140 @@ def _g_einsum(op: Op, g: list, need: list) -> list:
 
 
 @defop("einsum", _einsum_rule,
-       lambda a, at: f"jnp.einsum({at['subscripts']}, {', '.join(a)})", _g_einsum)
-def einsum(subscripts: str, *operands: Any) -> Emitted:
-    """jnp.einsum(subscripts, *operands) with explicit or implicit output."""
-    vs = [as_var(o) for o in operands]
-    ins, out = _parse(subscripts, len(vs))
-    return vs, {"subscripts": ",".join(ins) + "->" + out}
+       lambda a, at: f"jnp.einsum({at['subscripts']}, {', '.join(a)})", _g_einsum,
+       export="einsum")
+def _einsum_op(terms: Sequence[str], out: str, operands: Sequence[Variable]) -> Emitted:
+    """One or two operands contracted to `out` (canonical subscripts)."""
+    return list(operands), {"subscripts": ",".join(terms) + "->" + out}
+
+
+def _interleaved(args: tuple) -> tuple[str, list[Any]]:
+    """`(op, sublist, op, sublist, ..., [out])` as subscripts (ints 0..51 name indices)."""
+    def term(sub: Sequence[Any]) -> str:
+        out = ""
+        for i in sub:
+            if i is Ellipsis:
+                out += "..."
+            elif isinstance(i, (int, np.integer)) and 0 <= int(i) < len(_ALL_LETTERS):
+                out += _ALL_LETTERS[int(i)]
+            else:
+                raise ShapeError(f"einsum sublists hold ints in [0, 52) and Ellipsis, got {i!r}",
+                                 op="einsum")
+        return out
+    ops, subs = list(args[0::2]), list(args[1::2])
+    out = None
+    if len(ops) > len(subs):  # an odd count: the last item is the output sublist
+        out = term(ops.pop())
+    spec = ",".join(term(s) for s in subs)
+    return (spec if out is None else f"{spec}->{out}"), ops
+
+
+def _expand(subscripts: str, shapes: list[tuple[int, ...]]) -> tuple[list[str], str, str]:
+    """Terms and output with `...` replaced by fresh letters (right-aligned, as NumPy
+    broadcasts), the implicit output made explicit; also returns the ellipsis letters."""
+    s = subscripts.replace(" ", "")
+    if not _USER_SUBSCRIPTS.match(s):
+        raise ShapeError(f"invalid einsum subscripts {subscripts!r}", op="einsum")
+    lhs, arrow, out = s.partition("->")
+    ins = lhs.split(",")
+    if len(ins) != len(shapes):
+        raise ShapeError(f"einsum subscripts {subscripts!r} name {len(ins)} operands, got "
+                         f"{len(shapes)}", op="einsum")
+    fresh = [c for c in _ALL_LETTERS if c not in s]
+    ranks = []
+    for t, sh in zip(ins + [out], shapes + [None]):
+        rest = t.replace("...", "", 1)
+        if "." in rest:
+            raise ShapeError(f"einsum term {t!r} has a stray '.' (ellipsis is '...')", op="einsum")
+        if sh is not None:
+            if len(rest) > len(sh) or ("..." not in t and len(rest) != len(sh)):
+                raise ShapeError(f"einsum term {t!r} does not match an operand of shape "
+                                 f"{tuple(sh)}", op="einsum")
+            ranks.append(len(sh) - len(rest) if "..." in t else 0)
+    nell = max(ranks, default=0)
+    ell = "".join(fresh[:nell])
+    terms = [t.replace("...", ell[nell - r:]) for t, r in zip(ins, ranks)]
+    if arrow:
+        out = out.replace("...", ell)
+    else:
+        letters = "".join(t.replace("...", "") for t in ins)
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    return terms, out, ell
+
+
+def _diagonals(term: str, x: Variable) -> tuple[str, Variable]:
+    """A term with a repeated index (`ii`) reduced to its diagonal."""
+    while len(set(term)) != len(term):
+        c = next(c for c in term if term.count(c) > 1)
+        p, q = term.index(c), term.index(c, term.index(c) + 1)
+        if x.shape[p] != x.shape[q]:
+            raise ShapeError(f"einsum index {c!r} has sizes {x.shape[p]} and {x.shape[q]}",
+                             op="einsum")
+        shape = [1] * x.ndim
+        shape[p] = shape[q] = x.shape[p]
+        mask = const_array(np.eye(x.shape[p], dtype=bool).reshape(shape))
+        x = astype(reduce_sum(where(mask, x, 0), q), x.dtype)  # (a sum widens ints)
+        term = term[:q] + term[q + 1:]
+    return term, x
+
+
+def _path(terms: list[str], out: str, shapes: list[tuple[int, ...]], optimize: Any) -> list:
+    if optimize is False or len(terms) < 3:
+        return [(0, 1)] * (len(terms) - 1)
+    import opt_einsum
+    how = "auto" if optimize is True else optimize
+    path, _ = opt_einsum.contract_path(",".join(terms) + "->" + out, *shapes, shapes=True,
+                                       optimize=how)
+    return path
+
+
+@public
+def einsum(subscripts: Any, *operands: Any, out: None = None, optimize: Any = "auto",
+           precision: None = None, preferred_element_type: None = None) -> Variable:
+    """jnp.einsum: explicit or implicit output, `...`, repeated indices (diagonals), any
+    number of operands (contracted pairwise along opt_einsum's path) and the interleaved form
+    `einsum(x, [0, 1], y, [1, 2], [0, 2])`."""
+    if out is not None or precision is not None or preferred_element_type is not None:
+        raise ShapeError("out=, precision= and preferred_element_type= are not supported",
+                         op="einsum")
+    if not isinstance(subscripts, str):
+        subscripts, ops = _interleaved((subscripts,) + operands)
+    else:
+        ops = list(operands)
+    vs = [as_var(o) for o in ops]
+    terms, target, ell = _expand(subscripts, [v.shape for v in vs])
+    items = [_diagonals(t, v) for t, v in zip(terms, vs)]
+    sizes: dict[str, int] = {}
+    for t, v in items:
+        for c, d in zip(t, v.shape):
+            if sizes.get(c, 1) == 1:
+                sizes[c] = d
+    items = [(t, _broadcast_ellipsis(t, v, sizes, ell)) for t, v in items]
+    if len(items) == 1:
+        t, v = items[0]
+        return v if t == target else _einsum_op([t], target, [v])
+    for contraction in _path([t for t, _ in items], target, [v.shape for _, v in items], optimize):
+        picked = [items[i] for i in contraction]
+        for i in sorted(contraction, reverse=True):
+            del items[i]
+        while True:  # the picked operands, two at a time
+            pair, picked = picked[:2], picked[2:]
+            later = set(target).union(*(set(t) for t, _ in items + picked))
+            res = target if not items and not picked else "".join(
+                dict.fromkeys(c for t, _ in pair for c in t if c in later))
+            v = _einsum_op([t for t, _ in pair], res, [v for _, v in pair])
+            if not picked:
+                items.append((res, v))
+                break
+            picked.insert(0, (res, v))
+    (t, v), = items
+    return v if t == target else _einsum_op([t], target, [v])
+
+
+def _broadcast_ellipsis(term: str, v: Variable, sizes: dict[str, int], ell: str) -> Variable:
+    """`v` with its size-1 ellipsis axes broadcast to the other operands' sizes."""
+    shape = tuple(sizes[c] if c in ell and d == 1 else d for c, d in zip(term, v.shape))
+    return v if shape == v.shape else broadcast_to(v, shape)
 
 
 # ---------------------------------------------------------------- convolution

@@ -1,0 +1,9 @@
+"""`sg.linalg`: jax.numpy.linalg's functions (and jax.scipy.linalg's lu and solve_triangular)
+over traced values. Declared in srcgrad/ops/decomp.py with `public_in("linalg")`."""
+from __future__ import annotations
+
+from .ops.declare import exports_of
+
+globals().update(exports_of("linalg"))
+
+__all__ = sorted(exports_of("linalg"))
