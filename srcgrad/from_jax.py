@@ -24,9 +24,10 @@ except ImportError:  # older JAX (before jax.extend.core had them)
 
 from . import dtypes
 from .api import Transformed
-from .builder import as_var, constant
+from .builder import as_var, constant, emit
 from .errors import SrcgradError, user_location
 from .ir import Variable
+from .ops import decomp as D
 from .ops import elementwise as E
 from .ops import lax_ops as X
 from .ops import linalg as L
@@ -431,11 +432,42 @@ def _custom_jvp(cx: _Translator, a: list[Variable], p: dict) -> Any:
     return cx.call(body, a)
 
 
+def _matrix_of(matvec: Any, n_consts: int) -> tuple[int, bool] | None:
+    """jnp.linalg.solve's matvec (and inv's): `A @ x` for a vector x, or `x @ A.T` for a matrix
+    x; gives (the const's position, whether x is a matrix), or None for any other matvec."""
+    jaxpr = getattr(matvec, "jaxpr", matvec)
+    eqns = jaxpr.eqns
+    if n_consts != 1 or not eqns or eqns[0].primitive.name != "dot_general":
+        return None
+    a, x = jaxpr.invars
+    dot = eqns[0]
+    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+    if list(dot.invars) != [a, x] or lb or rb or len(a.aval.shape) != 2:
+        return None
+    if len(eqns) == 1 and len(x.aval.shape) == 1 and (tuple(lc), tuple(rc)) == ((1,), (0,)):
+        return 0, False
+    if (len(eqns) == 2 and eqns[1].primitive.name == "transpose" and len(x.aval.shape) == 2
+            and (tuple(lc), tuple(rc)) == ((1,), (1,))
+            and tuple(eqns[1].params["permutation"]) == (1, 0)):
+        return 0, True
+    return None
+
+
 def _custom_linear_solve(cx: _Translator, a: list[Variable], p: dict) -> list[Variable]:
-    """The primal solve of lax.custom_linear_solve, inlined (its body is differentiated)."""
+    """lax.custom_linear_solve: jnp.linalg.solve's and inv's (matvec `A @ x`) become
+    `sg.linalg.solve(A, b)`, whose gradient is the solve's own adjoint; any other solve's primal
+    function is inlined, so its gradient is that function's (right when the function computes
+    the solve differentiably from its inputs, as JAX's own rule assumes the solve is exact)."""
     n = p["const_lengths"]
+    b = a[sum(n):]
+    found = _matrix_of(p["jaxprs"].matvec, n.matvec)
+    if found is not None and len(b) == 1:
+        mat, transposed = a[found[0]], found[1]
+        if transposed:
+            return [S.transpose(D.solve(mat, S.transpose(b[0], (1, 0))), (1, 0))]
+        return [D.solve(mat, b[0])]
     start = n.matvec + n.vecmat
-    return cx.call(p["jaxprs"].solve, a[start:start + n.solve] + a[sum(n):])
+    return cx.call(p["jaxprs"].solve, a[start:start + n.solve] + b)
 
 
 def _while(cx: _Translator, a: list[Variable], p: dict) -> list[Variable]:
@@ -485,6 +517,43 @@ def _sort(cx: _Translator, a: list[Variable], p: dict) -> list[Variable]:
 
 def _cumulative(fn: Callable[..., Variable]) -> Rule:
     return lambda cx, a, p: fn(a[0], p["axis"], p["reverse"])
+
+
+def _triangular_solve(cx: _Translator, a: list[Variable], p: dict) -> Variable:
+    return D.triangular_solve(a[0], a[1], left_side=p["left_side"], lower=p["lower"],
+                              transpose_a=p["transpose_a"], unit_diagonal=p["unit_diagonal"])
+
+
+def _eigh(cx: _Translator, a: list[Variable], p: dict) -> list[Variable]:
+    """eigh_p's (vectors, values); srcgrad's row sorts the values ascending, as lax's default."""
+    if p.get("subset_by_index") is not None or not p.get("sort_eigenvalues", True):
+        raise _refuse("eigh", "subset_by_index and unsorted eigenvalues are not translated")
+    return emit("eigh", [a[0]], {"lower": bool(p["lower"])})
+
+
+def _svd(cx: _Translator, a: list[Variable], p: dict) -> list[Variable]:
+    """svd_p's (s,) or (s, u, vt)."""
+    if p.get("subset_by_index") is not None:
+        raise _refuse("svd", "subset_by_index is not translated")
+    if not p["compute_uv"]:
+        return [D.svd(a[0], compute_uv=False)]
+    u, s, vt = D.svd(a[0], full_matrices=p["full_matrices"])
+    return [s, u, vt]
+
+
+def _qr(cx: _Translator, a: list[Variable], p: dict) -> list[Variable]:
+    if p.get("pivoting"):
+        raise _refuse("qr", "pivoted QR is not translated")
+    return list(D.qr(a[0], mode="complete" if p["full_matrices"] else "reduced"))
+
+
+def _platform_index(cx: _Translator, a: list[Variable], p: dict) -> Variable:
+    """lax.platform_dependent's branch: srcgrad compiles for CPU/GPU, never a listed special
+    platform (such as 'mosaic'), so the default branch (None)."""
+    names = list(p["platforms"])
+    if None not in names:
+        raise _refuse("platform_index", f"no default branch among {names}")
+    return constant(names.index(None), np.dtype(np.int32))
 
 
 def _identity(cx: _Translator, a: list[Variable], p: dict) -> Any:
@@ -548,6 +617,10 @@ RULES: dict[str, Rule] = {
     "reduce_window_min": _reduce_window("min"),
     "cumsum": _cumulative(M.lax_cumsum), "cumprod": _cumulative(M.lax_cumprod),
     "cummax": _cumulative(M.cummax), "cummin": _cumulative(M.cummin), "sort": _sort,
+    # linear algebra
+    "cholesky": lambda cx, a, p: D.lax_cholesky(a[0]), "lu": lambda cx, a, p: D.lax_lu(a[0]),
+    "triangular_solve": _triangular_solve, "eigh": _eigh, "svd": _svd, "qr": _qr,
+    "platform_index": _platform_index,
     # calls: inlined ("pjit" and "custom_vjp_call_jaxpr" are their names in older JAX)
     "jit": _inline("jaxpr"), "pjit": _inline("jaxpr"), "closed_call": _inline("call_jaxpr"),
     "call": _inline("call_jaxpr"), "remat2": _remat, "custom_jvp_call": _custom_jvp,

@@ -274,6 +274,17 @@ CORPUS: list[Case] = [
          + jnp.sum(jnp.sort(x, axis=None, descending=True)[:3])
          + jnp.sum(jnp.cumsum(x, axis=1) ** 2) + jnp.sum(jnp.cumprod(x[::-1], axis=0))
          + jnp.sum(lax.cummax(x, 1) * lax.cummin(x, 0, reverse=True)), (arr(3, 4),), order=2),
+    Case("linalg_solve_inv_det_slogdet", lambda a, b: jnp.sum(jnp.linalg.solve(a + 4 * jnp.eye(4), b))
+         + jnp.sum(jnp.linalg.inv(a + 4 * jnp.eye(4)) ** 2) + jnp.linalg.det(a + 4 * jnp.eye(4))
+         + jnp.linalg.slogdet(a + 4 * jnp.eye(4))[1], (arr(4, 4), arr(4)), order=2),
+    Case("linalg_cholesky_triangular", lambda a, b: jnp.sum(
+        jax.scipy.linalg.cho_solve((jnp.linalg.cholesky(a @ a.T + 4 * jnp.eye(3)), True), b))
+         + jnp.sum(jax.scipy.linalg.solve_triangular(jnp.tril(a) + 4 * jnp.eye(3), b, lower=True,
+                                                     trans=1)), (arr(3, 3), arr(3)), order=2),
+    Case("linalg_eigh_svd_qr", lambda a: jnp.sum(jnp.linalg.eigvalsh(a + a.T) ** 2)
+         + jnp.sum(jnp.linalg.svd(a, compute_uv=False)) + jnp.sum(jnp.abs(jnp.diag(
+             jnp.linalg.qr(a)[1]))) + jnp.sum(jnp.linalg.eigh(a + a.T)[1] ** 4),
+         (arr(3, 3),)),
     Case("jax_grad_translated", lambda x, w: jax.grad(
         lambda v: jnp.sum(jax.nn.sigmoid(x @ v) ** 2))(w), (arr(3, 2), arr(2, 4))),
     # calls and custom rules
