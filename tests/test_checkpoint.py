@@ -129,6 +129,12 @@ def test_checkpointed_loops_inside_jax_jit_and_vmap() -> None:
     got = jax.vmap(sg.grad(f, argnums=1), in_axes=(None, 0))(0.01, ws)
     want = jax.vmap(sg.grad(plain, argnums=1), in_axes=(None, 0))(0.01, ws)
     assert_tree_close(got, want)
+    # without max_iters too: the snapshots do not depend on the trip count (w = 0.7 never
+    # stops: s settles near 2.85, where only max_iters ends the loop)
+    g = sg.grad(newton_like(sg, checkpoints=3), argnums=1)
+    np.testing.assert_allclose(jax.jit(g)(0.01, 0.05), sg.grad(plain, argnums=1)(0.01, 0.05),
+                               rtol=1e-12)
+    assert_tree_close(jax.vmap(g, in_axes=(None, 0))(0.01, ws[:2]), want[:2])
 
 
 @pytest.mark.parametrize("static", [True, False])
@@ -152,3 +158,24 @@ def test_checkpointed_fori_loop(static: bool) -> None:
 def test_checkpoints_must_be_a_positive_int(bad: Any) -> None:
     with pytest.raises(sg.SrcgradError, match="checkpoints must be a positive int"):
         sg.jit(newton_like(sg, max_iters=10, checkpoints=bad))(0.5, 0.3)
+
+
+def test_checkpointed_loop_nested_in_a_loop_and_a_branch() -> None:
+    def f(k: int | None) -> Any:
+        def g(x: Any, w: Any) -> Any:
+            def outer(i: Any, s: Any) -> Any:
+                inner = sg.while_loop(lambda c: c[0] < 6, lambda c: (c[0] + 1, sg.sin(c[1] * w) + s),
+                                      (i * 0, s), max_iters=10, checkpoints=k)[1]
+                return sg.cond(i % 2 == 0, lambda v: v * w, lambda v: sg.cos(v), inner)
+            return sg.sum(sg.fori_loop(0, 3, outer, x))
+        return g
+
+    def twin(x: Any, w: Any) -> Any:
+        def outer(i: Any, s: Any) -> Any:
+            inner = lax.fori_loop(0, 6, lambda j, c: jnp.sin(c * w) + s, s)
+            return lax.cond(i % 2 == 0, lambda v: v * w, lambda v: jnp.cos(v), inner)
+        return jnp.sum(lax.fori_loop(0, 3, outer, x))
+    x, w = arr(3), arr(3)
+    want = jax.grad(twin, argnums=(0, 1))(x, w)
+    for k in (None, 2, 3):
+        assert_tree_close(sg.grad(f(k), argnums=(0, 1))(x, w), want)
