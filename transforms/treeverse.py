@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from srcgrad.builder import active_program
 from srcgrad.ir import Block, Op, Variable
 from srcgrad.ops.checkpoint import FREE, Treeverse
@@ -32,8 +34,6 @@ from srcgrad.ops.shape import reshape
 
 from .backward import backward_block
 
-import numpy as np
-
 INT32 = np.dtype(np.int32)
 
 
@@ -42,8 +42,9 @@ def _order(steps: Variable) -> tuple[Variable, Variable]:
     as a stack through it), and how many are filled."""
     k = steps.shape[0]
     i = arange(k, dtype=INT32)
-    a, b = reshape(steps, (k, 1)), reshape(steps, (1, k))
-    before = logical_or(less(b, a), logical_and(equal(b, a), less(reshape(i, (1, k)), reshape(i, (k, 1)))))
+    a, b = reshape(steps, (k, 1)), reshape(steps, (1, k))  # slot j ranks before slot i
+    tie = logical_and(equal(b, a), less(reshape(i, (1, k)), reshape(i, (k, 1))))
+    before = logical_or(less(b, a), tie)
     rank = reduce_sum(astype(before, INT32), 1)
     return scatter_add(zeros((k,), INT32), rank, i), reduce_sum(astype(less(steps, FREE), INT32))
 

@@ -29,7 +29,7 @@ from ..registry import OutType, register
 from ..transforms.passes import free_vars
 from .control import _trace_block, _while
 from .creation import arange, full, zeros
-from .elementwise import add, greater, less, logical_and, logical_not, where
+from .elementwise import add, greater, less, logical_and, where
 from .indexing import dynamic_index, dynamic_update_index
 from .reduce import argmax
 from .shape import reshape
@@ -83,7 +83,8 @@ class Treeverse:
 
     def step(self, leaves: Sequence[Variable]) -> list[Variable]:
         """The body run on `leaves` in the current block: the next state's leaves."""
-        out = jax.tree_util.tree_leaves(self.fn(jax.tree_util.tree_unflatten(self.tree, list(leaves))))
+        state = jax.tree_util.tree_unflatten(self.tree, list(leaves))
+        out = jax.tree_util.tree_leaves(self.fn(state))
         return [as_var(v, like=a) for v, a in zip(out, leaves)]
 
     def __repr__(self) -> str:
