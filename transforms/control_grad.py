@@ -20,6 +20,9 @@ A `while` is differentiated in five phases (`_while_grad`):
    (`_extend_loop`) that replaces the old one;
 5. **emit the backward loop** (`_backward_loop`): k counts up to the trip count.
 
+A loop with `checkpoints=k` (a `treeverse` attr) records nothing: after phase 1 its
+gradient is transforms/treeverse.py's backward loop over the forward's k snapshots.
+
 A `cond`'s residuals are rebuilt the same way or returned from the taken branch (zeros from
 the other), which also gives a new forward `cond` op; the backward `cond` on the same
 predicate runs the taken branch's grad block.
