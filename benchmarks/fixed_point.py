@@ -38,6 +38,17 @@ def loss_sg(w: Any, x: Any, target: Any, max_iters: int | None = None,
     return 0.5 * sg.sum(sg.square(z - target))
 
 
+def loss_sg_fori(w: Any, x: Any, target: Any, trips: int) -> Any:
+    """srcgrad's twin of `loss_fori`: sg.fori_loop over the same body at the known trip
+    count (no convergence test): what the recorded loop costs without the stopping test."""
+    def body(i: Any, c: Any) -> Any:
+        z_new = sg.tanh(w @ c[0] + x)
+        return z_new, sg.max(sg.abs(z_new - c[0]))
+
+    z, _ = sg.fori_loop(0, trips, body, (sg.zeros(x.shape, np.float32), np.float32(1.0)))
+    return 0.5 * sg.sum(sg.square(z - target))
+
+
 def _cond_jax(c: Any) -> Any:
     return c[1] > TOL
 
@@ -88,6 +99,11 @@ def _bounded_sg(max_steps: int) -> Callable[..., Any]:
     return jax.jit(sg.value_and_grad(lambda w, x, t: f(w, x, t, max_steps), argnums=(0, 1)))
 
 
+def _fori_sg(trips: int) -> Callable[..., Any]:
+    f = fresh(loss_sg_fori)
+    return jax.jit(sg.value_and_grad(lambda w, x, t: f(w, x, t, trips), argnums=(0, 1)))
+
+
 def _unbounded_sg() -> Callable[..., Any]:
     f = fresh(loss_sg)
     return sg.value_and_grad(lambda w, x, t: f(w, x, t), argnums=(0, 1))
@@ -122,9 +138,11 @@ def build(quick: bool) -> Workload:
         Variant("eqx bounded",
                 lambda: _grad_jax(loss_eqx, kind="bounded", max_steps=max_steps)),
         Variant("jax fori_loop", lambda: _grad_jax(loss_fori, trips=trips)),
+        Variant("srcgrad fori_loop", lambda: _fori_sg(trips)),
     ]
     pairs = [Pair(s, p, {"step": 1.0, "first gradient": 1.0} if p == "eqx checkpointed" else {})
              for s in ("srcgrad max_iters", "srcgrad capacity search")
              for p in ("eqx checkpointed", "eqx bounded", "jax fori_loop")]
+    pairs.append(Pair("srcgrad fori_loop", "jax fori_loop", {"step": 1.1}))
     return Workload("while", f"fixed point z = tanh(Wz + x) to tol {TOL:g}, dim {dim}, "
                     f"{trips} iterations, max_steps {max_steps}", args, variants, pairs)

@@ -20,6 +20,9 @@ A `while` is differentiated in five phases (`_while_grad`):
    (`_extend_loop`) that replaces the old one;
 5. **emit the backward loop** (`_backward_loop`): k counts up to the trip count.
 
+A loop with `checkpoints=k` (a `treeverse` attr) records nothing: after phase 1 its
+gradient is transforms/treeverse.py's backward loop over the forward's k snapshots.
+
 A `cond`'s residuals are rebuilt the same way or returned from the taken branch (zeros from
 the other), which also gives a new forward `cond` op; the backward `cond` on the same
 predicate runs the taken branch's grad block.
@@ -49,6 +52,7 @@ from srcgrad.ops.reduce import max as reduce_max
 from srcgrad.registry import REGISTRY, REMAT_INDEX, REMAT_VIEW, ZERO, grad_maker
 
 from .backward import backward_block, forward_requires
+from .treeverse import outputs_unused, treeverse_grad
 from .passes import (const_scalar, free_vars, live_ops, producer, shape_only_reads, residual_name,
                      replace_op, residuals, substitute)
 
@@ -433,6 +437,19 @@ def _stop_at_limit(loop: Op, j: int) -> None:
                                       less_equal(cond_b.params[j], config.max_loop_records))]
 
 
+def _checkpointed_grad(op: Op, gs: list, need: list, caps: list[Variable]) -> list:
+    """A checkpointed loop: the carried state leaves (carries 1..m) whose gradient flows,
+    then treeverse over its snapshots."""
+    body = op.attrs["body"]
+    m = op.attrs["treeverse"].n_leaves
+    state = Block(body.program, body.idx, body.parent_idx)  # the body as a map of the state
+    state.params, state.results, state.ops = body.params[1:1 + m], body.results[1:1 + m], body.ops
+    carried = _carried(state, gs[1:1 + m], need[1:1 + m], caps)
+    if not carried:
+        return [None] * len(op.inputs)
+    return treeverse_grad(op, gs, need, carried, caps)
+
+
 @grad_maker("while")
 def _while_grad(op: Op, gs: list, need: list) -> list:
     prog = op.block.program
@@ -440,6 +457,8 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
     body = op.attrs["body"]
     n = len(body.params)
     caps = [c for c, nd in zip(op.inputs[n:], need[n:]) if nd]
+    if "treeverse" in op.attrs and outputs_unused(op, gs):
+        return _checkpointed_grad(op, gs, need, caps)
     carried = _carried(body, gs, need[:n], caps)
     if not carried:
         return [None] * len(op.inputs)

@@ -4,12 +4,14 @@ A `checkpoint` op holds `fn`'s body as a sub-block and runs it forward; its grad
 transforms/control_grad.py) calls `fn` again on the op's inputs in the grad block and
 differentiates that fresh copy, so the forward pass keeps only the inputs.
 
-A loop with `checkpoints=k` runs as two nested loops: an outer loop of at most k segments,
-each a checkpointed inner loop of at most ceil(N / k) iterations, where N bounds the trip
-count. Its gradient records the carried state once per segment (k snapshots) and, segment
-by segment from the last, replays the segment's iterations with records and runs their
-backward: the two-level (sqrt-style) schedule, with memory O(k + N / k) carries instead of
-O(N).
+A loop with `checkpoints=k` is a `while` op that also carries k snapshot slots of its
+state. Step 0 stays in slot 0; each later step's state is written over a spare snapshot
+(free, or dispensable: earlier than one of a higher level) at level 0, else over the latest
+snapshot one level up, which makes the earlier ones of lower level dispensable (Wang and
+Moin's dynamic checkpointing, online: the trip count need not be known). The op's
+`treeverse` attr marks it for its gradient (transforms/treeverse.py), which runs the body
+again from the snapshots; memory is k states whatever the trip count, with or without
+`max_iters`.
 """
 from __future__ import annotations
 
@@ -25,8 +27,12 @@ from ..errors import SrcgradError, user_location
 from ..ir import Op, Variable
 from ..registry import OutType, register
 from ..transforms.passes import free_vars
-from .control import _trace_block, while_loop
-from .elementwise import add, astype, less, logical_and
+from .control import _trace_block, _while
+from .creation import arange, full, zeros
+from .elementwise import add, greater, less, logical_and, where
+from .indexing import dynamic_index, dynamic_update_index
+from .reduce import argmax
+from .shape import reshape
 
 @dataclass(frozen=True)
 class Retrace:
@@ -62,46 +68,85 @@ def checkpoint(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapped
 
 
+@dataclass(frozen=True)
+class Treeverse:
+    """What the gradient of a checkpointed `while` op needs to run its body again.
+
+    The op carries (step, the user's state leaves, one k-slot buffer per leaf, the step each
+    slot holds, the placement's levels and dispensable flags); `fn` is the user's body.
+    """
+
+    fn: Callable[[Any], Any]
+    tree: Any
+    k: int
+    n_leaves: int
+
+    def step(self, leaves: Sequence[Variable]) -> list[Variable]:
+        """The body run on `leaves` in the current block: the next state's leaves."""
+        state = jax.tree_util.tree_unflatten(self.tree, list(leaves))
+        out = jax.tree_util.tree_leaves(self.fn(state))
+        return [as_var(v, like=a) for v, a in zip(out, leaves)]
+
+    def __repr__(self) -> str:
+        return f"treeverse(k={self.k})"
+
+
+#: The step a free slot holds: later than any step.
+FREE = int(np.iinfo(np.int32).max)
+
+
 def checkpointed_while(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
                        init_val: Any, max_iters: int | None, checkpoints: int) -> Any:
-    """`while_loop(cond_fun, body_fun, init_val, max_iters=...)` that keeps `checkpoints`
-    snapshots of the carried state for its gradient (see the module docstring).
-
-    Without `max_iters` the loop is sized for a capacity of iterations (64 on the first run)
-    and reports its trip count, plus one if it stopped only for lack of segments, to the
-    capacity search, which reruns it with a larger capacity.
-    """
+    """`while_loop(cond_fun, body_fun, init_val, max_iters=...)` whose gradient keeps
+    `checkpoints` snapshots of the carried state (see the module docstring)."""
     loc = user_location()
     k = _positive(checkpoints, "checkpoints", loc)
-    prog = active_program("while_loop")
-    lid = None
-    if max_iters is None:
-        from ..transforms.control_grad import INITIAL_CAPACITY  # the transforms import the ops
-        lid = prog.loop_count
-        prog.loop_count += 1
-        total = prog.capacities.get(lid, INITIAL_CAPACITY)
+    leaves, tree = jax.tree_util.tree_flatten(init_val)
+    init = [as_var(v) for v in leaves]
+    info = Treeverse(body_fun, tree, k, len(init))
+    if k == 1:  # the initial state is the only snapshot
+        slots, steps = [reshape(v, (1,) + v.shape) for v in init], zeros((1,), np.int32)
     else:
-        total = int(max_iters)
-    seg = -(-total // k)
+        slots, steps = [zeros((k,) + v.shape, v.dtype) for v in init], full((k,), FREE, np.int32)
+    state = (np.int32(0), init, slots, steps, zeros((k,), np.int32), full((k,), True, bool))
 
-    def go(state: Any) -> Any:
-        t, v = state
-        return logical_and(as_var(cond_fun(v)), less(t, total))
+    def go(s: Any) -> Any:
+        more = as_var(cond_fun(jax.tree_util.tree_unflatten(tree, s[1])))
+        return more if max_iters is None else logical_and(more, less(s[0], max_iters))
 
-    def step(state: Any) -> Any:
-        t, v = state
-        return add(t, 1), body_fun(v)
+    def step(s: Any) -> Any:
+        t, val, slots, steps, levels, spare = s
+        if k > 1:
+            slot, steps, levels, spare = _place(t, steps, levels, spare)
+            slots = [dynamic_update_index(b, v, slot) for b, v in zip(slots, val)]
+        return add(t, 1), info.step(val), slots, steps, levels, spare
 
-    segment = checkpoint(lambda state: while_loop(go, step, state, max_iters=seg))
-    t, out = while_loop(go, segment, (np.int32(0), init_val), max_iters=k)
-    if lid is not None:
-        prog.capacity_checks.append((lid, add(t, astype(as_var(cond_fun(out)), np.int32)),
-                                     _last_while(prog.current_block().ops)))
-    return out
+    prog = active_program("while_loop")
+    flat, stree = jax.tree_util.tree_flatten(state)
+    outs = _while(go, step, [as_var(v) for v in flat], stree, loc, max_iters, counter=False,
+                  splat=False)
+    loop = prog.current_block().ops[-1]
+    loop.attrs["treeverse"] = info
+    return jax.tree_util.tree_unflatten(tree, outs[1:1 + len(init)])
 
 
-def _last_while(ops: list[Op]) -> Op:
-    return next(op for op in reversed(ops) if op.type == "while")
+def _place(t: Variable, steps: Variable, levels: Variable, spare: Variable
+           ) -> tuple[Variable, Variable, Variable, Variable]:
+    """Where the state of step t goes (Wang and Moin's dynamic checkpointing): into a spare
+    slot (free, or dispensable: earlier than a snapshot of a higher level) at level 0, else
+    over the latest snapshot at its level + 1, which makes every earlier snapshot of a lower
+    level dispensable. Step 0 takes slot 0, which is never spare again. Returns (slot,
+    steps, levels, spare) after the write."""
+    latest_spare = argmax(where(spare, steps, -1))
+    any_spare = dynamic_index(spare, latest_spare)
+    latest = argmax(steps)
+    slot = where(any_spare, latest_spare, latest)
+    level = where(any_spare, 0, add(dynamic_index(levels, latest), 1))
+    levels = dynamic_update_index(levels, level, slot)
+    later = greater(arange(steps.shape[0], dtype=np.int32), 0)  # slot 0 keeps step 0
+    spare = where(any_spare, dynamic_update_index(spare, False, slot),
+                  logical_and(less(levels, level), later))
+    return slot, dynamic_update_index(steps, t, slot), levels, spare
 
 
 def _positive(value: Any, what: str, loc: Any) -> int:

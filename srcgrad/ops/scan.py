@@ -119,7 +119,8 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
 def _checkpointed_scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any, n: int,
                        reverse: bool, k: int) -> tuple[Any, Any]:
     """`scan` as an outer scan over at most k segments of ceil(n/k) steps, each an inner scan
-    under `checkpoint`: the two-level schedule of checkpointed loops. When k does not divide
+    under `checkpoint` (a two-level schedule: the per-step outputs cannot live in
+    snapshots, as a checkpointed loop's state does). When k does not divide
     n, the inputs are padded with copies of their last step, and the padded steps leave the
     carry unchanged (their outputs are cut off)."""
     seg = -(-n // k)
