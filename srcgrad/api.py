@@ -117,7 +117,7 @@ def compile(program: Program, feed: Sequence[str | Variable], fetch: Sequence[st
                            loc=user_location())
     lowered = lower_program(program, feeds + program.captures, list(fetch),
                             [v for _, v, _ in program.capacity_checks])
-    fn = jax.jit(lowered.fn) if jit else lowered.eager_fn()
+    fn = lowered.jitted() if jit else lowered.eager_fn()
     checks = program.capacity_checks
 
     def run(*arrays: Any) -> list[Any]:
@@ -299,7 +299,7 @@ class Transformed:
         lowered, out_tree, checks, captures = self._lower(args, caps)
         with self._own_lock:
             self.compilations += 1
-        call = jax.jit(lowered.fn) if self._jit else _eager(lowered.eager_fn())
+        call = lowered.jitted() if self._jit else _eager(lowered.eager_fn())
         return _Entry(lowered, call, out_tree, checks, captures, now, dict(caps))
 
     def _slot(self, key: Any) -> Slot:
