@@ -49,7 +49,7 @@ class Settings:
     first_reps: int = 9
     sample_s: float = 0.1
     scaling_sizes: tuple[int, ...] = (1_000, 10_000, 100_000)
-    scaling_reps: tuple[int, ...] = (5, 3, 1)
+    scaling_reps: tuple[int, ...] = (3, 1, 1)
     figures: tuple[str, ...] = ("step", "first gradient", "memory", "agreement")
 
 
@@ -155,6 +155,10 @@ def run_workload(w: Workload, s: Settings) -> list[Row]:
     return rows
 
 
+def _total(phases: dict[str, float]) -> float:
+    return sum(phases.values())
+
+
 #: Transform targets: srcgrad's transform, Python's compile() included, at least 10x faster
 #: than JAX's grad tracing, and linear (µs per op at the largest N within 1.5x of that at
 #: the smallest). Time to first gradient: at most JAX's.
@@ -164,8 +168,11 @@ FIRST_TARGET = 1.0
 
 
 #: Sizes up to which `run_scaling` also splits each first gradient into its phases (a run of
-#: its own: at 100,000 ops one first gradient takes minutes).
-PHASES_UP_TO = 10_000
+#: its own), and up to which it times whole first gradients: above, XLA's compile of one
+#: program takes the better part of an hour on a 2-core CPU, and the figure is the first
+#: gradient up to it (srcgrad's transform, JAX's trace and lowering).
+PHASES_UP_TO = 1_000
+FIRST_UP_TO = 10_000
 
 
 def run_scaling(sizes: Sequence[int], reps: Sequence[int],
@@ -183,12 +190,20 @@ def run_scaling(sizes: Sequence[int], reps: Sequence[int],
             rows.append(Row("transform", name, "µs/op", sg_total, jax_total,
                             "trace+backward+emit+compile()+release", "make_jaxpr(grad)",
                             TRANSFORM_TARGET, paired_ratio=t.ratio))
+            rows.append(Row("transform", f"{name}, CPU-time ratio", "", t.cpu_ratio, 1.0,
+                            "srcgrad", "make_jaxpr(grad)", TRANSFORM_TARGET,
+                            paired_ratio=t.cpu_ratio))
             rows += [Row("transform", f"{name}: {part}", "µs/op", v * us, math.nan, "srcgrad", "—")
                      for part, v in t.srcgrad.items()]
-            f = scaling.measure("first gradient", prog, n, r)
-            rows.append(Row("transform", f"{name}: first gradient", "s", f.srcgrad["total"],
-                            f.jax["total"], "sg.grad", "jax.jit(jax.grad)", FIRST_TARGET,
+            whole = n <= FIRST_UP_TO
+            f = scaling.measure("first gradient" if whole else "lowering", prog, n, r)
+            what = "first gradient" if whole else "first gradient up to XLA's compile"
+            rows.append(Row("transform", f"{name}: {what}", "s", _total(f.srcgrad),
+                            _total(f.jax), "sg.grad", "jax.jit(jax.grad)", FIRST_TARGET,
                             paired_ratio=f.ratio))
+            rows.append(Row("transform", f"{name}: {what}, CPU-time ratio", "", f.cpu_ratio,
+                            1.0, "sg.grad", "jax.jit(jax.grad)", FIRST_TARGET,
+                            paired_ratio=f.cpu_ratio))
             if n <= PHASES_UP_TO:
                 ph = scaling.measure("first gradient", prog, n, 1, phases=True)
                 rows += [Row("transform", f"{name}: first gradient, {k}", "s", v,
@@ -199,3 +214,7 @@ def run_scaling(sizes: Sequence[int], reps: Sequence[int],
             rows.append(Row("transform", f"{prog} growth µs/op N={sizes[-1]:,} / N={sizes[0]:,}",
                             "x", s1 / s0, j1 / j0, "srcgrad", "jax", LINEAR_TARGET, "srcgrad"))
     return rows
+
+
+def _total(phases: dict[str, float]) -> float:
+    return sum(phases.values())

@@ -16,6 +16,7 @@ Figures include the garbage collections that happen while they run.
 """
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -25,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import srcgrad as sg
-from srcgrad.transforms.lower_jax import emit_program, load
+from srcgrad.transforms.lower_jax import emit_program, load, short_locations
 
 from .workload import fresh
 
@@ -99,9 +100,10 @@ def _grad_of(fn: Callable[..., Any], n: int, grad: Callable[..., Any]) -> Callab
     return grad(lambda *a: f(*a, n))
 
 
-def srcgrad_phases(p: Program, n: int, args: tuple) -> dict[str, float]:
+def srcgrad_phases(p: Program, n: int, args: tuple, compile_too: bool = True) -> dict[str, float]:
     """Seconds per phase of srcgrad's first gradient of a fresh `p` (what `sg.grad(f)(*args)`
-    runs: `Transformed.lower`'s pipeline, then `jax.jit` of the emitted function)."""
+    runs: `Transformed.lower`'s pipeline, then `jax.jit` of the emitted function); without
+    `compile_too`, up to lowering."""
     g = _grad_of(p.sg_fn, n, sg.grad)
     t = [time.perf_counter()]
     prog, ins, outs, _ = g.trace(*args)
@@ -113,25 +115,31 @@ def srcgrad_phases(p: Program, n: int, args: tuple) -> dict[str, float]:
     prog.dispose()
     t.append(time.perf_counter())
     flat = jax.tree_util.tree_leaves(args)
-    traced = jax.jit(lowered.fn).trace(*flat)
-    t.append(time.perf_counter())
-    low = traced.lower()
-    t.append(time.perf_counter())
-    compiled = low.compile()
+    with short_locations():  # as Lowered.jitted() calls it
+        traced = jax.jit(lowered.fn).trace(*flat)
+        t.append(time.perf_counter())
+        low = traced.lower()
+        t.append(time.perf_counter())
+        if not compile_too:
+            return dict(zip(SG_PHASES, np.diff(t)))
+        compiled = low.compile()
     t.append(time.perf_counter())
     jax.block_until_ready(compiled(*flat))
     t.append(time.perf_counter())
     return dict(zip(SG_PHASES, np.diff(t)))
 
 
-def jax_phases(p: Program, n: int, args: tuple) -> dict[str, float]:
-    """Seconds per phase of `jax.jit(jax.grad(f))(*args)` on a fresh `p`."""
+def jax_phases(p: Program, n: int, args: tuple, compile_too: bool = True) -> dict[str, float]:
+    """Seconds per phase of `jax.jit(jax.grad(f))(*args)` on a fresh `p` (without
+    `compile_too`, up to lowering)."""
     g = jax.jit(_grad_of(p.jax_fn, n, jax.grad))
     t = [time.perf_counter()]
     traced = g.trace(*args)
     t.append(time.perf_counter())
     low = traced.lower()
     t.append(time.perf_counter())
+    if not compile_too:
+        return dict(zip(JAX_PHASES, np.diff(t)))
     compiled = low.compile()
     t.append(time.perf_counter())
     jax.block_until_ready(compiled(*args))
@@ -185,21 +193,26 @@ class Timing:
     srcgrad: dict[str, float]
     jax: dict[str, float]
     ratio: float  # median of the per-round srcgrad / JAX ratios of the totals
+    cpu_ratio: float  # the same for the process's CPU time (all threads)
 
 
 def _alternate(sg_once: Callable[[], Any], jax_once: Callable[[], Any], reps: int
-               ) -> tuple[list[Any], list[Any]]:
-    """`reps` rounds of both, the order flipping every round; srcgrad's caches cleared first."""
+               ) -> tuple[list[Any], list[Any], list[float]]:
+    """`reps` rounds of both, the order flipping every round; srcgrad's caches cleared first.
+    Also the per-round ratios of CPU time."""
     a: list[Any] = []
     b: list[Any] = []
+    cpu: list[list[float]] = [[], []]
     for r in range(reps):
         for which in ((0, 1) if r % 2 == 0 else (1, 0)):
+            c0 = time.process_time()
             if which == 0:
                 sg.clear_caches()
                 a.append(sg_once())
             else:
                 b.append(jax_once())
-    return a, b
+            cpu[which].append(time.process_time() - c0)
+    return a, b, [x / y for x, y in zip(*cpu)]
 
 
 def _total(x: Any) -> float:
@@ -215,13 +228,17 @@ def _medians(samples: list[Any]) -> dict[str, float]:
 def measure(kind: str, program: str, n: int, reps: int, phases: bool = False) -> Timing:
     """Medians over `reps` alternating rounds after a small warm-up (each on fresh functions).
 
-    `kind` is "transform" or "first gradient"; with `phases`, a first gradient is timed
-    phase by phase (the same work, split with JAX's ahead-of-time API).
+    `kind` is "transform", "first gradient" or "lowering" (a first gradient's phases up to
+    XLA's compile); with `phases`, a first gradient is timed phase by phase (the same work,
+    split with JAX's ahead-of-time API).
     """
     p = PROGRAMS[program]
     args = p.args(n)
     if kind == "transform":
         sg_once, jax_once = srcgrad_transform, jax_transform
+    elif kind == "lowering":
+        sg_once, jax_once = (functools.partial(srcgrad_phases, compile_too=False),
+                             functools.partial(jax_phases, compile_too=False))
     elif phases:
         sg_once, jax_once = srcgrad_phases, jax_phases
     else:
@@ -229,24 +246,24 @@ def measure(kind: str, program: str, n: int, reps: int, phases: bool = False) ->
     warm = p.args(10)
     sg_once(p, 10, warm)
     jax_once(p, 10, warm)
-    a, b = _alternate(lambda: sg_once(p, n, args), lambda: jax_once(p, n, args), reps)
+    a, b, cpu = _alternate(lambda: sg_once(p, n, args), lambda: jax_once(p, n, args), reps)
     ratio = float(np.median([_total(x) / _total(y) for x, y in zip(a, b)]))
-    return Timing(program, n, _medians(a), _medians(b), ratio)
+    return Timing(program, n, _medians(a), _medians(b), ratio, float(np.median(cpu)))
 
 
 def main(argv: list[str]) -> int:
     """`python -m benchmarks.scaling KIND PROGRAM N [REPS] [--phases]`: print one Timing.
 
-    KIND is transform or first; PROGRAM chain or mlp.
+    KIND is transform, first or lowering; PROGRAM chain or mlp.
     """
     ph = "--phases" in argv
     args = [a for a in argv if a != "--phases"]
-    kind = {"transform": "transform", "first": "first gradient"}[args[0]]
+    kind = {"transform": "transform", "first": "first gradient", "lowering": "lowering"}[args[0]]
     n, reps = int(args[2]), int(args[3]) if len(args) > 3 else 3
     t = measure(kind, args[1], n, reps, ph)
     us = 1e6 / n
     print(f"{kind} {t.program} N={n:,}: srcgrad {_total(t.srcgrad):.3f} s, jax "
-          f"{_total(t.jax):.3f} s, ratio {t.ratio:.3f}")
+          f"{_total(t.jax):.3f} s, ratio {t.ratio:.3f} (CPU time: {t.cpu_ratio:.3f})")
     for side, d in (("srcgrad", t.srcgrad), ("jax", t.jax)):
         print(f"  {side}: " + ", ".join(f"{k} {v * us:.1f}" for k, v in d.items()) + " µs/op")
     return 0
