@@ -71,8 +71,9 @@ def _run_one(name: str, quick: bool, s: Settings, titles: list[str] | None) -> l
     if name == "transform":
         sizes, reps = QUICK_SCALING if quick else (s.scaling_sizes, s.scaling_reps)
         if titles is not None:
-            titles.append("transform: chain of N elementwise ops (sin, cos, tanh, ...) + sum, "
-                          f"N = {', '.join(f'{n:,}' for n in sizes)}")
+            titles.append("transform, first gradient: chain of N elementwise ops (sin, cos, "
+                          "tanh, ...) + sum; MLP stack of N ops (tanh(h @ w + b), 8 wide) + sum "
+                          f"of squares; N = {', '.join(f'{n:,}' for n in sizes)}")
         return run_scaling(sizes, reps)
     w = WORKLOADS[name](quick)
     if titles is not None:

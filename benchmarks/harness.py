@@ -48,8 +48,8 @@ class Settings:
     reps: int = 21
     first_reps: int = 9
     sample_s: float = 0.1
-    scaling_sizes: tuple[int, ...] = (1_000, 10_000, 50_000)
-    scaling_reps: tuple[int, ...] = (5, 3, 1)
+    scaling_sizes: tuple[int, ...] = (1_000, 10_000, 100_000)
+    scaling_reps: tuple[int, ...] = (3, 1, 1)
     figures: tuple[str, ...] = ("step", "first gradient", "memory", "agreement")
 
 
@@ -155,28 +155,66 @@ def run_workload(w: Workload, s: Settings) -> list[Row]:
     return rows
 
 
-#: Transform targets: srcgrad at least 10x faster than JAX's grad tracing, and linear
-#: (µs per op at the largest N within 1.5x of that at the smallest).
+def _total(phases: dict[str, float]) -> float:
+    return sum(phases.values())
+
+
+#: Transform targets: srcgrad's transform, Python's compile() included, at least 10x faster
+#: than JAX's grad tracing, and linear (µs per op at the largest N within 1.5x of that at
+#: the smallest). Time to first gradient: at most JAX's.
 TRANSFORM_TARGET = 0.1
 LINEAR_TARGET = 1.5
+FIRST_TARGET = 1.0
 
 
-def run_scaling(sizes: Sequence[int], reps: Sequence[int]) -> list[Row]:
-    """Workload 6: µs per op of srcgrad's transform and of make_jaxpr(grad), and their growth."""
+#: Sizes up to which `run_scaling` also splits each first gradient into its phases (a run of
+#: its own), and up to which it times whole first gradients: above, XLA's compile of one
+#: program takes the better part of an hour on a 2-core CPU, and the figure is the first
+#: gradient up to it (srcgrad's transform, JAX's trace and lowering).
+PHASES_UP_TO = 1_000
+FIRST_UP_TO = 10_000
+
+
+def run_scaling(sizes: Sequence[int], reps: Sequence[int],
+                programs: Sequence[str] = ("chain", "mlp")) -> list[Row]:
+    """Workload 6: the transform (µs per op, against make_jaxpr(grad)) and the time to first
+    gradient (s, against jax.jit(jax.grad)) of each program at each size, and their phases."""
     rows: list[Row] = []
-    per_op: list[tuple[float, float]] = []
-    for n, r in zip(sizes, reps):
-        t = scaling.measure(n, r)
-        us = 1e6 / n
-        per_op.append((t.srcgrad * us, t.jax * us))
-        rows.append(Row("transform", f"N={n:,}", "µs/op", t.srcgrad * us, t.jax * us,
-                        "trace+backward+emit+release", "make_jaxpr(grad)", TRANSFORM_TARGET))
-        for part, value in (("trace+backward", t.trace_backward), ("emit", t.emit),
-                            ("release", t.release), ("Python compile()", t.compile)):
-            rows.append(Row("transform", f"N={n:,}: {part}", "µs/op", value * us, math.nan,
-                            "srcgrad", "—"))
-    if len(per_op) > 1:
-        (s0, j0), (s1, j1) = per_op[0], per_op[-1]
-        rows.append(Row("transform", f"growth µs/op N={sizes[-1]:,} / N={sizes[0]:,}", "x",
-                        s1 / s0, j1 / j0, "srcgrad", "jax", LINEAR_TARGET, "srcgrad"))
+    for prog in programs:
+        per_op: list[tuple[float, float]] = []
+        for n, r in zip(sizes, reps):
+            name, us = f"{prog} N={n:,}", 1e6 / n
+            t = scaling.measure("transform", prog, n, r)
+            sg_total, jax_total = sum(t.srcgrad.values()) * us, t.jax["total"] * us
+            per_op.append((sg_total, jax_total))
+            rows.append(Row("transform", name, "µs/op", sg_total, jax_total,
+                            "trace+backward+emit+compile()+release", "make_jaxpr(grad)",
+                            TRANSFORM_TARGET, paired_ratio=t.ratio))
+            rows.append(Row("transform", f"{name}, CPU-time ratio", "", t.cpu_ratio, 1.0,
+                            "srcgrad", "make_jaxpr(grad)", TRANSFORM_TARGET,
+                            paired_ratio=t.cpu_ratio))
+            rows += [Row("transform", f"{name}: {part}", "µs/op", v * us, math.nan, "srcgrad", "—")
+                     for part, v in t.srcgrad.items()]
+            whole = n <= FIRST_UP_TO
+            f = scaling.measure("first gradient" if whole else "lowering", prog, n, r)
+            what = "first gradient" if whole else "first gradient up to XLA's compile"
+            rows.append(Row("transform", f"{name}: {what}", "s", _total(f.srcgrad),
+                            _total(f.jax), "sg.grad", "jax.jit(jax.grad)", FIRST_TARGET,
+                            paired_ratio=f.ratio))
+            rows.append(Row("transform", f"{name}: {what}, CPU-time ratio", "", f.cpu_ratio,
+                            1.0, "sg.grad", "jax.jit(jax.grad)", FIRST_TARGET,
+                            paired_ratio=f.cpu_ratio))
+            if n <= PHASES_UP_TO:
+                ph = scaling.measure("first gradient", prog, n, 1, phases=True)
+                rows += [Row("transform", f"{name}: first gradient, {k}", "s", v,
+                             ph.jax.get(k, math.nan), "srcgrad", "jax")
+                         for k, v in ph.srcgrad.items()]
+        if len(per_op) > 1:
+            (s0, j0), (s1, j1) = per_op[0], per_op[-1]
+            rows.append(Row("transform", f"{prog} growth µs/op N={sizes[-1]:,} / N={sizes[0]:,}",
+                            "x", s1 / s0, j1 / j0, "srcgrad", "jax", LINEAR_TARGET, "srcgrad"))
     return rows
+
+
+def _total(phases: dict[str, float]) -> float:
+    return sum(phases.values())

@@ -43,7 +43,7 @@ def _input(name: str, shape: Sequence[int], dtype: Any, kind: str) -> Variable:
     if prog.current_block() is not block:
         raise TraceError(f"sg.{kind}({name!r}) must be declared in the global block",
                          loc=user_location())
-    if any(v.name == name for v in prog.inputs):
+    if name in prog._taken and any(v.name == name for v in prog.inputs):  # O(1) when free
         raise TraceError(f"the program already has an input named {name!r}", loc=user_location())
     var = block.new_var(name, _static_shape(name, shape, kind), dtypes.canonical(dtype), kind=kind,
                         stop_gradient=(kind == "data"), exact_name=True)
@@ -117,7 +117,7 @@ def compile(program: Program, feed: Sequence[str | Variable], fetch: Sequence[st
                            loc=user_location())
     lowered = lower_program(program, feeds + program.captures, list(fetch),
                             [v for _, v, _ in program.capacity_checks])
-    fn = jax.jit(lowered.fn) if jit else lowered.eager_fn()
+    fn = lowered.jitted() if jit else lowered.eager_fn()
     checks = program.capacity_checks
 
     def run(*arrays: Any) -> list[Any]:
@@ -272,7 +272,7 @@ class Transformed:
         prog = Program()
         prog.capacities = dict(capacities or {})
         with program_guard(prog):
-            ins = [_input(n if not any(v.name == n for v in prog.inputs) else f"{n}_{i}",
+            ins = [_input(n if n not in prog._taken else f"{n}_{i}",
                           np.shape(l), _leaf_dtype(l), "data") for i, (n, l) in enumerate(zip(names, leaves))]
             for v in ins:
                 v.stop_gradient = False
@@ -304,7 +304,7 @@ class Transformed:
         lowered, out_tree, checks, captures = self._lower(args, caps)
         with self._own_lock:
             self.compilations += 1
-        call = jax.jit(lowered.fn) if self._jit else _eager(lowered.eager_fn())
+        call = lowered.jitted() if self._jit else _eager(lowered.eager_fn())
         return _Entry(lowered, call, out_tree, checks, captures, now, dict(caps))
 
     def _slot(self, key: Any) -> Slot:

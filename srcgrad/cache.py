@@ -80,11 +80,15 @@ class CompileCache:
 
 
 CACHE = CompileCache()
+#: Called by `clear_cache`: other caches of compiled code (the lowering's sources).
+CLEAR_HOOKS: list[Callable[[], None]] = []
 
 
 def clear_cache() -> None:
     """Forget every compiled program (later calls trace and compile again)."""
     CACHE.clear()
+    for hook in CLEAR_HOOKS:
+        hook()
 
 
 _UNBOUND = object()

@@ -32,7 +32,7 @@ def test_checkpoint_gradient_matches_jax_and_recomputes() -> None:
     x, w = arr(4), arr(4)
     assert_tree_close(sg.grad(f, argnums=(0, 1))(x, w), jax.grad(twin, argnums=(0, 1))(x, w))
     src = sg.source(sg.grad(f), x, w)
-    assert "lax.optimization_barrier" in src and src.count("jnp.sin(") == 2
+    assert "lax.optimization_barrier" in src and src.count("lax.sin(") == 2
     assert_tree_close(sg.grad(lambda x: sg.sum(sg.grad(f)(x, w) ** 2))(x),
                       jax.grad(lambda x: jnp.sum(jax.grad(twin)(x, w) ** 2))(x))
 

@@ -1,12 +1,14 @@
 """Lowering: a Program becomes the source of one Python function over jax.numpy / lax."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import linecache
 import math
 import re
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -15,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from srcgrad.cache import CLEAR_HOOKS
 from srcgrad.ir import Block, Op, Program, Variable
 from srcgrad.registry import REGISTRY
 from srcgrad.verify import check
@@ -29,6 +32,37 @@ _counter_lock = threading.Lock()
 #: are passed in the `_consts` side table.
 INLINE_CONST_SIZE = 16
 _PAD = "    "  # every emitted function is at top level: its body is indented once
+#: Ops whose repeats are emitted again (not replaced by the first result): a barrier exists
+#: to keep XLA from merging a recomputation with the value it recomputes. (Ops without
+#: inputs, the constants and fills, are also emitted again: each keeps its own name.)
+_NO_CSE = frozenset({"optimization_barrier"})
+_F32_F64 = frozenset({np.dtype("float32"), np.dtype("float64")})
+
+
+def _f32_f64(op: Op) -> bool:
+    return all(v.dtype in _F32_F64 for v in op.inputs)
+
+
+def _sum_fast(op: Op) -> bool:
+    return not op.attrs["keepdims"] and _f32_f64(op)
+
+
+#: Fast forms: op type -> (template, when). Where srcgrad's known shapes and dtypes make
+#: jax.numpy's argument checks and promotion redundant, the `lax` call it would make, which
+#: JAX traces in about half the time to the same jaxpr. Only for float32 / float64 inputs
+#: where jax.numpy might compute otherwise (jnp.sum upcasts float16, for one).
+FAST_FORMS: dict[str, tuple[str, Callable[[Op], bool]]] = {
+    **{name: (f"lax.{name}({{0}})", _f32_f64)
+       for name in ("sin", "cos", "tan", "tanh", "exp", "log", "log1p", "expm1", "sqrt", "abs")},
+    "reshape": ("lax.reshape({0}, {shape})", bool),
+    "transpose": ("lax.transpose({0}, {axes})", bool),
+    "fill_constant": ("lax.full({shape}, {value}, {dtype})", bool),
+    "reduce_sum": ("lax.reduce_sum({0}, {axes})", _sum_fast),
+}
+#: A global block of more live ops than SPLIT_OPS is emitted as a chain of functions of
+#: PART_OPS ops each (see `emit_program`).
+SPLIT_OPS = 1000
+PART_OPS = 256
 
 
 def literal(value: Any, dtype: np.dtype | None = None) -> str:
@@ -66,6 +100,22 @@ def _dtype_literal(dtype: np.dtype) -> str:
     if not hasattr(jnp, dtype.name):
         raise TypeError(f"dtype {dtype.name} has no jax.numpy name")
     return f"jnp.{dtype.name}"
+
+
+_FULL_TRACEBACKS = getattr(getattr(jax, "_src", None) and jax._src.config,
+                          "include_full_tracebacks_in_locations", None)
+
+
+def short_locations() -> Any:
+    """A context in which JAX gives each op of a compiled program the source location of its
+    line in the emitted function only, not the whole Python stack that traced it.
+
+    The emitted line is the location that helps (HLO metadata and profiles name it); the
+    stack above it is the same for every op and costs XLA's compiler about a fifth of its
+    time on a program of thousands of ops, each with a distinct line. (A no-op on a JAX
+    release without the option.)
+    """
+    return _FULL_TRACEBACKS(False) if _FULL_TRACEBACKS is not None else contextlib.nullcontext()
 
 
 def _traced(tree: Any) -> bool:
@@ -108,6 +158,21 @@ class Lowered:
     filename: str
     code: Any = None
     namespace: dict[str, Any] = field(default_factory=dict)
+    _jitted: Any = field(default=None, repr=False)
+
+    def jitted(self) -> Callable[..., Any]:
+        """`jax.jit(fn)`, made once (every caller shares its traces and compilations), called
+        under `short_locations`."""
+        if self._jitted is None:
+            jitted = jax.jit(self.fn)
+
+            @functools.wraps(self.fn)
+            def call(*args: Any) -> Any:
+                with short_locations():
+                    return jitted(*args)
+            call.jitted = jitted  # type: ignore[attr-defined]
+            self._jitted = call
+        return self._jitted
 
     def eager_fn(self) -> Callable[..., Any]:
         """The same source run eagerly: loops and branches as Python `while` / `if` over
@@ -118,38 +183,52 @@ class Lowered:
 
 
 class _Names(dict):
-    """Variable → its identifier, made (unique among `taken`) on first use."""
+    """Variable → its identifier, made (unique among `taken`) on first use. A value in
+    `alias` (a copy, or a recomputation of an earlier value) takes the name of the value it
+    stands for."""
 
     def __init__(self, taken: set[str]):
         super().__init__()
         self.taken = taken
+        self.alias: dict[Variable, Variable] = {}
 
     def __missing__(self, v: Variable) -> str:
-        n = self[v] = identifier(v.name, self.taken)
+        same = self.alias.get(v)
+        n = self[v] = self[same] if same is not None else identifier(v.name, self.taken)
         return n
+
+    def same_as(self, v: Variable, earlier: Variable) -> None:
+        """Emit no statement for `v`: it is `earlier` (or what `earlier` stands for)."""
+        self.alias[v] = self.alias.get(earlier, earlier)
 
 
 class _Frame:
-    """One emitted function: its lines, what it defines and reads, in order of emission."""
+    """One emitted function: its lines, what it defines and reads, in order of emission, and
+    its expressions (each computed once: a repeat reuses the first result)."""
 
-    __slots__ = ("lines", "params", "items")
+    __slots__ = ("lines", "params", "items", "exprs")
 
-    def __init__(self, params: Sequence[Variable] = ()):
+    def __init__(self, params: Sequence[Variable] = (), exprs: dict[str, list[Variable]] | None = None):
         self.lines: list[str] = []
         self.params = params
         self.items: list[Op | Variable] = []  # emitted ops, and values read by statements
+        self.exprs: dict[str, list[Variable]] = {} if exprs is None else exprs
 
-    def captures(self) -> list[Variable]:
+    def defined(self) -> list[Variable]:
+        """The values the function's ops make, in order."""
+        return [o for item in self.items if isinstance(item, Op) for o in item.outputs]
+
+    def captures(self, alias: dict[Variable, Variable]) -> list[Variable]:
         """Values the function reads but does not define: passed in as `captured`."""
         defined = set(self.params)
         reads: dict[Variable, None] = {}
         for item in self.items:
             if isinstance(item, Variable):
-                reads[item] = None
+                reads[alias.get(item, item)] = None
                 continue
             defined.update(item.outputs)
             if REGISTRY[item.type].lower_stmt is None:  # a statement records its own reads
-                reads.update(dict.fromkeys(item.inputs))
+                reads.update(dict.fromkeys([alias.get(v, v) for v in item.inputs]))
         return [v for v in reads if v not in defined]
 
 
@@ -217,7 +296,7 @@ class Emitter:
         results = block.results
         ret = self.name(results[0]) if kind == "cond" else self.tuple(results)
         self.line(f"return {ret}")
-        captured = self.frame.captures()
+        captured = self.frame.captures(self.names.alias)
         body = self.frame.lines
         self.frame, self.lines = outer, outer.lines
         self._origin, self._loc = saved
@@ -231,14 +310,22 @@ class Emitter:
         return f"partial({fname}, captured={self.tuple(captured)})"
 
     def emit_ops(self, ops: Sequence[Op], needed: Sequence[Variable]) -> None:
-        names, lines = self.names, self.lines
+        self.emit_live(live_ops(ops, needed))
+
+    def emit_live(self, live: Sequence[Op]) -> None:
+        """One line per op of `live`, except that a copy (`assign`) and an expression over
+        values that the function has already computed emit nothing: their values take the
+        earlier names."""
+        names, lines, items, exprs = self.names, self.lines, self.frame.items, self.frame.exprs
         pad = _PAD
-        live = live_ops(ops, needed)
-        self.frame.items.extend(live)
         for op in live:
-            self._comment(op)
+            if op.type == "assign":
+                names.same_as(op.outputs[0], op.inputs[0])
+                continue
             row = REGISTRY[op.type]
             if row.lower_stmt is not None:
+                self._comment(op)
+                items.append(op)
                 row.lower_stmt(self, op)
                 continue
             if op.type == "constant":
@@ -246,15 +333,60 @@ class Emitter:
             else:
                 args = [names[v] for v in op.inputs]
                 lower = row.lower
+                fast = FAST_FORMS.get(op.type)
+                if fast is not None and fast[1](op):
+                    lower = fast[0]
                 if op.attrs:
                     attrs = _attr_literals(op.attrs)
                     expr = lower(args, attrs) if callable(lower) else lower.format(*args, **attrs)
                 else:
                     expr = lower(args, {}) if callable(lower) else lower.format(*args)
+            earlier = exprs.get(expr)
+            if earlier is not None:
+                for out, e in zip(op.outputs, earlier):
+                    names.same_as(out, e)
+                continue
+            if op.inputs and op.type not in _NO_CSE:
+                exprs[expr] = op.outputs
+            self._comment(op)
+            items.append(op)
             if len(op.outputs) == 1:  # self.assign, inlined: this is once per op
                 lines.append(f"{pad}{names[op.outputs[0]]} = {expr}")
             else:
                 self.assign(op.outputs, expr)
+
+    def emit_parts(self, live: Sequence[Op], needed: Sequence[Variable], base: str) -> list[list[str]]:
+        """Emit `live` as functions of at most PART_OPS ops, and into the current function one
+        call of each: `a, b = base_part_k(x, y)`. Returns the functions' lines."""
+        main, alias = self.frame, self.names.alias
+        exprs = main.exprs  # the parts run in one scope: a repeat in a later part is reused
+        frames = []
+        for k in range(0, len(live), PART_OPS):
+            self.frame = _Frame(exprs=exprs)
+            self.lines, self._origin, self._loc = self.frame.lines, None, None
+            self.emit_live(live[k:k + PART_OPS])
+            frames.append(self.frame)
+        self.frame, self.lines = main, main.lines
+        self._origin = self._loc = None
+        read_later = {alias.get(v, v) for v in needed}
+        ins: list[list[Variable]] = []
+        outs: list[list[Variable]] = []
+        for frame in reversed(frames):
+            outs.append([v for v in frame.defined() if v in read_later])
+            ins.append(frame.captures(alias))
+            read_later.update(ins[-1])
+        functions = []
+        for frame, args, results in zip(frames, reversed(ins), reversed(outs)):
+            fname = identifier(f"{base}_part_{len(functions)}", self.taken)
+            arg_names = [self.names[v] for v in args]
+            result_names = [self.names[v] for v in results]
+            comma = "," if len(results) == 1 else ""
+            functions.append(_wrapped(f"def {fname}(", arg_names, "):") + frame.lines
+                             + _wrapped(f"{_PAD}return (", result_names, f"{comma})"))
+            self.frame.items.extend(args)
+            self.lines += _wrapped(f"{_PAD}(", result_names, f"{comma}) = ", tail=f"{fname}(",
+                                   more=arg_names, end=")")
+        return functions
 
     def _comment(self, op: Op) -> None:
         fwd = op.origin
@@ -292,6 +424,23 @@ class Emitter:
         return f"_consts[{len(self.consts) - 1}]"
 
 
+def _wrapped(head: str, names: Sequence[str], close: str, tail: str = "", more: Sequence[str] = (),
+             end: str = "", width: int = 96) -> list[str]:
+    """`head` + names joined by ", " + `close` (+ `tail` + `more` + `end`), broken into lines
+    of about `width` characters, continuation lines aligned after `head`."""
+    lines: list[str] = []
+    line, indent = head, " " * len(head)
+    for group, last in ((names, close + tail), (more, end)):
+        for i, n in enumerate(group):
+            item = n + (", " if i < len(group) - 1 else "")
+            if len(line) + len(item) > width and line.strip() not in ("", head.strip()):
+                lines.append(line.rstrip())
+                line = indent
+            line += item
+        line += last
+    return lines + [line]
+
+
 def _array_literal(arr: np.ndarray, dtype: np.dtype) -> str:
     """`[[1.0, 2.0], [3.0, 4.0]]`: a small array as nested lists of literals in its dtype."""
     if arr.ndim == 0:
@@ -326,20 +475,52 @@ class Source:
 
 def emit_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[Variable],
                  checks: Sequence[Variable] = (), name: str = "srcgrad_fn") -> Source:
-    """Emit `def name(*feeds): ... return (fetches), (checks)`."""
+    """Emit `def name(*feeds): ... return (fetches), (checks)`.
+
+    A global block of more than SPLIT_OPS live ops becomes a chain of functions
+    `name_part_k` of PART_OPS ops each, which `name` calls in order: each takes the earlier
+    values it reads and returns the values read after it. JAX traces the same program; what
+    it saves is in lowering, where JAX finds each traced op's source line with a scan of its
+    function's line table, so one function of N lines costs O(N^2) to lower.
+    """
     em = Emitter()
     fname = identifier(name, em.taken)
     params = ", ".join(em.name(v) for v in feeds)
     body_start = len(em.lines)
-    em.emit_ops(program.global_block().ops, list(fetches) + list(checks))
+    wanted = list(fetches) + list(checks)
+    live = live_ops(program.global_block().ops, wanted)
+    parts: list[list[str]] = []
+    if len(live) > SPLIT_OPS:
+        parts = em.emit_parts(live, wanted, fname)
+    else:
+        em.emit_live(live)
     em.line(f"return {em.tuple(fetches)}, {em.tuple(checks)}")
     body = em.lines[body_start:]
-    parts = [[f"def {fname}({params}):"] + body] + em.functions
-    return Source("\n\n".join("\n".join(p) for p in parts) + "\n", fname, em.consts)
+    functions = [[f"def {fname}({params}):"] + body] + parts + em.functions
+    return Source("\n\n".join("\n".join(p) for p in functions) + "\n", fname, em.consts)
+
+
+#: How many compiled sources `load` keeps (see there).
+SOURCE_CACHE_SIZE = 32
+_loaded: OrderedDict[str, Lowered] = OrderedDict()
+_loaded_lock = threading.Lock()
 
 
 def load(src: Source) -> Lowered:
-    """Compile emitted source under a registered file name (for tracebacks, inspect, pdb)."""
+    """Compile emitted source under a registered file name (for tracebacks, inspect, pdb).
+
+    A source that `load` compiled recently (and that reads no `_consts`: its text is then
+    the whole program) gives the same Lowered again, whose function and `jitted()` wrapper
+    JAX has already traced and compiled: a fresh function whose program emits the same
+    source (a new closure of the same code, a function made again) costs no Python
+    `compile()` and no XLA compilation. `sg.clear_caches()` forgets them.
+    """
+    if not src.consts:
+        with _loaded_lock:
+            hit = _loaded.get(src.text)
+            if hit is not None:
+                _loaded.move_to_end(src.text)
+                return hit
     with _counter_lock:
         n = next(_counter)
     filename = f"<srcgrad:{src.name}:{n}>"
@@ -349,7 +530,25 @@ def load(src: Source) -> Lowered:
     code = compile(src.text, filename, "exec")
     namespace = dict(names)
     exec(code, namespace)
-    return Lowered(src.text, namespace[src.name], filename, code, names)
+    lowered = Lowered(src.text, namespace[src.name], filename, code, names)
+    if not src.consts:
+        with _loaded_lock:
+            _loaded[src.text] = lowered
+            while len(_loaded) > SOURCE_CACHE_SIZE:
+                _, old = _loaded.popitem(last=False)
+                linecache.cache.pop(old.filename, None)
+    return lowered
+
+
+def clear_source_cache() -> None:
+    """Forget the sources `load` keeps."""
+    with _loaded_lock:
+        for old in _loaded.values():
+            linecache.cache.pop(old.filename, None)
+        _loaded.clear()
+
+
+CLEAR_HOOKS.append(clear_source_cache)
 
 
 def lower_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[Variable],
