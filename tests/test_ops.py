@@ -692,8 +692,10 @@ def linspace_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict,
     """Traced start and stop (broadcasting), num 0..5, endpoint, axis, retstep, dtype."""
     s1, s2 = data.draw(broadcast_shapes(2, 0, 2, 0, SIDE))
     nd = len(np.broadcast_shapes(s1, s2)) + 1
-    params = {"num": data.draw(st.integers(0, 5)), "endpoint": data.draw(st.booleans()),
-              "retstep": data.draw(st.booleans()), "axis": data.draw(st.integers(-nd, nd - 1)),
+    retstep = data.draw(st.booleans())  # the step of fewer than two intervals is NaN
+    params = {"num": data.draw(st.integers(2 if retstep else 0, 5)),
+              "endpoint": data.draw(st.booleans()), "retstep": retstep,
+              "axis": data.draw(st.integers(-nd, nd - 1)),
               "dtype": data.draw(st.sampled_from([None, None, F32, I32]))}
     return params, [values(data, s1, dts[0]), values(data, s2, dts[-1])]
 

@@ -25,7 +25,7 @@ from srcgrad import dtypes
 from srcgrad.builder import as_var, emit, emit1, grad_section
 from srcgrad.errors import GradientError
 from srcgrad.ir import Block, Op, Variable
-from srcgrad.ops.creation import zeros
+from srcgrad.ops.creation import full, zeros
 from srcgrad.ops.elementwise import divide, exp, multiply, negative, subtract
 from srcgrad.ops.grad_helpers import add_n, broadcasts_to, unbroadcast
 from srcgrad.ops.reduce import sum as reduce_sum
@@ -115,7 +115,9 @@ def _transposed(op: Op, ts: list, tangents: Tangents) -> list:
     """J t from the op's grad maker: transpose the linear map c -> J^T c it emits."""
     block = op.block.program.current_block()
     start = len(block.ops)
-    cts = [zeros(o.shape, o.dtype) if dtypes.is_inexact(o.dtype) else None for o in op.outputs]
+    # Any value serves (the map is linear in c), but not zero: grad makers read a zero
+    # cotangent as "nothing differentiates this output" and drop its terms (eigh, svd).
+    cts = [full(o.shape, 1, o.dtype) if dtypes.is_inexact(o.dtype) else None for o in op.outputs]
     placeholders = [c for c in cts if c is not None]
     is_placeholder = set(placeholders)
     need = [t is not None for t in ts]
