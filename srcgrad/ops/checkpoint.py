@@ -175,7 +175,9 @@ def _lower_checkpoint(em: Any, op: Op) -> None:
 
 
 register("checkpoint", _checkpoint_rule, None, None, lower_stmt=_lower_checkpoint)
-register("optimization_barrier", lambda i, a: [(i[0].shape, i[0].dtype)],
-         "lax.optimization_barrier({0})", _g_barrier)
+#: jax 0.4.30 (the declared floor) has the barrier only under its private name.
+_BARRIER = ("lax.optimization_barrier({0})" if hasattr(jax.lax, "optimization_barrier")
+            else "jax._src.ad_checkpoint._optimization_barrier({0})")
+register("optimization_barrier", lambda i, a: [(i[0].shape, i[0].dtype)], _BARRIER, _g_barrier)
 
 __all__ = ["checkpoint"]
