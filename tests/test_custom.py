@@ -14,17 +14,9 @@ import pytest
 from jax import lax
 
 import srcgrad as sg
+from test_forward import close
 
 RNG = np.random.default_rng(11)
-
-
-def close(got: Any, want: Any, tol: float = 1e-9) -> None:
-    got_l, got_t = jax.tree_util.tree_flatten(got)
-    want_l, want_t = jax.tree_util.tree_flatten(want)
-    assert got_t == want_t
-    for g, w in zip(got_l, want_l):
-        assert np.shape(g) == np.shape(w)
-        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol, atol=tol)
 
 
 def make_vjp(lib: Any, custom: Any) -> Any:

@@ -19,6 +19,7 @@ from jax import lax
 
 import srcgrad as sg
 from srcgrad.transformations import _compiled_jvp
+from _util import assert_tree_close
 from test_op_grads import CASES, GradCase, cast, generic, with_floats
 from test_ops import F64, examples
 
@@ -26,12 +27,7 @@ RNG = np.random.default_rng(5)
 
 
 def close(got: Any, want: Any, tol: float = 1e-9) -> None:
-    got_l, got_t = jax.tree_util.tree_flatten(got)
-    want_l, want_t = jax.tree_util.tree_flatten(want)
-    assert got_t == want_t
-    for g, w in zip(got_l, want_l):
-        assert np.shape(g) == np.shape(w)
-        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol, atol=tol)
+    assert_tree_close(got, want, rtol=tol, atol=tol)
 
 
 # ---------------------------------------------------------------- the op table

@@ -20,9 +20,9 @@ import srcgrad as sg
 from srcgrad.errors import ShapeError
 from srcgrad.ops.manip import lax_cumprod, linear_scan
 from srcgrad.testing import check_grads
-from test_op_grads import MIXED, GradCase, cast, check, cotangent, grads
-from test_ops import (BOOL, F32, F64, GRID, I32, NUMS, SIDE, Case, Dom, Draw, R, examples,
-                      jitted, one_shape, values)
+from test_op_grads import MIXED, GradCase, check, check_against_jax
+from test_ops import (BOOL, F32, F64, GRID, I32, NUMS, SIDE, Case, Dom, Draw, R, assert_same,
+                      examples, jitted, one_shape, values)
 
 DISTINCT = Dom(distinct=True)
 ALL = NUMS + ((BOOL,),)
@@ -496,14 +496,7 @@ def assert_same_tree(ours: Any, theirs: Any, what: str) -> None:
     b_leaves, b_tree = jax.tree_util.tree_flatten(theirs)
     assert a_tree == b_tree, f"{what}: srcgrad gives {a_tree}, jax.numpy {b_tree}"
     for a, b in zip(a_leaves, b_leaves):
-        a, b = np.asarray(a), np.asarray(b)
-        assert (a.dtype, a.shape) == (b.dtype, b.shape), (
-            f"{what}: srcgrad gives {a.dtype}{list(a.shape)}, jax.numpy {b.dtype}{list(b.shape)}")
-        if a.dtype.kind in "biu":
-            np.testing.assert_array_equal(a, b, err_msg=what)
-        else:
-            tol = 2e-6 if a.dtype == F32 else 1e-12
-            np.testing.assert_allclose(a, b, rtol=tol, atol=tol, err_msg=what)
+        assert_same(a, b, what)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
@@ -532,21 +525,7 @@ def test_eager_call_matches_jax_numpy(case: Case, data: st.DataObject) -> None:
 @given(data=st.data())
 def test_grad_matches_jax(case: GradCase, data: st.DataObject) -> None:
     """sg.grad equals jax.grad (in float64) for every float dtype variant of the case."""
-    params, drawn = case.draw(data, case.draw_dts)
-    argnums = tuple(i + 1 for i, a in enumerate(drawn) if a.dtype.kind == "f")
-    ours, ref = grads(case, params, argnums)
-    for variant in case.variants:
-        args = cast(drawn, variant)
-        out = jax.eval_shape(lambda *xs: case.ref(*xs, **params), *args)
-        ct = cotangent(out.shape, out.dtype)
-        got = ours(ct, *args)
-        want = ref(ct.astype(F64), *cast(args, (F64,)))
-        tol = 1e-5 if F32 in (out.dtype, *variant) else 1e-10
-        for i, g, w in zip(argnums, got, want):
-            what = f"{case.name} {params}: d/d arg {i - 1} on {[a.dtype.name for a in args]}"
-            g = np.asarray(g)
-            assert (g.dtype, g.shape) == (args[i - 1].dtype, args[i - 1].shape), what
-            np.testing.assert_allclose(g, np.asarray(w), rtol=tol, atol=tol, err_msg=what)
+    check_against_jax(case, data)
 
 
 @pytest.mark.parametrize("case", GRAD_CASES, ids=str)
