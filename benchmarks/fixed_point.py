@@ -109,17 +109,18 @@ def _unbounded_sg() -> Callable[..., Any]:
     return sg.value_and_grad(lambda w, x, t: f(w, x, t), argnums=(0, 1))
 
 
-def _unbounded_memory(trips: int) -> Callable[[tuple], Any]:
-    """Memory of the program the capacity search settles on: the next power of two for the
-    program's only loop (loop_id 0)."""
+def capacity_memory(make: Callable[[], Any], trips: int) -> Callable[[tuple], Any]:
+    """Memory of the program the capacity search of `make()` (a srcgrad Transformed with one
+    loop, loop_id 0) settles on: the next power of two above the trip count."""
     def memory(args: tuple) -> Any:
         caps = {0: max(INITIAL_CAPACITY, 1 << (trips - 1).bit_length())}
-        lowered = _unbounded_sg().lower(*args, capacities=caps)[0]
+        lowered = make().lower(*args, capacities=caps)[0]
         return jax.jit(lowered.fn).lower(*args).compile().memory_analysis()
     return memory
 
 
-def build(quick: bool) -> Workload:
+def problem(quick: bool) -> tuple[int, tuple, int]:
+    """The benchmark's loop: max_steps, the arguments (W, x, target) and the trip count."""
     dim, max_steps = (64, 1000) if not quick else (4, 40)
     init = Init(5)
     q, _ = np.linalg.qr(np.random.default_rng(5).standard_normal((dim, dim)))
@@ -130,9 +131,14 @@ def build(quick: bool) -> Workload:
     if trips >= max_steps:
         raise ValueError(f"the fixed-point loop takes {trips} iterations, over max_steps "
                          f"{max_steps}")
+    return max_steps, args, trips
+
+
+def build(quick: bool) -> Workload:
+    max_steps, args, trips = problem(quick)
     variants = [
         Variant("srcgrad max_iters", lambda: _bounded_sg(max_steps)),
-        Variant("srcgrad capacity search", _unbounded_sg, _unbounded_memory(trips)),
+        Variant("srcgrad capacity search", _unbounded_sg, capacity_memory(_unbounded_sg, trips)),
         Variant("eqx checkpointed",
                 lambda: _grad_jax(loss_eqx, kind="checkpointed", max_steps=max_steps)),
         Variant("eqx bounded",
@@ -144,5 +150,6 @@ def build(quick: bool) -> Workload:
              for s in ("srcgrad max_iters", "srcgrad capacity search")
              for p in ("eqx checkpointed", "eqx bounded", "jax fori_loop")]
     pairs.append(Pair("srcgrad fori_loop", "jax fori_loop", {"step": 1.1}))
-    return Workload("while", f"fixed point z = tanh(Wz + x) to tol {TOL:g}, dim {dim}, "
-                    f"{trips} iterations, max_steps {max_steps}", args, variants, pairs)
+    return Workload("while", f"fixed point z = tanh(Wz + x) to tol {TOL:g}, "
+                    f"dim {args[1].shape[0]}, {trips} iterations, max_steps {max_steps}", args,
+                    variants, pairs)

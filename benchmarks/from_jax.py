@@ -24,17 +24,15 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
 import srcgrad as sg
-from srcgrad.transforms.control_grad import INITIAL_CAPACITY
 
 from .checkpointed import loss_eqx as loss_eqx_k
-from .fixed_point import TOL, _body_jax, _cond_jax, loss_eqx, loss_sg, trip_count
+from .fixed_point import TOL, _body_jax, _cond_jax, capacity_memory, loss_eqx, loss_sg, problem
 from .harness import Settings, run_workload
 from .report import text_table
-from .workload import Init, Pair, Variant, Workload, fresh
+from .workload import Pair, Variant, Workload, fresh
 
 #: Snapshots kept by the checkpointed variants (srcgrad's and equinox's alike).
 K = 16
@@ -92,28 +90,12 @@ def _jax(loss: Callable[..., Any], **kw: Any) -> Callable[..., Any]:
     return jax.jit(jax.value_and_grad(lambda w, x, t: f(w, x, t, **kw), argnums=(0, 1)))
 
 
-def _capacity_memory(trips: int) -> Callable[[tuple], Any]:
-    """Memory of the program the capacity search settles on (the translated loop is loop 0)."""
-    def memory(args: tuple) -> Any:
-        caps = {0: max(INITIAL_CAPACITY, 1 << (trips - 1).bit_length())}
-        lowered = _from_jax(None).lower(*args, capacities=caps)[0]
-        return jax.jit(lowered.fn).lower(*args).compile().memory_analysis()
-    return memory
-
-
 def build(quick: bool) -> Workload:
-    dim, max_steps = (64, 1000) if not quick else (4, 40)
-    init = Init(5)
-    q, _ = np.linalg.qr(np.random.default_rng(5).standard_normal((dim, dim)))
-    w = jax.device_put(((0.98 if not quick else 0.6) * q).astype(np.float32))
-    args = (w, init.normal(dim, scale=0.1), init.normal(dim, scale=0.5))
-    trips = trip_count(*args[:2])
-    if trips >= max_steps:
-        raise ValueError(f"the fixed-point loop takes {trips} iterations, over max_steps "
-                         f"{max_steps}")
+    max_steps, args, trips = problem(quick)
     variants = [
         Variant("from_jax max_iters", lambda: _from_jax(max_steps)),
-        Variant("from_jax capacity search", lambda: _from_jax(None), _capacity_memory(trips)),
+        Variant("from_jax capacity search", lambda: _from_jax(None),
+                capacity_memory(lambda: _from_jax(None), trips)),
         Variant("srcgrad while_loop", lambda: _native(max_steps)),
         Variant("eqx checkpointed",
                 lambda: _jax(loss_eqx, kind="checkpointed", max_steps=max_steps)),
@@ -126,7 +108,7 @@ def build(quick: bool) -> Workload:
              for p in ("eqx checkpointed", "implicit by hand", "srcgrad while_loop")]
     pairs.append(Pair(f"from_jax checkpoints={K}", f"eqx checkpoints={K}"))
     return Workload("from_jax", f"JAX fixed point z = tanh(Wz + x) to tol {TOL:g} through "
-                    f"sg.from_jax, dim {dim}, {trips} iterations, max_steps {max_steps}",
+                    f"sg.from_jax, dim {args[1].shape[0]}, {trips} iterations, max_steps {max_steps}",
                     args, variants, pairs)
 
 
