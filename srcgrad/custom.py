@@ -108,34 +108,51 @@ def _tangent_zero(v: Variable) -> Variable:
     return zeros(v.shape, v.dtype)
 
 
+class _Custom:
+    """What custom_vjp and custom_jvp share: wrapping `fun`, and calls that check the rule was
+    given, then emit the op (in a trace) or run eagerly."""
+
+    rule = define = ""
+
+    def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()):
+        kind = type(self).__name__
+        if nondiff_argnums:
+            raise SrcgradError(f"{kind}: nondiff_argnums is not supported; close over "
+                               "non-differentiable values instead", loc=user_location())
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+
+    def _defined(self) -> bool:
+        raise NotImplementedError
+
+    def __call__(self, *args: Any) -> Any:
+        if not self._defined():
+            raise SrcgradError(f"no {self.rule} defined for the {type(self).__name__} function "
+                               f"{_name(self.fun)}: call {self.define} first",
+                               loc=user_location())
+        if current_program() is None:
+            return call_eagerly(self._emit, args, {})
+        return self._emit(*args)
+
+
 # ---------------------------------------------------------------- custom_vjp
 
-class custom_vjp:
+class custom_vjp(_Custom):
     """jax.custom_vjp: `f.defvjp(fwd, bwd)` gives `f` the gradient rule `bwd`.
 
     `fwd(*args) -> (out, residuals)` and `bwd(residuals, cotangent_of_out) -> tuple` (one
     cotangent per argument, None for zero) are written in srcgrad ops.
     """
 
-    def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()):
-        if nondiff_argnums:
-            raise SrcgradError("custom_vjp: nondiff_argnums is not supported; close over "
-                               "non-differentiable values instead", loc=user_location())
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.fwd: Callable[..., Any] | None = None
-        self.bwd: Callable[..., Any] | None = None
+    rule, define = "VJP", ".defvjp(fwd, bwd)"
+    fwd: Callable[..., Any] | None = None
+    bwd: Callable[..., Any] | None = None
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
         self.fwd, self.bwd = fwd, bwd
 
-    def __call__(self, *args: Any) -> Any:
-        if self.fwd is None:
-            raise SrcgradError(f"no VJP defined for the custom_vjp function {_name(self.fun)}: "
-                               "call .defvjp(fwd, bwd) first", loc=user_location())
-        if current_program() is None:
-            return call_eagerly(self._emit, args, {})
-        return self._emit(*args)
+    def _defined(self) -> bool:
+        return self.fwd is not None
 
     def _emit(self, *args: Any) -> Any:
         attrs = {"fwd": Rule(self.fwd), "bwd": Rule(self.bwd)}
@@ -218,30 +235,20 @@ def _jvp_custom_vjp(op: Op, ts: list, tangents: Any) -> list:
 
 # ---------------------------------------------------------------- custom_jvp
 
-class custom_jvp:
+class custom_jvp(_Custom):
     """jax.custom_jvp: `f.defjvp(jvp)` gives `f` the forward rule
     `jvp(primals, tangents) -> (primal_out, tangent_out)`, written in srcgrad ops and
     linear in the tangents; reverse mode transposes it."""
 
-    def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()):
-        if nondiff_argnums:
-            raise SrcgradError("custom_jvp: nondiff_argnums is not supported; close over "
-                               "non-differentiable values instead", loc=user_location())
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.jvp: Callable[..., Any] | None = None
+    rule, define = "JVP", ".defjvp(jvp)"
+    jvp: Callable[..., Any] | None = None
 
     def defjvp(self, jvp: Callable[..., Any]) -> Callable[..., Any]:
         self.jvp = jvp
         return jvp
 
-    def __call__(self, *args: Any) -> Any:
-        if self.jvp is None:
-            raise SrcgradError(f"no JVP defined for the custom_jvp function {_name(self.fun)}: "
-                               "call .defjvp(jvp) first", loc=user_location())
-        if current_program() is None:
-            return call_eagerly(self._emit, args, {})
-        return self._emit(*args)
+    def _defined(self) -> bool:
+        return self.jvp is not None
 
     def _emit(self, *args: Any) -> Any:
         def split(out: Any) -> tuple[list[Any], Any, int]:
