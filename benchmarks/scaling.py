@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -114,37 +114,32 @@ def srcgrad_phases(p: Program, n: int, args: tuple, compile_too: bool = True) ->
     t.append(time.perf_counter())
     prog.dispose()
     t.append(time.perf_counter())
-    flat = jax.tree_util.tree_leaves(args)
     with short_locations():  # as Lowered.jitted() calls it
-        traced = jax.jit(lowered.fn).trace(*flat)
-        t.append(time.perf_counter())
-        low = traced.lower()
-        t.append(time.perf_counter())
-        if not compile_too:
-            return dict(zip(SG_PHASES, np.diff(t)))
-        compiled = low.compile()
-    t.append(time.perf_counter())
-    jax.block_until_ready(compiled(*flat))
-    t.append(time.perf_counter())
-    return dict(zip(SG_PHASES, np.diff(t)))
+        return _jax_phases(jax.jit(lowered.fn), jax.tree_util.tree_leaves(args), t, SG_PHASES,
+                           compile_too)
 
 
 def jax_phases(p: Program, n: int, args: tuple, compile_too: bool = True) -> dict[str, float]:
     """Seconds per phase of `jax.jit(jax.grad(f))(*args)` on a fresh `p` (without
     `compile_too`, up to lowering)."""
     g = jax.jit(_grad_of(p.jax_fn, n, jax.grad))
-    t = [time.perf_counter()]
-    traced = g.trace(*args)
+    return _jax_phases(g, args, [time.perf_counter()], JAX_PHASES, compile_too)
+
+
+def _jax_phases(jitted: Any, args: Sequence[Any], t: list[float], names: Sequence[str],
+                compile_too: bool) -> dict[str, float]:
+    """Seconds per phase (`names`): the times in `t`, then JAX's trace and lowering of
+    `jitted` on `args` and, with `compile_too`, XLA's compile and the first run."""
+    traced = jitted.trace(*args)
     t.append(time.perf_counter())
     low = traced.lower()
     t.append(time.perf_counter())
-    if not compile_too:
-        return dict(zip(JAX_PHASES, np.diff(t)))
-    compiled = low.compile()
-    t.append(time.perf_counter())
-    jax.block_until_ready(compiled(*args))
-    t.append(time.perf_counter())
-    return dict(zip(JAX_PHASES, np.diff(t)))
+    if compile_too:
+        compiled = low.compile()
+        t.append(time.perf_counter())
+        jax.block_until_ready(compiled(*args))
+        t.append(time.perf_counter())
+    return dict(zip(names, np.diff(t)))
 
 
 def srcgrad_first(p: Program, n: int, args: tuple) -> float:
