@@ -12,7 +12,9 @@ sum of squares. Two figures per size, srcgrad and JAX alternating, fresh functio
   srcgrad: its transform, then JAX's trace of the emitted function, lowering, XLA's compile
   and the first run; for JAX: trace, lowering, compile, run).
 
-Figures include the garbage collections that happen while they run.
+Figures include the garbage collections that happen while they run: srcgrad pauses Python's
+cyclic collector while it transforms and while JAX first traces, lowers and compiles the
+emitted function (`collection_paused`), JAX's own functions run with it on, as they do.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import srcgrad as sg
-from srcgrad.transforms.lower_jax import emit_program, load, short_locations
+from srcgrad.transforms.lower_jax import collection_paused, emit_program, load, short_locations
 
 from .workload import fresh
 
@@ -105,18 +107,19 @@ def srcgrad_phases(p: Program, n: int, args: tuple, compile_too: bool = True) ->
     runs: `Transformed.lower`'s pipeline, then `jax.jit` of the emitted function); without
     `compile_too`, up to lowering."""
     g = _grad_of(p.sg_fn, n, sg.grad)
-    t = [time.perf_counter()]
-    prog, ins, outs, _ = g.trace(*args)
-    t.append(time.perf_counter())
-    source = emit_program(prog, ins + prog.captures, outs)
-    t.append(time.perf_counter())
-    lowered = load(source)
-    t.append(time.perf_counter())
-    prog.dispose()
-    t.append(time.perf_counter())
-    with short_locations():  # as Lowered.jitted() calls it
-        return _jax_phases(jax.jit(lowered.fn), jax.tree_util.tree_leaves(args), t, SG_PHASES,
-                           compile_too)
+    with collection_paused():  # as Transformed._lower runs, and Lowered.jitted's first call
+        t = [time.perf_counter()]
+        prog, ins, outs, _ = g.trace(*args)
+        t.append(time.perf_counter())
+        source = emit_program(prog, ins + prog.captures, outs)
+        t.append(time.perf_counter())
+        lowered = load(source)
+        t.append(time.perf_counter())
+        prog.dispose()
+        t.append(time.perf_counter())
+        with short_locations():
+            return _jax_phases(jax.jit(lowered.fn), jax.tree_util.tree_leaves(args), t,
+                               SG_PHASES, compile_too)
 
 
 def jax_phases(p: Program, n: int, args: tuple, compile_too: bool = True) -> dict[str, float]:
@@ -159,15 +162,16 @@ def jax_first(p: Program, n: int, args: tuple) -> float:
 def srcgrad_transform(p: Program, n: int, args: tuple) -> dict[str, float]:
     """Seconds per phase of srcgrad's transform of a fresh `p`, `compile()` included."""
     g = _grad_of(p.sg_fn, n, sg.grad)
-    t = [time.perf_counter()]
-    prog, ins, outs, _ = g.trace(*args)
-    t.append(time.perf_counter())
-    source = emit_program(prog, ins + prog.captures, outs)
-    t.append(time.perf_counter())
-    load(source)
-    t.append(time.perf_counter())
-    prog.dispose()
-    t.append(time.perf_counter())
+    with collection_paused():  # as Transformed._lower runs
+        t = [time.perf_counter()]
+        prog, ins, outs, _ = g.trace(*args)
+        t.append(time.perf_counter())
+        source = emit_program(prog, ins + prog.captures, outs)
+        t.append(time.perf_counter())
+        load(source)
+        t.append(time.perf_counter())
+        prog.dispose()
+        t.append(time.perf_counter())
     return dict(zip(TRANSFORM_PHASES, np.diff(t)))
 
 

@@ -25,7 +25,7 @@ from .transforms import control_grad  # noqa: F401  (registers the control-flow 
 from .transforms.backward import append_backward, gradients
 from .transforms.checks import lift_checks
 from .transforms.control_grad import INITIAL_CAPACITY
-from .transforms.lower_jax import Lowered, live_ops, lower_program
+from .transforms.lower_jax import Lowered, collection_paused, live_ops, lower_program
 
 #: The tracers of a jax.jit / make_jaxpr trace. Should a JAX release stop exposing them, no
 #: tracer matches and every traced call goes through a nested jit: correct, a little slower
@@ -290,15 +290,18 @@ class Transformed:
     def _lower(self, args: tuple, capacities: dict[int, int] | None
                ) -> tuple[Lowered, Any, list, list[tuple[Any, np.dtype, tuple]]]:
         """`lower`, plus the captured arrays the compiled function takes after the arguments."""
-        prog, ins, outs, out_tree = self.trace(*args, capacities=capacities)
-        lift_checks(prog)
-        name = getattr(self._fun, "__name__", "fn")
-        lowered = lower_program(prog, ins + prog.captures, outs, [v for _, v, _ in prog.capacity_checks],
-                                name=name if self._name in ("jit", "trace") else f"{name}_{self._name}")
-        checks = prog.capacity_checks
-        captures = [(value, v.dtype, v.shape) for v, value in zip(prog.captures, prog.capture_values)]
-        prog.dispose()
-        return lowered, out_tree, checks, captures
+        with collection_paused():
+            prog, ins, outs, out_tree = self.trace(*args, capacities=capacities)
+            lift_checks(prog)
+            name = getattr(self._fun, "__name__", "fn")
+            checks = prog.capacity_checks
+            lowered = lower_program(
+                prog, ins + prog.captures, outs, [v for _, v, _ in checks],
+                name=name if self._name in ("jit", "trace") else f"{name}_{self._name}")
+            captures = [(value, v.dtype, v.shape)
+                        for v, value in zip(prog.captures, prog.capture_values)]
+            prog.dispose()
+            return lowered, out_tree, checks, captures
 
     def _build(self, args: tuple, caps: dict[int, int], now: tuple) -> _Entry:
         lowered, out_tree, checks, captures = self._lower(args, caps)

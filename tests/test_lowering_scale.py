@@ -3,11 +3,13 @@ expression once, fast `lax` forms, long programs split into parts, compiled sour
 from __future__ import annotations
 
 import ast
+import gc
 import re
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import srcgrad as sg
 from srcgrad.transforms import lower_jax
@@ -105,3 +107,52 @@ def test_same_source_is_compiled_once() -> None:
     sg.clear_caches()
     c = lowered(3.0)
     assert c is not a and c.source == a.source
+
+
+def test_no_empty_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of PART_OPS ops that emit no statement (here the copies `sg.grad` makes of
+    its arguments) makes no function: every part computes something."""
+    monkeypatch.setattr(lower_jax, "SPLIT_OPS", 20)
+    monkeypatch.setattr(lower_jax, "PART_OPS", 8)
+    ws = [np.full((2,), 0.5 + 0.01 * i, np.float32) for i in range(20)]
+
+    def f(ws, x):
+        for w in ws:
+            x = sg.tanh(x * w)
+        return sg.sum(x)
+
+    def f_jax(ws, x):
+        for w in ws:
+            x = jnp.tanh(x * w)
+        return jnp.sum(x)
+    x = np.linspace(0.1, 0.9, 2).astype(np.float32)
+    lowered = sg.grad(f).lower(ws, x)[0]
+    parts = re.findall(r"^def (\w+_part_\d+)\(", lowered.source, re.M)
+    assert len(parts) >= 4, parts
+    for p in parts:
+        assert not isinstance(_statements(lowered.source, p)[0], ast.Return), lowered.source
+    for a, b in zip(sg.grad(f)(ws, x), jax.grad(f_jax)(ws, x)):
+        np.testing.assert_allclose(a, b, rtol=1e-5)
+
+
+def test_collection_paused_nests_and_restores() -> None:
+    """The collector is off inside (nested too) and as it was after, errors included; a
+    first gradient leaves it as it found it."""
+    was = gc.isenabled()
+    try:
+        for start in (True, False):
+            (gc.enable if start else gc.disable)()
+            with lower_jax.collection_paused():
+                assert not gc.isenabled()
+                with lower_jax.collection_paused():
+                    assert not gc.isenabled()
+                assert not gc.isenabled()
+            assert gc.isenabled() is start
+            with pytest.raises(ValueError):
+                with lower_jax.collection_paused():
+                    raise ValueError
+            assert gc.isenabled() is start
+            sg.grad(lambda v: sg.sum(sg.sin(v) * start))(np.ones(3, np.float32))
+            assert gc.isenabled() is start
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import itertools
 import linecache
 import math
@@ -10,7 +11,7 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -119,6 +120,45 @@ def short_locations() -> Any:
     return _FULL_TRACEBACKS(False) if _FULL_TRACEBACKS is not None else contextlib.nullcontext()
 
 
+_NOTHING = contextlib.nullcontext()
+
+
+class _CollectorPause:
+    """A context in which Python's cyclic garbage collector does not run; nested and across
+    threads, the first one in turns it off and the last one out turns it back on (if it was
+    on before).
+
+    Tracing, emitting and compiling a program, and JAX's trace and lowering of it, make
+    millions of objects that live until the end and form no garbage cycles; each full
+    collection walks all of them, so on programs of thousands of ops the collector took
+    about half of srcgrad's transform. Cyclic garbage the paused work makes is collected
+    once the collector runs again.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._was_on = False
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self._lock:
+            if self._depth == 0:
+                self._was_on = gc.isenabled()
+                gc.disable()
+            self._depth += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._depth -= 1
+                if self._depth == 0 and self._was_on:
+                    gc.enable()
+
+
+collection_paused = _CollectorPause()
+
+
 def _traced(tree: Any) -> bool:
     return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(tree))
 
@@ -163,13 +203,16 @@ class Lowered:
 
     def jitted(self) -> Callable[..., Any]:
         """`jax.jit(fn)`, made once (every caller shares its traces and compilations), called
-        under `short_locations`."""
+        under `short_locations`; its first call (JAX's trace, lowering and compile) also
+        under `collection_paused`."""
         if self._jitted is None:
             jitted = jax.jit(self.fn)
+            first = [True]
 
             @functools.wraps(self.fn)
             def call(*args: Any) -> Any:
-                with short_locations():
+                with short_locations(), (collection_paused() if first[0] else _NOTHING):
+                    first[0] = False
                     return jitted(*args)
             call.jitted = jitted  # type: ignore[attr-defined]
             self._jitted = call
@@ -366,7 +409,9 @@ class Emitter:
             self.frame = _Frame(exprs=exprs)
             self.lines, self._origin, self._loc = self.frame.lines, None, None
             self.emit_live(live[k:k + PART_OPS])
-            frames.append(self.frame)
+            if any(not ln.lstrip().startswith("#") for ln in self.frame.lines):
+                # (a run of copies and repeats emits no statement, so no function)
+                frames.append(self.frame)
         self.frame, self.lines = main, main.lines
         self._origin = self._loc = None
         read_later = {alias.get(v, v) for v in needed}
