@@ -112,6 +112,20 @@ def test_small_constants_are_written_into_the_source() -> None:
     np.testing.assert_allclose(sg.jit(f)(x), -0.25)
 
 
+
+def test_an_empty_constant_keeps_its_shape() -> None:
+    """An empty `constant` op (the masks and tables internal ops build) is written as zeros
+    of its shape: a nested-list literal would lose the trailing axes."""
+    from srcgrad.ops.linalg import const_array
+
+    def f(x: Any) -> Any:
+        empty = const_array(np.zeros((2, 0, 3)), x.dtype)
+        return sg.sum(sg.concatenate([x, empty], axis=1) ** 2)
+    x = np.linspace(0.0, 1.0, 12).reshape(2, 2, 3)
+    assert "jnp.zeros((2, 0, 3), jnp.float64)" in sg.source(sg.grad(f), x)
+    np.testing.assert_allclose(sg.grad(f)(x), 2 * x)
+
+
 # ---------------------------------------------------------------- the compile cache
 
 def test_a_fresh_grad_of_the_same_function_reuses_the_compiled_program() -> None:

@@ -464,6 +464,8 @@ class Emitter:
         value, dt = op.attrs["value"], op.attrs["dtype"]
         if op.attrs["shape"] == () and isinstance(value, (bool, int, float, complex)):
             return f"jnp.array({literal(value, dt)}, {literal(dt)})"
+        if np.size(value) == 0:  # nested lists cannot write the shape of an empty array
+            return f"jnp.zeros({literal(tuple(op.attrs['shape']))}, {literal(dt)})"
         if np.size(value) <= INLINE_CONST_SIZE:
             return f"jnp.asarray({_array_literal(np.asarray(value).astype(dt), dt)}, {literal(dt)})"
         self.consts.append(jnp.asarray(value))

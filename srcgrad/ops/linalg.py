@@ -26,8 +26,6 @@ from .shape import broadcast_to, reshape, rev, swapaxes
 def const_array(value: Any, dtype: Any = None) -> Variable:
     """A constant array (a mask, an identity) as a `constant` op of the program."""
     arr = np.asarray(value, dtype)
-    if arr.size == 0:  # (an empty literal would lose its shape)
-        return broadcast_to(const_array(np.zeros((), arr.dtype)), arr.shape)
     return emit1("constant", [], {"value": arr, "dtype": dtypes.canonical(arr.dtype),
                                   "shape": tuple(arr.shape)}, base="c")
 
