@@ -8,6 +8,7 @@ may read variables of enclosing blocks (lexical scoping).
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from typing import Any, Iterator
 
@@ -43,7 +44,7 @@ class Variable:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     def type_str(self) -> str:
         return f"{short(self.dtype)}[{','.join(map(str, self.shape))}]"

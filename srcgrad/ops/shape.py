@@ -1,6 +1,7 @@
 """Shape ops: reshape, transpose, broadcast, concatenate, static slices, pad and rev."""
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -127,11 +128,11 @@ def reshape(x: Any, shape: Shape | int) -> Emitted:
     if shape.count(-1) > 1:
         raise ShapeError(f"reshape to {shape}: at most one -1", op="reshape")
     if -1 in shape:
-        rest = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+        rest = math.prod(s for s in shape if s != -1)
         if rest == 0 or x.size % rest:
             raise ShapeError(f"cannot reshape {x.type_str()} to {shape}", op="reshape")
         shape = tuple(x.size // rest if s == -1 else s for s in shape)
-    if int(np.prod(shape, dtype=np.int64)) != x.size:
+    if math.prod(shape) != x.size:
         raise ShapeError(f"cannot reshape {x.type_str()} ({x.size} elements) to {shape}",
                          op="reshape")
     if shape == x.shape:
