@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import inspect
 import re
 
 import jax
@@ -156,3 +157,22 @@ def test_collection_paused_nests_and_restores() -> None:
             assert gc.isenabled() is start
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_functions_compiled_apart_keep_their_lines() -> None:
+    """Each emitted function is compiled on its own; its code still names its own lines of
+    the registered source (what tracebacks, inspect and JAX's op locations read)."""
+    x = np.linspace(0.1, 0.9, 4).astype(np.float32)
+    lowered = sg.grad(lambda v: _chain(_SG, v, 400)).lower(x)[0]
+    lines = lowered.source.splitlines()
+    namespace = lowered.fn.__globals__
+    names = re.findall(r"^def (\w+)\(", lowered.source, re.M)
+    assert len(names) >= 5 and len(lowered.code) == len(names)
+    for name in names:
+        code = namespace[name].__code__
+        assert lines[code.co_firstlineno - 1].startswith(f"def {name}("), name
+        body = _statements(lowered.source, name)
+        want = {ln for stmt in body for ln in range(stmt.lineno, stmt.end_lineno + 1)}
+        got = {ln for _, _, ln in code.co_lines() if ln is not None} - {code.co_firstlineno}
+        assert got and got <= want, name
+        assert inspect.getsource(namespace[name]).startswith(f"def {name}(")
