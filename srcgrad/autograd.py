@@ -27,14 +27,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import dtypes
+from . import dtypes, tensors
 from .builder import as_var
-from .cache import CACHE
 from .eager import call_leaves
 from .errors import GradientError, SrcgradError, user_location
 from .ir import Op, Program, Variable, program_guard
 from .tensors import Tensor
-from .tape_compile import Compiled, Structure, compile_count, emit, plan, structure
+from .tape_compile import Compiled, Structure, compile_count, emit, plan
 from .transforms.backward import gradients
 from .transforms.passes import live_ops
 
@@ -80,7 +79,7 @@ class Tape:
         v = self.program.global_block().new_var(base, shape, dtype, kind=kind,
                                                 stop_gradient=kind != "param")
         self.program.inputs.append(v)
-        self.values[v] = value
+        self.know(v, value)
         return v
 
     def _import(self, src: "Tape", var: Variable) -> Variable:
@@ -110,7 +109,7 @@ class Tape:
             for o, n in zip(op.outputs, outs):
                 mapped[o] = n
                 if o in src.values:
-                    self.values[n] = src.values[o]
+                    self.know(n, src.values[o])
         return mapped[var]
 
     def trace(self, fn: Callable[..., Any], leaves: list, tree: Any) -> list[Variable]:
@@ -122,15 +121,23 @@ class Tape:
             args, kwargs = jax.tree_util.tree_unflatten(tree, traced)
             outs = [as_var(v) for v in jax.tree_util.tree_leaves(fn(*args, **kwargs))]
         for v, value in zip(prog.captures[n_caps:], prog.capture_values[n_caps:]):
-            self.values[v] = jnp.asarray(value, v.dtype)
+            self.know(v, jnp.asarray(value, v.dtype))
         return outs
 
     def bind(self, value: Any, var: Variable) -> Tensor:
         """A Tensor of `value` recorded as `var`."""
         t = Tensor(value)
         t._tape, t._var = self, var
-        self.values.setdefault(var, value)
+        self.know(var, value)
         return t
+
+    def know(self, var: Variable, value: Any) -> None:
+        """Record `value` as `var`'s (a first value only); which Variables have one is part
+        of the structure."""
+        values = self.values
+        if var not in values:
+            values[var] = value
+            self.structure.known.append(var)
 
     def free(self) -> None:
         """Drop the recorded values: a later backward over this tape is an error."""
@@ -177,7 +184,9 @@ def apply(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
         # not recording, or values of a JAX trace (jax.jit of a function of Tensors)
         return jax.tree_util.tree_unflatten(out_tree, [Tensor(v) for v in values])
     outs = tape.trace(fn, leaves, tree)
-    return jax.tree_util.tree_unflatten(out_tree, [tape.bind(v, o) for v, o in zip(values, outs)])
+    out = jax.tree_util.tree_unflatten(out_tree, [tape.bind(v, o) for v, o in zip(values, outs)])
+    tape.structure.advance(tape.program)
+    return out
 
 
 # ---------------------------------------------------------------- scopes
@@ -339,13 +348,14 @@ def _heads_tape(heads: list) -> Tape:
 
 def _seed(h: Tensor, g: Any, create_graph: bool) -> Any:
     """None (ones, for a scalar head), an array, or (create_graph) a Tensor to record."""
-    name = h._var.name  # type: ignore[union-attr]
+    var = h._var
+    name = var.name  # type: ignore[union-attr]
     if g is None:
-        if h.size != 1:
+        if h._value.size != 1:
             raise GradientError(f"backward: the head {name} is not a scalar ({h.dtype.name}"
                                 f"{list(h.shape)}): pass head_grad, an array of shape {h.shape}",
                                 loc=user_location())
-        if not dtypes.is_inexact(h.dtype):
+        if not dtypes.is_inexact(var.dtype):  # type: ignore[union-attr]
             raise GradientError(f"backward: the head {name} is {h.dtype.name}, not floating "
                                 "point", loc=user_location())
         return None
@@ -379,24 +389,21 @@ def _targets(tape: Tape, variables: list | None) -> list[tuple[Tensor, Variable 
     return out
 
 
-def _owner() -> None:
-    """Names imperative mode's entries in the compile cache (srcgrad/cache.py)."""
-
-
 def _run(tape: Tape, heads: list[Tensor], seeds: list, xs: list[Variable | None]) -> list[Any]:
-    """The gradients' values, from the cached backward of the tape's structure."""
-    key, order, num = structure(tape.structure, tape.program, tape.values)
-    full = ("backward", key, tuple(num[h._var] for h in heads),
-            tuple(None if s is None else (s.shape, s.dtype) for s in seeds),
-            tuple(-1 if x is None else num[x] for x in xs))
-    slot = CACHE.slot(_owner, full)
+    """The gradients' values, from the backward cached on the tape's node (its structure)."""
+    st = tape.structure
+    node = st.advance(tape.program)
+    num = st.num
+    slot = st.trie.slot((node, tuple([num[h._var] for h in heads]),
+                         tuple([None if s is None else (s.shape, s.dtype) for s in seeds]),
+                         tuple([-1 if x is None else num[x] for x in xs])))
     entry = slot.entry
     if entry is None:
         with slot.lock:
             entry = slot.entry
             if entry is None:
                 entry = slot.entry = _build(tape, heads, seeds, xs, num)
-    values = tape.values
+    values, order = tape.values, st.order
     fed = [values[order[i]] for i in entry.feeds] + [s for s in seeds if s is not None]
     outs = iter(entry.fn(*fed))
     return [next(outs) if r else None for r in entry.returned]
@@ -441,13 +448,14 @@ def _run_recorded(tape: Tape, heads: list[Tensor], seeds: list,
                 continue
             v = block.new_var("head_grad", h.shape, h.dtype, kind="data", stop_gradient=True)
             prog.inputs.append(v)
-            tape.values[v] = s
+            tape.know(v, s)
             hg.append(v)
         wrt = [x for x in xs if x is not None]
         got = dict(zip(wrt, gradients([h._var for h in heads], wrt, hg) if wrt else []))
     fetch = [got[x] for x in wrt if got[x] is not None]
-    key, order, num = structure(tape.structure, tape.program, tape.values)
-    slot = CACHE.slot(_owner, ("create_graph", key, tuple(num[g] for g in fetch)))
+    st = tape.structure
+    node, num = st.advance(prog), st.num
+    slot = st.trie.slot((node, "create_graph", tuple([num[g] for g in fetch])))
     entry = slot.entry
     if entry is None:
         with slot.lock:
@@ -457,7 +465,7 @@ def _run_recorded(tape: Tape, heads: list[Tensor], seeds: list,
                 feeds.sort(key=num.__getitem__)
                 fn, source = emit(prog, ops, feeds, fetch)
                 entry = slot.entry = Compiled(fn, [num[v] for v in feeds], [], source)
-    values = dict(zip(fetch, entry.fn(*[tape.values[order[i]] for i in entry.feeds])))
+    values = dict(zip(fetch, entry.fn(*[tape.values[st.order[i]] for i in entry.feeds])))
     out: list[Tensor | None] = []
     for x in xs:
         g = got.get(x) if x is not None else None
@@ -469,6 +477,7 @@ def _run_recorded(tape: Tape, heads: list[Tensor], seeds: list,
 
 def _install_methods() -> None:
     """Give Tensor the operators and methods of a jax.numpy array (the srcgrad ops)."""
+    tensors._autograd.update(_backward=_backward, forget=forget)
     from .eager import call_eagerly
     from .ops import elementwise as E, indexing, linalg, reduce, shape
     ops = {"__add__": E.add, "__sub__": E.subtract, "__mul__": E.multiply,
