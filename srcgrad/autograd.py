@@ -19,6 +19,7 @@ recorded values.
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 import threading
 from typing import Any, Callable, Iterator, Sequence
@@ -39,6 +40,9 @@ from .transforms.passes import live_ops
 
 _SUFFIX = re.compile(r"_[0-9]+$")
 
+#: The grad_reqs whose Tensors backward writes a gradient to.
+_WRITTEN = ("write", "add")
+
 NOT_IN_GRAPH = ("Cannot differentiate {what} because it is not in a computational graph. You "
                 "need to record it: compute it inside `with sg.autograd.record():` to save the "
                 "computational graph for backward. If you want to differentiate the same graph "
@@ -54,6 +58,8 @@ class Tape:
         self.values: dict[Variable, Any] = {}
         #: id(Tensor) -> (Tensor, input Variable) for the Tensors read as inputs.
         self.leaves: dict[int, tuple[Tensor, Variable]] = {}
+        #: The leaves read as attached inputs (kind "param"), in the order first read.
+        self.params: list[tuple[Tensor, Variable]] = []
         #: Per earlier tape: its Variables copied onto this one (see `_import`).
         self.imported: dict[Tape, dict[Variable, Variable]] = {}
         self.structure = Structure()
@@ -73,6 +79,8 @@ class Tape:
         v = self._input(t.name or "x", t.shape, dtypes.canonical(t.dtype), t._value,
                         "param" if attached else "data")
         self.leaves[id(t)] = (t, v)
+        if attached:
+            self.params.append((t, v))
         return v
 
     def _input(self, base: str, shape: tuple, dtype: np.dtype, value: Any, kind: str) -> Variable:
@@ -144,6 +152,7 @@ class Tape:
         self.freed = True
         self.values.clear()
         self.leaves.clear()
+        self.params = []
         self.imported.clear()
 
 
@@ -240,7 +249,8 @@ def forget(t: Tensor) -> None:
     input of the tape, as MXNet's attach_grad makes a new autograd node."""
     for tape in (_state.tape, t._tape):
         if tape is not None:
-            tape.leaves.pop(id(t), None)
+            if tape.leaves.pop(id(t), None) is not None:
+                tape.params = [p for p in tape.params if p[0] is not t]
     t._tape = t._var = None
 
 
@@ -304,11 +314,11 @@ def _backward(heads: list, head_grads: list, variables: list | None, retain_grap
     targets = _targets(tape, variables)
     xs = [v for _, v in targets]
     if create_graph:
-        grads = _run_recorded(tape, heads, seeds, xs)
+        grads = [Tensor(jnp.zeros(t.shape, t.dtype)) if g is None else g
+                 for (t, _), g in zip(targets, _run_recorded(tape, heads, seeds, xs))]
     else:
-        grads = [None if g is None else Tensor(g) for g in _run(tape, heads, seeds, xs)]
-    grads = [Tensor(jnp.zeros(t.shape, t.dtype)) if g is None else g
-             for (t, _), g in zip(targets, grads)]
+        grads = [Tensor(jnp.zeros(t.shape, t.dtype) if g is None else g)
+                 for (t, _), g in zip(targets, _run(tape, heads, seeds, xs))]
     if not (retain_graph or create_graph):
         tape.free()
     if variables is not None:
@@ -351,7 +361,7 @@ def _seed(h: Tensor, g: Any, create_graph: bool) -> Any:
     var = h._var
     name = var.name  # type: ignore[union-attr]
     if g is None:
-        if h._value.size != 1:
+        if math.prod(var.shape) != 1:  # type: ignore[union-attr]
             raise GradientError(f"backward: the head {name} is not a scalar ({h.dtype.name}"
                                 f"{list(h.shape)}): pass head_grad, an array of shape {h.shape}",
                                 loc=user_location())
@@ -371,8 +381,7 @@ def _seed(h: Tensor, g: Any, create_graph: bool) -> Any:
 def _targets(tape: Tape, variables: list | None) -> list[tuple[Tensor, Variable | None]]:
     """The attached Tensors to differentiate and their input Variables (None: not read)."""
     if variables is None:
-        out = [(t, v) for t, v in tape.leaves.values()
-               if v.kind == "param" and t.grad_req in ("write", "add")]
+        out = [p for p in tape.params if p[0].grad_req in _WRITTEN]
         if not out:
             raise GradientError("backward: there are no inputs in the computational graph that "
                                 "require gradients: call attach_grad() on an input before "
