@@ -62,7 +62,7 @@ class Tape:
         self.params: list[tuple[Tensor, Variable]] = []
         #: Per earlier tape: its Variables copied onto this one (see `_import`).
         self.imported: dict[Tape, dict[Variable, Variable]] = {}
-        self.structure = Structure()
+        self.structure = Structure(self.program)
         self.freed = False
 
     def var_of(self, t: Tensor) -> Variable:
@@ -194,7 +194,7 @@ def apply(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
         return jax.tree_util.tree_unflatten(out_tree, [Tensor(v) for v in values])
     outs = tape.trace(fn, leaves, tree)
     out = jax.tree_util.tree_unflatten(out_tree, [tape.bind(v, o) for v, o in zip(values, outs)])
-    tape.structure.advance(tape.program)
+    tape.structure.advance()
     return out
 
 
@@ -401,7 +401,7 @@ def _targets(tape: Tape, variables: list | None) -> list[tuple[Tensor, Variable 
 def _run(tape: Tape, heads: list[Tensor], seeds: list, xs: list[Variable | None]) -> list[Any]:
     """The gradients' values, from the backward cached on the tape's node (its structure)."""
     st = tape.structure
-    node = st.advance(tape.program)
+    node = st.advance()
     num = st.num
     slot = st.trie.slot((node, tuple([num[h._var] for h in heads]),
                          tuple([None if s is None else (s.shape, s.dtype) for s in seeds]),
@@ -463,7 +463,7 @@ def _run_recorded(tape: Tape, heads: list[Tensor], seeds: list,
         got = dict(zip(wrt, gradients([h._var for h in heads], wrt, hg) if wrt else []))
     fetch = [got[x] for x in wrt if got[x] is not None]
     st = tape.structure
-    node, num = st.advance(prog), st.num
+    node, num = st.advance(), st.num
     slot = st.trie.slot((node, "create_graph", tuple([num[g] for g in fetch])))
     entry = slot.entry
     if entry is None:

@@ -140,7 +140,10 @@ class Structure:
     The step's key leads to a child node; backward reads the node, so its key costs O(1).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, program: Program) -> None:
+        #: The tape's op list and input list (appended to in place).
+        self.ops = program.global_block().ops
+        self.inputs = program.inputs
         self.trie = _trie
         self.node = self.trie.root
         self.order: list[Variable] = []
@@ -151,10 +154,9 @@ class Structure:
         #: Variables given a value since the last step.
         self.known: list[Variable] = []
 
-    def advance(self, program: Program) -> Node:
+    def advance(self) -> Node:
         """Key what was recorded since the last step; the node of the tape so far."""
-        ops = program.global_block().ops
-        inputs = program.inputs
+        ops, inputs = self.ops, self.inputs
         if len(ops) == self.n_ops and len(inputs) == self.n_inputs and not self.known:
             return self.node
         parts = self.parts
