@@ -8,6 +8,7 @@ backward looks its compiled program up by that node and the heads, in O(1).
 """
 from __future__ import annotations
 
+import hashlib
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -211,7 +212,9 @@ class Structure:
         if isinstance(a, (float, np.floating)):
             return (type(a), repr(a))
         if isinstance(a, np.ndarray):
-            return ("array", a.shape, a.dtype, a.tobytes())
+            data = a.tobytes()  # a large array by a digest: the trie keeps its keys
+            return ("array", a.shape, a.dtype,
+                    data if len(data) <= 256 else hashlib.blake2b(data, digest_size=32).digest())
         if isinstance(a, (list, tuple)):
             return (type(a), tuple(self.attr_key(x) for x in a))
         try:

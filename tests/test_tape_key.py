@@ -181,3 +181,14 @@ def test_the_trie_is_bounded_for_ever_new_structures(monkeypatch: pytest.MonkeyP
     before = sg.autograd.compile_count()
     _check(lambda np_, x: np_.sum(np_.sin(x) * 31.0), xv)  # cached
     assert sg.autograd.compile_count() == before
+
+
+def test_array_attrs_are_keyed_by_value_and_large_ones_by_a_digest() -> None:
+    st = tape_compile.Structure(sg.Program())
+    small, big = np.arange(4.0), np.arange(1000.0)
+    changed = big.copy()
+    changed[999] = -1.0
+    assert st.attr_key(small) == st.attr_key(small.copy()) != st.attr_key(small[::-1].copy())
+    assert st.attr_key(big) == st.attr_key(big.copy()) != st.attr_key(changed)
+    assert st.attr_key(big.astype(np.float32)) != st.attr_key(big)
+    assert len(st.attr_key(big)[3]) == 32  # what the trie keeps of an 8,000-byte array
