@@ -1,7 +1,7 @@
 """Imperative mode: an MLP train loop recorded with `sg.autograd` against the same model's
 `jax.jit(jax.value_and_grad)` step and eager (non-jit) `jax.value_and_grad`.
 
-    python -m benchmarks.imperative [--quick] [--reps N] [--steps N]
+    python -m benchmarks.imperative [--quick] [--reps N] [--steps N] [--profile N]
 
 Figures per model size: the time of one train step (forward, backward, SGD update) after
 the first, the time of the backward alone (`loss.backward()` on a freshly recorded tape,
@@ -176,13 +176,38 @@ def run_size(name: str, sizes: list[int], batch: int, s: Settings, steps: int) -
     return rows
 
 
+def profile_backward(n: int, sizes: list[int], batch: int, top: int = 15) -> None:
+    """Print cProfile's top functions (by own time) over `n` backwards of the model, each on a
+    tape of its own recorded before the profiler runs."""
+    import cProfile
+    import pstats
+    init = Init(1)
+    params = [init.dense(a, b) for a, b in zip(sizes[:-1], sizes[1:])]
+    imp = Imperative(params, init.normal(batch, sizes[0]), init.one_hot(batch, sizes[-1]))
+    block(imp.step())
+    losses = [imp.forward() for _ in range(n)]
+    block(losses)
+    prof = cProfile.Profile()
+    prof.enable()
+    for loss in losses:
+        loss.backward()
+    prof.disable()
+    block([p.grad.value() for p in imp.params])
+    pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(top)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.imperative", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="tiny sizes, 2 repetitions")
     ap.add_argument("--reps", type=int, default=None, help="samples per variant (default 21)")
     ap.add_argument("--steps", type=int, default=50, help="steps counted for compiles")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="only profile N backwards of the small model (cProfile)")
     args = ap.parse_args(argv)
+    if args.profile:
+        profile_backward(args.profile, [64, 128, 128, 10], 32)
+        return 0
     s = Settings(reps=2, first_reps=1, sample_s=0.0) if args.quick else Settings()
     if args.reps:
         s.reps = args.reps
