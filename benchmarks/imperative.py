@@ -1,12 +1,13 @@
 """Imperative mode: an MLP train loop recorded with `sg.autograd` against the same model's
 `jax.jit(jax.value_and_grad)` step and eager (non-jit) `jax.value_and_grad`.
 
-    python -m benchmarks.imperative [--quick] [--reps N] [--steps N]
+    python -m benchmarks.imperative [--quick] [--reps N] [--steps N] [--profile N]
 
 Figures per model size: the time of one train step (forward, backward, SGD update) after
 the first, the time of the backward alone (`loss.backward()` on a freshly recorded tape,
-keying it included, against `jax.jit` of the `jax.vjp` function applied to its residuals,
-and that function run eagerly), and how many
+keying and freeing it included, against `jax.jit` of the `jax.vjp` function applied to its
+residuals, the same on the residuals of a forward of its own that the call releases, and
+that function run eagerly), and how many
 programs each compiles over `--steps` steps (srcgrad: its backward, and the one-op eager
 programs of the forward; jit: its step). Timings are interleaved (benchmarks/harness.py).
 """
@@ -150,23 +151,49 @@ def run_size(name: str, sizes: list[int], batch: int, s: Settings, steps: int) -
     rows.append(_row(name, "train step", "ms", step_samples, "imperative", "jax eager", 1.0))
     rows.append(_row(name, "train step", "ms", step_samples, "imperative", "jax.jit"))
 
-    _, vjp_fn = jax.vjp(lambda p: loss_jax(p, x, y), [(w.value(), b.value()) for w, b in
-                                                      zip(imp.params[::2], imp.params[1::2])])
+    tree = [(w.value(), b.value()) for w, b in zip(imp.params[::2], imp.params[1::2])]
+    _, vjp_fn = jax.vjp(lambda p: loss_jax(p, x, y), tree)
+    jit_fwd = jax.jit(lambda p: jax.vjp(lambda q: loss_jax(q, x, y), p)[1])
     jit_bwd = jax.jit(lambda f, ct: f(ct))
     one = jnp.ones((), jnp.float32)
     bwd_samples = fresh_interleaved({
-        # each timed backward differentiates a tape of its own, recorded before the clock runs
+        # each timed backward differentiates a tape of its own, recorded before the clock
+        # runs, and frees it (its values are released inside the timed call)
         "imperative": (lambda: block(imp.forward()),
                        lambda loss: (loss.backward(), [p.grad.value() for p in imp.params])[1]),
         "jax.jit vjp": (lambda: vjp_fn, lambda f: jit_bwd(f, one)),
+        # the same, on the residuals of a forward of its own, released inside the timed call
+        "jax.jit vjp, released": (lambda: [block(jit_fwd(tree))],
+                                  lambda box: jit_bwd(box.pop(), one)),
         "jax eager vjp": (lambda: vjp_fn, lambda f: f(one)),
     }, s.reps, 20)
     rows.append(_row(name, "backward", "ms", bwd_samples, "imperative", "jax.jit vjp", 1.2))
+    rows.append(_row(name, "backward", "ms", bwd_samples, "imperative", "jax.jit vjp, released"))
     rows.append(_row(name, "backward", "ms", bwd_samples, "imperative", "jax eager vjp"))
     agree = max(float(np.max(np.abs(np.asarray(p.grad.value()) - np.asarray(g))))
                 for p, g in zip(imp.params, jax.tree_util.tree_leaves(jit_bwd(vjp_fn, one))))
     rows.append(Row(name, "max abs. grad difference", "", agree, float("nan"), "imperative", "jax"))
     return rows
+
+
+def profile_backward(n: int, sizes: list[int], batch: int, top: int = 15) -> None:
+    """Print cProfile's top functions (by own time) over `n` backwards of the model, each on a
+    tape of its own recorded before the profiler runs."""
+    import cProfile
+    import pstats
+    init = Init(1)
+    params = [init.dense(a, b) for a, b in zip(sizes[:-1], sizes[1:])]
+    imp = Imperative(params, init.normal(batch, sizes[0]), init.one_hot(batch, sizes[-1]))
+    block(imp.step())
+    losses = [imp.forward() for _ in range(n)]
+    block(losses)
+    prof = cProfile.Profile()
+    prof.enable()
+    for loss in losses:
+        loss.backward()
+    prof.disable()
+    block([p.grad.value() for p in imp.params])
+    pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(top)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,7 +202,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="tiny sizes, 2 repetitions")
     ap.add_argument("--reps", type=int, default=None, help="samples per variant (default 21)")
     ap.add_argument("--steps", type=int, default=50, help="steps counted for compiles")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="only profile N backwards of the small model (cProfile)")
     args = ap.parse_args(argv)
+    if args.profile:
+        profile_backward(args.profile, [64, 128, 128, 10], 32)
+        return 0
     s = Settings(reps=2, first_reps=1, sample_s=0.0) if args.quick else Settings()
     if args.reps:
         s.reps = args.reps

@@ -19,6 +19,7 @@ recorded values.
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 import threading
 from typing import Any, Callable, Iterator, Sequence
@@ -27,18 +28,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import dtypes
+from . import dtypes, tensors
 from .builder import as_var
-from .cache import CACHE
 from .eager import call_leaves
 from .errors import GradientError, SrcgradError, user_location
 from .ir import Op, Program, Variable, program_guard
 from .tensors import Tensor
-from .tape_compile import Compiled, Structure, compile_count, emit, plan, structure
+from .tape_compile import Compiled, Structure, compile_count, emit, plan
 from .transforms.backward import gradients
 from .transforms.passes import live_ops
 
 _SUFFIX = re.compile(r"_[0-9]+$")
+
+#: The grad_reqs whose Tensors backward writes a gradient to.
+_WRITTEN = ("write", "add")
 
 NOT_IN_GRAPH = ("Cannot differentiate {what} because it is not in a computational graph. You "
                 "need to record it: compute it inside `with sg.autograd.record():` to save the "
@@ -55,9 +58,11 @@ class Tape:
         self.values: dict[Variable, Any] = {}
         #: id(Tensor) -> (Tensor, input Variable) for the Tensors read as inputs.
         self.leaves: dict[int, tuple[Tensor, Variable]] = {}
+        #: The leaves read as attached inputs (kind "param"), in the order first read.
+        self.params: list[tuple[Tensor, Variable]] = []
         #: Per earlier tape: its Variables copied onto this one (see `_import`).
         self.imported: dict[Tape, dict[Variable, Variable]] = {}
-        self.structure = Structure()
+        self.structure = Structure(self.program)
         self.freed = False
 
     def var_of(self, t: Tensor) -> Variable:
@@ -74,13 +79,15 @@ class Tape:
         v = self._input(t.name or "x", t.shape, dtypes.canonical(t.dtype), t._value,
                         "param" if attached else "data")
         self.leaves[id(t)] = (t, v)
+        if attached:
+            self.params.append((t, v))
         return v
 
     def _input(self, base: str, shape: tuple, dtype: np.dtype, value: Any, kind: str) -> Variable:
         v = self.program.global_block().new_var(base, shape, dtype, kind=kind,
                                                 stop_gradient=kind != "param")
         self.program.inputs.append(v)
-        self.values[v] = value
+        self.know(v, value)
         return v
 
     def _import(self, src: "Tape", var: Variable) -> Variable:
@@ -110,7 +117,7 @@ class Tape:
             for o, n in zip(op.outputs, outs):
                 mapped[o] = n
                 if o in src.values:
-                    self.values[n] = src.values[o]
+                    self.know(n, src.values[o])
         return mapped[var]
 
     def trace(self, fn: Callable[..., Any], leaves: list, tree: Any) -> list[Variable]:
@@ -122,21 +129,30 @@ class Tape:
             args, kwargs = jax.tree_util.tree_unflatten(tree, traced)
             outs = [as_var(v) for v in jax.tree_util.tree_leaves(fn(*args, **kwargs))]
         for v, value in zip(prog.captures[n_caps:], prog.capture_values[n_caps:]):
-            self.values[v] = jnp.asarray(value, v.dtype)
+            self.know(v, jnp.asarray(value, v.dtype))
         return outs
 
     def bind(self, value: Any, var: Variable) -> Tensor:
         """A Tensor of `value` recorded as `var`."""
         t = Tensor(value)
         t._tape, t._var = self, var
-        self.values.setdefault(var, value)
+        self.know(var, value)
         return t
+
+    def know(self, var: Variable, value: Any) -> None:
+        """Record `value` as `var`'s (a first value only); which Variables have one is part
+        of the structure."""
+        values = self.values
+        if var not in values:
+            values[var] = value
+            self.structure.known.append(var)
 
     def free(self) -> None:
         """Drop the recorded values: a later backward over this tape is an error."""
         self.freed = True
         self.values.clear()
         self.leaves.clear()
+        self.params = []
         self.imported.clear()
 
 
@@ -177,7 +193,9 @@ def apply(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
         # not recording, or values of a JAX trace (jax.jit of a function of Tensors)
         return jax.tree_util.tree_unflatten(out_tree, [Tensor(v) for v in values])
     outs = tape.trace(fn, leaves, tree)
-    return jax.tree_util.tree_unflatten(out_tree, [tape.bind(v, o) for v, o in zip(values, outs)])
+    out = jax.tree_util.tree_unflatten(out_tree, [tape.bind(v, o) for v, o in zip(values, outs)])
+    tape.structure.advance()
+    return out
 
 
 # ---------------------------------------------------------------- scopes
@@ -231,7 +249,8 @@ def forget(t: Tensor) -> None:
     input of the tape, as MXNet's attach_grad makes a new autograd node."""
     for tape in (_state.tape, t._tape):
         if tape is not None:
-            tape.leaves.pop(id(t), None)
+            if tape.leaves.pop(id(t), None) is not None:
+                tape.params = [p for p in tape.params if p[0] is not t]
     t._tape = t._var = None
 
 
@@ -295,11 +314,11 @@ def _backward(heads: list, head_grads: list, variables: list | None, retain_grap
     targets = _targets(tape, variables)
     xs = [v for _, v in targets]
     if create_graph:
-        grads = _run_recorded(tape, heads, seeds, xs)
+        grads = [Tensor(jnp.zeros(t.shape, t.dtype)) if g is None else g
+                 for (t, _), g in zip(targets, _run_recorded(tape, heads, seeds, xs))]
     else:
-        grads = [None if g is None else Tensor(g) for g in _run(tape, heads, seeds, xs)]
-    grads = [Tensor(jnp.zeros(t.shape, t.dtype)) if g is None else g
-             for (t, _), g in zip(targets, grads)]
+        grads = [Tensor(jnp.zeros(t.shape, t.dtype) if g is None else g)
+                 for (t, _), g in zip(targets, _run(tape, heads, seeds, xs))]
     if not (retain_graph or create_graph):
         tape.free()
     if variables is not None:
@@ -339,13 +358,14 @@ def _heads_tape(heads: list) -> Tape:
 
 def _seed(h: Tensor, g: Any, create_graph: bool) -> Any:
     """None (ones, for a scalar head), an array, or (create_graph) a Tensor to record."""
-    name = h._var.name  # type: ignore[union-attr]
+    var = h._var
+    name = var.name  # type: ignore[union-attr]
     if g is None:
-        if h.size != 1:
+        if math.prod(var.shape) != 1:  # type: ignore[union-attr]
             raise GradientError(f"backward: the head {name} is not a scalar ({h.dtype.name}"
                                 f"{list(h.shape)}): pass head_grad, an array of shape {h.shape}",
                                 loc=user_location())
-        if not dtypes.is_inexact(h.dtype):
+        if not dtypes.is_inexact(var.dtype):  # type: ignore[union-attr]
             raise GradientError(f"backward: the head {name} is {h.dtype.name}, not floating "
                                 "point", loc=user_location())
         return None
@@ -361,8 +381,7 @@ def _seed(h: Tensor, g: Any, create_graph: bool) -> Any:
 def _targets(tape: Tape, variables: list | None) -> list[tuple[Tensor, Variable | None]]:
     """The attached Tensors to differentiate and their input Variables (None: not read)."""
     if variables is None:
-        out = [(t, v) for t, v in tape.leaves.values()
-               if v.kind == "param" and t.grad_req in ("write", "add")]
+        out = [p for p in tape.params if p[0].grad_req in _WRITTEN]
         if not out:
             raise GradientError("backward: there are no inputs in the computational graph that "
                                 "require gradients: call attach_grad() on an input before "
@@ -379,24 +398,21 @@ def _targets(tape: Tape, variables: list | None) -> list[tuple[Tensor, Variable 
     return out
 
 
-def _owner() -> None:
-    """Names imperative mode's entries in the compile cache (srcgrad/cache.py)."""
-
-
 def _run(tape: Tape, heads: list[Tensor], seeds: list, xs: list[Variable | None]) -> list[Any]:
-    """The gradients' values, from the cached backward of the tape's structure."""
-    key, order, num = structure(tape.structure, tape.program, tape.values)
-    full = ("backward", key, tuple(num[h._var] for h in heads),
-            tuple(None if s is None else (s.shape, s.dtype) for s in seeds),
-            tuple(-1 if x is None else num[x] for x in xs))
-    slot = CACHE.slot(_owner, full)
+    """The gradients' values, from the backward cached on the tape's node (its structure)."""
+    st = tape.structure
+    node = st.advance()
+    num = st.num
+    slot = st.trie.slot((node, tuple([num[h._var] for h in heads]),
+                         tuple([None if s is None else (s.shape, s.dtype) for s in seeds]),
+                         tuple([-1 if x is None else num[x] for x in xs])))
     entry = slot.entry
     if entry is None:
         with slot.lock:
             entry = slot.entry
             if entry is None:
                 entry = slot.entry = _build(tape, heads, seeds, xs, num)
-    values = tape.values
+    values, order = tape.values, st.order
     fed = [values[order[i]] for i in entry.feeds] + [s for s in seeds if s is not None]
     outs = iter(entry.fn(*fed))
     return [next(outs) if r else None for r in entry.returned]
@@ -441,13 +457,14 @@ def _run_recorded(tape: Tape, heads: list[Tensor], seeds: list,
                 continue
             v = block.new_var("head_grad", h.shape, h.dtype, kind="data", stop_gradient=True)
             prog.inputs.append(v)
-            tape.values[v] = s
+            tape.know(v, s)
             hg.append(v)
         wrt = [x for x in xs if x is not None]
         got = dict(zip(wrt, gradients([h._var for h in heads], wrt, hg) if wrt else []))
     fetch = [got[x] for x in wrt if got[x] is not None]
-    key, order, num = structure(tape.structure, tape.program, tape.values)
-    slot = CACHE.slot(_owner, ("create_graph", key, tuple(num[g] for g in fetch)))
+    st = tape.structure
+    node, num = st.advance(), st.num
+    slot = st.trie.slot((node, "create_graph", tuple([num[g] for g in fetch])))
     entry = slot.entry
     if entry is None:
         with slot.lock:
@@ -457,7 +474,7 @@ def _run_recorded(tape: Tape, heads: list[Tensor], seeds: list,
                 feeds.sort(key=num.__getitem__)
                 fn, source = emit(prog, ops, feeds, fetch)
                 entry = slot.entry = Compiled(fn, [num[v] for v in feeds], [], source)
-    values = dict(zip(fetch, entry.fn(*[tape.values[order[i]] for i in entry.feeds])))
+    values = dict(zip(fetch, entry.fn(*[tape.values[st.order[i]] for i in entry.feeds])))
     out: list[Tensor | None] = []
     for x in xs:
         g = got.get(x) if x is not None else None
@@ -469,6 +486,7 @@ def _run_recorded(tape: Tape, heads: list[Tensor], seeds: list,
 
 def _install_methods() -> None:
     """Give Tensor the operators and methods of a jax.numpy array (the srcgrad ops)."""
+    tensors._autograd.update(_backward=_backward, forget=forget)
     from .eager import call_eagerly
     from .ops import elementwise as E, indexing, linalg, reduce, shape
     ops = {"__add__": E.add, "__sub__": E.subtract, "__mul__": E.multiply,

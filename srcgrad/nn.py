@@ -6,7 +6,9 @@
     loss.backward()
     sgd(l1.params() + l2.params())
 
-A layer holds attached Tensors; calling it inside `sg.autograd.record()` records its ops.
+A layer holds attached Tensors; calling it inside `sg.autograd.record()` records its ops
+(`x @ w + b` and an activation of `sg.nn` are one eager call, whose result alone the tape
+keeps: backward needs no more).
 The activations are the srcgrad ops of jax.nn's names (`sg.nn.relu` is `sg.relu`).
 """
 from __future__ import annotations
@@ -17,7 +19,9 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
+from .eager import call_eagerly
 from .errors import SrcgradError, user_location
+from .ir import current_program
 from .ops.declare import EXPORTS
 from .tensors import Tensor, tensor
 
@@ -26,6 +30,9 @@ ACTIVATIONS = ("relu", "sigmoid", "tanh", "softplus", "silu", "log_sigmoid", "re
                "leaky_relu", "elu", "gelu", "softmax", "log_softmax", "logsumexp", "one_hot")
 
 _seeds = itertools.count()
+#: The activations that `Linear` computes in the same eager call as `x @ w + b` (the
+#: srcgrad ops; a user's function runs on the Tensor, so it may look at values).
+_FUSED = frozenset(EXPORTS[n] for n in ACTIVATIONS if n in EXPORTS)
 
 
 class Linear:
@@ -55,12 +62,22 @@ class Linear:
         self.act = act
 
     def __call__(self, x: Any) -> Tensor:
-        y = x @ self.weight + self.bias
-        return self.act(y) if self.act is not None else y
+        act = self.act
+        fused = act if act is None or act in _FUSED else None
+        args = (x, self.weight, self.bias, fused)
+        y = _dense(*args) if current_program() is not None else call_eagerly(_dense, args, {})
+        return y if act is fused else act(y)
 
     def params(self) -> list[Tensor]:
         """The weight and the bias (DyNet's `Params()`)."""
         return [self.weight, self.bias]
+
+
+def _dense(x: Any, w: Any, b: Any, act: Callable[[Any], Any] | None) -> Any:
+    """`act(x @ w + b)` as one eager call: one jitted program computes it, and a recording
+    keeps only its result (its grad reads the result, `x` and `w`; never `x @ w`)."""
+    y = x @ w + b
+    return act(y) if act is not None else y
 
 
 def _export_activations() -> None:

@@ -2,11 +2,13 @@
 
 The key of a tape is its structure, never its values: op types, how each op's inputs are
 wired to earlier values, shapes, dtypes, attributes, and which values were recorded. It is
-built incrementally (each op is keyed once, when first asked for), so a tape that grows by
-`create_graph` or a repeated backward keys only its new ops.
+built while recording: each recorded call's ops are keyed once, as a step from the tape's
+node in a trie of the structures seen, so equal recordings end on the same node and
+backward looks its compiled program up by that node and the heads, in O(1).
 """
 from __future__ import annotations
 
+import hashlib
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -14,6 +16,7 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
+from .cache import CLEAR_HOOKS, Slot
 from .ir import Block, Op, Program, Variable
 from .transforms.lower_jax import Emitter, Source, load
 from .transforms.naming import identifier
@@ -77,29 +80,109 @@ def emit(prog: Program, ops: list[Op], feeds: list[Variable], fetch: list[Variab
     return jax.jit(lowered.fn), lowered.source
 
 
-def structure(st: "Structure", program: Program, values: dict[Variable, Any]
-              ) -> tuple[tuple, list[Variable], dict[Variable, int]]:
-    """The tape's structure as a hashable key (op types, wiring, shapes, dtypes, attrs, and
-    which values were recorded; never the values), its Variables in order of first
-    appearance, and their positions. Ops are keyed once each, when first asked for."""
-    ops = program.global_block().ops
-    for op in ops[st.n_ops:]:
-        st.parts.append(st.op_key(op))
-    st.n_ops = len(ops)
-    for v in program.inputs:  # inputs no op reads
-        st.number(v)
-    known = tuple([v in values for v in st.order])
-    return (tuple(st.parts), known), st.order, st.num
+class Node:
+    """A structure prefix in the trie of recorded structures: equal recordings reach the
+    same node, so the node itself (hashed by identity) is the key of what led to it."""
+
+    __slots__ = ("children",)
+
+    def __init__(self) -> None:
+        self.children: dict[tuple, Node] = {}
+
+
+class Trie:
+    """The structures recorded so far, as paths of steps (the ops, inputs and values that
+    one recorded call added), and the compiled backwards per node."""
+
+    def __init__(self) -> None:
+        self.root = Node()
+        self.size = 1
+        self.entries: dict[tuple, Slot] = {}
+
+    def slot(self, key: tuple) -> Slot:
+        """The compiled backward's slot for `key` (a node and what backward asks of it)."""
+        slot = self.entries.get(key)
+        return slot if slot is not None else self.entries.setdefault(key, Slot())
+
+
+#: The trie new tapes enter; replaced (not grown) past `TRIE_LIMIT` nodes, so recordings
+#: of ever-new structures hold at most that many nodes beyond the live tapes' own paths.
+_trie = Trie()
+TRIE_LIMIT = 1 << 15
+
+
+def _forget() -> None:
+    """`sg.clear_caches()`: a new trie, and the old one's compiled backwards dropped (a
+    live tape that entered it compiles again)."""
+    global _trie
+    old, _trie = _trie, Trie()
+    for slot in list(old.entries.values()):
+        slot.entry = None
+    old.entries.clear()
+
+
+CLEAR_HOOKS.append(_forget)
+
+
+def _renew() -> None:
+    """Past `TRIE_LIMIT` nodes: new tapes enter a new trie; the old one (and its compiled
+    backwards) goes with the last live tape that entered it."""
+    global _trie
+    _trie = Trie()
 
 
 class Structure:
-    """The structure key of a tape's ops so far, and the numbering of their Variables."""
+    """A tape's structure, keyed while it is recorded: its Variables numbered in order of
+    first appearance and its path in the trie.
 
-    def __init__(self) -> None:
+    Each recorded step (`advance`) keys the ops, inputs and values added since the last
+    one: op types, input wiring (as numbers), attrs, output numbers, each new Variable's
+    shape, dtype and kind, and the numbers of the Variables whose values were recorded.
+    The step's key leads to a child node; backward reads the node, so its key costs O(1).
+    """
+
+    def __init__(self, program: Program) -> None:
+        #: The tape's op list and input list (appended to in place).
+        self.ops = program.global_block().ops
+        self.inputs = program.inputs
+        self.trie = _trie
+        self.node = self.trie.root
         self.order: list[Variable] = []
         self.num: dict[Variable, int] = {}
         self.parts: list[Any] = []
         self.n_ops = 0
+        self.n_inputs = 0
+        #: Variables given a value since the last step.
+        self.known: list[Variable] = []
+
+    def advance(self) -> Node:
+        """Key what was recorded since the last step; the node of the tape so far."""
+        ops, inputs = self.ops, self.inputs
+        if len(ops) == self.n_ops and len(inputs) == self.n_inputs and not self.known:
+            return self.node
+        parts = self.parts
+        for op in ops[self.n_ops:]:
+            parts.append(self.op_key(op))
+        self.n_ops = len(ops)
+        number = self.number
+        for v in inputs[self.n_inputs:]:  # inputs no op reads
+            number(v)
+        self.n_inputs = len(inputs)
+        if self.known:
+            parts.append(("known", tuple([number(v) for v in self.known])))
+            self.known.clear()
+        key = tuple(parts)
+        parts.clear()
+        children = self.node.children
+        child = children.get(key)
+        if child is None:
+            trie = self.trie
+            if trie is _trie and trie.size >= TRIE_LIMIT:
+                _renew()
+            child = children.setdefault(key, Node())
+            trie.size += 1
+        self.node = child
+        return child
 
     def number(self, v: Variable) -> int:
         i = self.num.get(v)
@@ -129,7 +212,9 @@ class Structure:
         if isinstance(a, (float, np.floating)):
             return (type(a), repr(a))
         if isinstance(a, np.ndarray):
-            return ("array", a.shape, a.dtype, a.tobytes())
+            data = a.tobytes()  # a large array by a digest: the trie keeps its keys
+            return ("array", a.shape, a.dtype,
+                    data if len(data) <= 256 else hashlib.blake2b(data, digest_size=32).digest())
         if isinstance(a, (list, tuple)):
             return (type(a), tuple(self.attr_key(x) for x in a))
         try:
@@ -139,4 +224,4 @@ class Structure:
         return (type(a), a)
 
 
-__all__ = ["Compiled", "Structure", "compile_count", "emit", "plan", "structure"]
+__all__ = ["Compiled", "Node", "Structure", "Trie", "compile_count", "emit", "plan"]

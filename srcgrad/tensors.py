@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from .ir import Variable
 
 GRAD_REQS = ("write", "add", "null")
+#: srcgrad.autograd's functions that the methods call (it imports this module; it fills this in).
+_autograd: dict[str, Any] = {}
 
 
 class Tensor:
@@ -108,8 +110,7 @@ class Tensor:
                                f"one is {self.dtype.name}", loc=user_location())
         self.grad_req = grad_req
         self.grad = None if grad_req == "null" else Tensor(jnp.zeros_like(self._value))
-        from .autograd import forget
-        forget(self)
+        _autograd["forget"](self)
 
     def assign(self, value: Any) -> None:
         """Replace the array in place (an optimizer's update), keeping `attach_grad`; the
@@ -127,8 +128,7 @@ class Tensor:
     def backward(self, head_grad: Any = None, retain_graph: bool = False,
                  create_graph: bool = False) -> None:
         """`sg.autograd.backward([self], [head_grad], ...)`."""
-        from .autograd import _backward
-        _backward([self], [head_grad], None, retain_graph, create_graph)
+        _autograd["_backward"]([self], [head_grad], None, retain_graph, create_graph)
 
 
 def tensor(array: Any, dtype: Any = None, name: str | None = None) -> Tensor:

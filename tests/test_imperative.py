@@ -351,6 +351,38 @@ def test_linear_layer() -> None:
         sg.nn.Linear(2, 2, act="swishy")
 
 
+def test_linear_layer_is_one_eager_call_and_takes_any_activation() -> None:
+    xv = RNG.standard_normal((5, 3))
+    l1, l2 = sg.nn.Linear(3, 4, act="tanh", seed=1), sg.nn.Linear(4, 2, act=None, seed=2)
+    l3 = sg.nn.Linear(2, 2, act=lambda t: t * 0.5 if float(sg.sum(t)) > 0 else t * 2.0, seed=3)
+    for layer in (l1, l2, l3):
+        for p in layer.params():
+            p.assign(p.astype(np.float64))
+    x = sg.tensor(xv)
+    with sg.autograd.record():
+        h = l2(l1(x))
+        loss = sg.sum(l3(h) ** 2)
+    tape = loss._tape
+    recorded = {op.type: op for op in tape.program.global_block().ops[:3]}
+    assert list(recorded) == ["matmul", "add", "tanh"]
+    assert recorded["matmul"].outputs[0] not in tape.values  # inside l1's one eager call
+    assert recorded["tanh"].outputs[0] in tape.values
+    loss.backward()
+    pre = h.numpy() @ l3.weight.numpy() + l3.bias.numpy()  # what l3's activation looked at
+    factor = 0.5 if pre.sum() > 0 else 2.0
+
+    def f(ps: list) -> jax.Array:
+        (w1, b1), (w2, b2), (w3, b3) = ps
+        out = (jnp.tanh(jnp.asarray(xv) @ w1 + b1) @ w2 + b2) @ w3 + b3
+        return jnp.sum((out * factor) ** 2)
+
+    params = [[jnp.asarray(p.numpy()) for p in layer.params()] for layer in (l1, l2, l3)]
+    want = jax.grad(f)(params)
+    for layer, ws in zip((l1, l2, l3), want):
+        for p, w in zip(layer.params(), ws):
+            np.testing.assert_allclose(p.grad.numpy(), w, rtol=1e-12)
+
+
 def test_optax_works_on_tensor_grads() -> None:
     x, target = _data()
     layer = sg.nn.Linear(3, 3, seed=3)
