@@ -1249,3 +1249,23 @@ def test_traced_integer_index_matches_jax_numpy_out_of_range(i: int) -> None:
     x = np.arange(8.0).reshape(4, 2)
     ours = sg.jit(lambda a, k: a[k])(x, np.int32(i))
     np.testing.assert_array_equal(ours, jax.jit(lambda a, k: a[k])(x, np.int32(i)))
+
+
+@pytest.mark.parametrize("name,dtype", [
+    *[(n, d) for n in ("sum", "prod")
+      for d in (np.int8, np.int32, np.uint8, np.int64, np.float16, np.float32, bool)],
+    ("mean", np.float16), ("mean", np.float32)])
+def test_reduction_dtype_argument(name: str, dtype: Any) -> None:
+    """`dtype=` gives jax.numpy's result dtype and values, a narrow integer's wrapped sum
+    and product included (int8 and int32 under x64 are not widened)."""
+    x = np.arange(-6, 6).reshape(3, 4) * (23.0 if np.dtype(dtype).kind in "biu" else 0.3)
+    ours, theirs = getattr(sg, name), getattr(jnp, name)
+    for axis in (None, 1):
+        want = theirs(jnp.asarray(x), axis=axis, dtype=dtype)
+        for got in (sg.jit(lambda v: ours(v, axis=axis, dtype=dtype))(x),
+                    ours(x, axis=axis, dtype=dtype)):
+            if dtype is np.float16:  # jnp rounds where it casts: within an ulp
+                assert got.dtype == want.dtype and got.shape == want.shape
+                np.testing.assert_allclose(got, want, rtol=2e-3)
+            else:
+                assert_same(got, want, name)

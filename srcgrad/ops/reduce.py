@@ -52,11 +52,16 @@ def reduction(name: str, public_name: str, lower: str, grad: GradSpec, kind: str
         x = as_var(x)
         if dtype is not None:
             x = astype(x, dtype)
+            if kind == "sum" and jax_dtype(jnp.sum, x.dtype) != x.dtype:
+                # an integer narrower than the default (int32 under x64) sums to the default
+                # width: `dtype=` asks for the sum in its own (the same value, wrapped)
+                return astype(op(x, axis, keepdims=keepdims), x.dtype)
         axes = norm_axes(axis, x.ndim) if x.ndim or axis is None else norm_axes(axis, 0)
         return [x], {"axes": axes, "keepdims": bool(keepdims)}
     named(front, public_name, f"jnp.{public_name}(x, axis=None, dtype=None, out=None, keepdims=False).")
-    return defop(name, _reduce_rule(kind), lower + "({0}, axis={axes}, keepdims={keepdims})",
-                 grad)(front)
+    op = defop(name, _reduce_rule(kind), lower + "({0}, axis={axes}, keepdims={keepdims})",
+               grad)(front)
+    return op
 
 
 def _averaged(name: str, x: Any, axis: Axis, dtype: Any, out: None
