@@ -129,6 +129,38 @@ def test_inv_det_slogdet(shape: tuple) -> None:
     np.testing.assert_allclose(logabsdet, want.logabsdet, rtol=1e-12)
 
 
+def _cofactor_matrix(a: np.ndarray) -> np.ndarray:
+    """d det(a) / da from its definition: (-1)^(i+j) times the minor without row i, column j."""
+    n = a.shape[-1]
+    out = np.empty_like(a)
+    for i in range(n):
+        for j in range(n):
+            minor = np.delete(np.delete(a, i, axis=-2), j, axis=-1)
+            out[..., i, j] = (-1) ** (i + j) * (np.linalg.det(minor) if n > 1 else 1.0)
+    return out
+
+
+def test_det_gradient_at_singular_matrices() -> None:
+    """det's gradient is its cofactor matrix, finite where det(a) = 0: up to 3x3 at any a
+    (a zero pivot in the middle of the LU too), larger at rank n - 1 (random factors: the
+    zero pivot comes last) and below it (zero); batched with an invertible matrix."""
+    r = np.random.default_rng(5)
+    low_rank = lambda n, k: r.standard_normal((n, k)) @ r.standard_normal((k, n))  # noqa: E731
+    cases = [np.arange(1.0, 10.0).reshape(3, 3), np.diag([1.0, 0.0, 1.0]), low_rank(3, 1),
+             np.array([[0.0, 1.0], [0.0, 0.0]]), low_rank(4, 3), low_rank(5, 4), low_rank(4, 2),
+             np.zeros((3, 3)), np.array([[0.0]]), np.stack([low_rank(3, 2), general(3, 3)]),
+             np.stack([low_rank(4, 3), general(4, 4)])]
+    grad = sg.jit(sg.grad(lambda a: sg.sum(sg.linalg.det(a))))
+    for a in cases:
+        got = grad(a)
+        np.testing.assert_allclose(got, _cofactor_matrix(a), rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(got, jax.grad(lambda a: jnp.sum(jnp.linalg.det(a)))(a),
+                                   rtol=1e-9, atol=1e-9)
+    for a in (cases[1], cases[4]):
+        check_grads(sg.linalg.det, (a,), order=1, directions=2)
+    both(sg.linalg.det, jnp.linalg.det, general(2, 4, 4, seed=3), order=2)  # the LU rule
+
+
 @pytest.mark.parametrize("trans,lower,unit_diagonal,order", [
     (0, False, False, 2), (1, True, False, 1), ("T", False, True, 1), (2, True, True, 2),
     ("N", True, False, 1)])

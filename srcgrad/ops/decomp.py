@@ -17,14 +17,15 @@ from ..ir import Op, Variable
 from ..registry import OutType, register
 from ._rules import broadcast_shapes, norm_axis, require_float
 from .declare import Emitted, defop, public_in
-from .elementwise import (abs, add, astype, divide, multiply, negative, not_equal, power,
-                          reciprocal, sqrt, subtract, where)
+from .elementwise import (abs, add, astype, divide, isfinite, logical_not, multiply, negative,
+                          not_equal, power, reciprocal, sqrt, subtract, where)
 from .indexing import one_hot
 from .linalg import const_array, matmul
 from .reduce import max as reduce_max
 from .reduce import min as reduce_min
+from .reduce import prod as reduce_prod
 from .reduce import sum as reduce_sum
-from .shape import broadcast_to, concatenate, expand_dims, reshape, swapaxes, transpose
+from .shape import broadcast_to, concatenate, expand_dims, reshape, stack, swapaxes, transpose
 
 
 class EighResult(NamedTuple):
@@ -296,9 +297,56 @@ def _det_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType
 
 
 def _g_det(op: Op, g: list, need: list) -> list:
-    """a_bar = g det(a) inv(a)^T (a singular a gives inf/nan; jax uses a cofactor solve)."""
-    gd = multiply(g[0], op.outputs[0])
-    return [multiply(expand_dims(gd, (-1, -2)), _inv_t(op.inputs[0]))]
+    """a_bar = g cof(a), the cofactor matrix det(a) inv(a)^T, finite at singular a."""
+    return [multiply(expand_dims(g[0], (-1, -2)), _cofactors(op.inputs[0]))]
+
+
+def _cofactors(a: Variable) -> Variable:
+    """The cofactor matrix det(a) inv(a)^T, without dividing by det(a): by its definition up
+    to 3x3 (exact at every a), else as JAX's det gradient computes it (see `_lu_cofactors`)."""
+    n = a.shape[-1]
+    if n > 3:
+        return _lu_cofactors(a)
+    if n == 1:
+        return broadcast_to(_const(np.ones(()), a.dtype), a.shape)
+
+    def e(i: int, j: int) -> Variable:
+        return a[..., i % n, j % n]
+    if n == 2:
+        rows = [[e(1, 1), negative(e(1, 0))], [negative(e(0, 1)), e(0, 0)]]
+    else:  # the cyclic 2x2 minors carry their signs
+        rows = [[subtract(multiply(e(i + 1, j + 1), e(i + 2, j + 2)),
+                          multiply(e(i + 1, j + 2), e(i + 2, j + 1))) for j in range(3)]
+                for i in range(3)]
+    return stack([stack(r, -1) for r in rows], -2)
+
+
+def _lu_cofactors(a: Variable) -> Variable:
+    """det(a) inv(a)^T without dividing by det(a), as JAX's det gradient computes it.
+
+    With a^T = P^T L U (LU with partial pivoting) and s the sign of P, det(a) solve(a^T, I)
+    is det(a) U^-1 L^-1 P. Its last row is s prod(u_ii, i < n) times that of L^-1 P, so U's
+    last pivot is replaced by 1 / (s prod(u_ii, i < n)) and every other row of L^-1 P scaled
+    by det(a) before the solve with U: finite where a has rank n - 1 and its zero pivot comes
+    last, and exact where a is invertible. Where the solve still fails (a lower rank, or a
+    zero pivot before the last) the result is zero, as JAX's.
+    """
+    n = a.shape[-1]
+    packed, pivots, perm = lax_lu(_mT(a))
+    diag = reduce_sum(multiply(packed, _eye(n, a.dtype)), -1)
+    swapped = not_equal(pivots, _const(np.arange(n, dtype=np.int32), np.dtype(np.int32)))
+    sign = reduce_prod(where(swapped, -1.0, 1.0), -1)
+    det_ = multiply(sign, reduce_prod(diag, -1))
+    first = multiply(sign, reduce_prod(diag[..., :-1], -1))
+    corner = _const(np.arange(n * n).reshape(n, n) == n * n - 1, np.dtype(bool))
+    up = where(corner, expand_dims(reciprocal(first), (-1, -2)), packed)
+    x = triangular_solve(packed, one_hot(perm, n, dtype=a.dtype), left_side=True, lower=True,
+                         unit_diagonal=True)
+    last_row = _const(np.arange(n).reshape(n, 1) == n - 1, np.dtype(bool))
+    x = multiply(x, where(last_row, 1.0, expand_dims(det_, (-1, -2))))
+    x = triangular_solve(up, x, left_side=True, lower=False)
+    failed = logical_not(isfinite(reduce_sum(x, (-2, -1))))
+    return where(expand_dims(failed, (-1, -2)), 0.0, x)
 
 
 @defop("det", _det_rule, "jnp.linalg.det({0})", _g_det, namespace="linalg")
