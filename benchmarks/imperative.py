@@ -26,18 +26,11 @@ import srcgrad as sg
 from srcgrad import eager
 
 from .harness import Row, Settings, block, interleaved
+from .mlp import loss_jax
 from .report import text_table
 from .workload import Init
 
 LR = 0.01
-
-
-def loss_jax(params: list, x: Any, y: Any) -> Any:
-    h = x
-    for w, b in params[:-1]:
-        h = jnp.tanh(h @ w + b)
-    w, b = params[-1]
-    return -jnp.mean(jnp.sum(jax.nn.log_softmax(h @ w + b, axis=-1) * y, axis=-1))
 
 
 class Imperative:

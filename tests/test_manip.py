@@ -22,7 +22,7 @@ from srcgrad.ops.manip import lax_cumprod, linear_scan
 from srcgrad.testing import check_grads
 from test_op_grads import MIXED, GradCase, check, check_against_jax
 from test_ops import (BOOL, F32, F64, GRID, I32, NUMS, SIDE, Case, Dom, Draw, R, assert_same,
-                      examples, jitted, one_shape, values)
+                      check_case, examples, one_shape, values)
 
 DISTINCT = Dom(distinct=True)
 ALL = NUMS + ((BOOL,),)
@@ -504,11 +504,7 @@ def assert_same_tree(ours: Any, theirs: Any, what: str) -> None:
 @given(data=st.data())
 def test_op_matches_jax_numpy(case: Case, data: st.DataObject) -> None:
     """sg.jit(op) equals the jax.numpy equivalent for every dtype variant of the case."""
-    for dts in case.variants:
-        params, args = case.draw(data, dts)
-        ours = jitted(case, params)(*args)
-        theirs = case.ref(*[jax.device_put(a) for a in args], **params)
-        assert_same_tree(ours, theirs, f"{case.name} {params} on {[a.dtype.name for a in args]}")
+    check_case(case, data, assert_same_tree)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
