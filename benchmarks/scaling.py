@@ -28,7 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import srcgrad as sg
-from srcgrad.transforms.lower_jax import collection_paused, emit_program, load, short_locations
+from srcgrad.transforms.loading import collection_paused, load, short_locations
+from srcgrad.transforms.lower_jax import emit_program
 
 from .workload import fresh
 

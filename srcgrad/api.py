@@ -25,7 +25,8 @@ from .transforms import control_grad  # noqa: F401  (registers the control-flow 
 from .transforms.backward import append_backward, gradients
 from .transforms.checks import lift_checks
 from .transforms.control_grad import INITIAL_CAPACITY
-from .transforms.lower_jax import Lowered, collection_paused, live_ops, lower_program
+from .transforms.loading import Lowered, collection_paused
+from .transforms.lower_jax import live_ops, lower_program
 
 #: The tracers of a jax.jit / make_jaxpr trace. Should a JAX release stop exposing them, no
 #: tracer matches and every traced call goes through a nested jit: correct, a little slower

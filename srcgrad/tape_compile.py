@@ -18,7 +18,8 @@ import numpy as np
 
 from .cache import CLEAR_HOOKS, Slot
 from .ir import Block, Op, Program, Variable
-from .transforms.lower_jax import Emitter, Source, load
+from .transforms.loading import Source, load
+from .transforms.lower_jax import Emitter
 from .transforms.naming import identifier
 from .transforms.passes import free_vars, walk_blocks
 from .verify import check

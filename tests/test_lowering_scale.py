@@ -6,6 +6,7 @@ import ast
 import gc
 import inspect
 import re
+import types
 
 import jax
 import jax.numpy as jnp
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from srcgrad.transforms import lower_jax
+from srcgrad.transforms import loading, lower_jax
 
 _SG = (sg.sin, sg.cos, sg.tanh)
 _JNP = (jnp.sin, jnp.cos, jnp.tanh)
@@ -70,8 +71,8 @@ def test_fast_forms_only_where_they_match_jnp() -> None:
 
 
 def test_long_program_is_split_into_parts() -> None:
-    """A global block of more than SPLIT_OPS live ops becomes functions of at most PART_OPS
-    ops; the gradient is the same."""
+    """A global block of more than SPLIT_OPS live ops becomes functions of at most
+    2 * PART_OPS ops; the gradient is the same."""
     n = 400
     x = np.linspace(0.1, 0.9, 4).astype(np.float32)
     g = sg.grad(lambda v: _chain(_SG, v, n))
@@ -81,7 +82,7 @@ def test_long_program_is_split_into_parts() -> None:
     main = lowered.fn.__name__
     assert len(_statements(lowered.source, main)) == len(parts) + 1  # one call each + return
     for p in parts:
-        assert len(_statements(lowered.source, p)) <= lower_jax.PART_OPS + 1
+        assert len(_statements(lowered.source, p)) <= 2 * lower_jax.PART_OPS + 1
     want = jax.grad(lambda v: _chain(_JNP, v, n))(x)
     np.testing.assert_allclose(g(x), want, rtol=2e-5)
     np.testing.assert_allclose(lowered.eager_fn()(x)[0][0], want, rtol=2e-5)
@@ -97,7 +98,7 @@ def test_same_source_is_compiled_once() -> None:
     jax.jit wrapper; sg.clear_caches() forgets it."""
     x = np.ones(3, np.float32)
 
-    def lowered(scale: float) -> lower_jax.Lowered:
+    def lowered(scale: float) -> loading.Lowered:
         """The gradient of a new function object, lowered (the seed's comment names this
         line, so every call emits the same source for the same scale)."""
         return sg.grad(lambda v: sg.sum(sg.exp(v) * scale)).lower(x)[0]
@@ -143,14 +144,14 @@ def test_collection_paused_nests_and_restores() -> None:
     try:
         for start in (True, False):
             (gc.enable if start else gc.disable)()
-            with lower_jax.collection_paused():
+            with loading.collection_paused():
                 assert not gc.isenabled()
-                with lower_jax.collection_paused():
+                with loading.collection_paused():
                     assert not gc.isenabled()
                 assert not gc.isenabled()
             assert gc.isenabled() is start
             with pytest.raises(ValueError):
-                with lower_jax.collection_paused():
+                with loading.collection_paused():
                     raise ValueError
             assert gc.isenabled() is start
             sg.grad(lambda v: sg.sum(sg.sin(v) * start))(np.ones(3, np.float32))
@@ -176,3 +177,69 @@ def test_functions_compiled_apart_keep_their_lines() -> None:
         got = {ln for _, _, ln in code.co_lines() if ln is not None} - {code.co_firstlineno}
         assert got and got <= want, name
         assert inspect.getsource(namespace[name]).startswith(f"def {name}(")
+
+
+def _code_fields(code: types.CodeType) -> dict[str, object]:
+    """What compile() decides about a function: bytecode, names, constants, lines, columns."""
+    fields = {k: getattr(code, k) for k in dir(code) if k.startswith("co_") and k != "co_lnotab"}
+    for method in ("co_lines", "co_positions"):
+        if method in fields:
+            fields[method] = list(fields[method]())
+    return fields
+
+
+@pytest.mark.parametrize("program", ["chain", "layers"])
+def test_parts_alike_share_compiled_code(monkeypatch: pytest.MonkeyPatch, program: str) -> None:
+    """Parts that differ only in their values' names are compiled once (`part_bounds` cuts a
+    repeated structure at the same place in each repeat); every other copy of the code
+    is exactly what compile() makes of that part's own text, at its own lines."""
+    monkeypatch.setattr(lower_jax, "SPLIT_OPS", 100)
+    monkeypatch.setattr(lower_jax, "PART_OPS", 40)
+    sg.clear_caches()
+    compiled = []
+    real_compile = compile
+    monkeypatch.setattr(loading, "compile", lambda *a: compiled.append(a[0]) or real_compile(*a),
+                        raising=False)
+    x = np.linspace(0.1, 0.9, 4).astype(np.float32)
+    ws = [np.full((4,), 0.5 + 0.01 * i, np.float32) for i in range(150)]
+
+    def layers(ws, x):
+        for w in ws:
+            x = x + sg.tanh(x * w) * 0.1
+        return sg.sum(x)
+
+    def layers_jax(ws, x):
+        for w in ws:
+            x = x + jnp.tanh(x * w) * 0.1
+        return jnp.sum(x)
+    if program == "chain":
+        g, args = sg.grad(lambda v: _chain(_SG, v, 400)), (x,)
+        want = jax.grad(lambda v: _chain(_JNP, v, 400))(x)
+    else:
+        g, args, want = sg.grad(layers), (ws, x), jax.grad(layers_jax)(ws, x)
+    lowered = g.lower(*args)[0]
+    names = re.findall(r"^def (\w+)\(", lowered.source, re.M)
+    parts = [n for n in names if "_part_" in n]
+    assert len(parts) >= 10 and len(compiled) <= len(names) // 2, (len(parts), len(compiled))
+    lines = lowered.source.splitlines(True)
+    for name, code in zip(names, lowered.code):
+        node = next(d for d in ast.parse(lowered.source).body if getattr(d, "name", None) == name)
+        padded = "".join(["\n"] * (node.lineno - 1) + lines[node.lineno - 1:node.end_lineno])
+        want_code = next(c for c in real_compile(padded, lowered.filename, "exec").co_consts
+                         if isinstance(c, types.CodeType))
+        assert _code_fields(code) == _code_fields(want_code), name
+    got = lowered.eager_fn()(*jax.tree_util.tree_leaves(args))[0]  # (no XLA compile)
+    for a, b in zip(got, jax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-7)
+
+
+def test_canonical_names_keep_each_length() -> None:
+    """A canonical name is as long as the name it stands for; a name shorter than its stem
+    means the function has no canonical form."""
+    slots = lower_jax._Slots()
+    assert [slots[n] for n in ("tanh_12", "x", "tanh_12")] == ["A______", "B", "A______"]
+    assert slots.ok
+    for k in range(23):
+        slots[f"v{k}"]
+    assert slots.ok and slots["y"] == "Z"
+    assert slots["z"] == "AA" and not slots.ok and lower_jax._stem(26) == "AA" and lower_jax._stem(701) == "ZZ"

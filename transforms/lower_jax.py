@@ -1,35 +1,25 @@
 """Lowering: a Program becomes the source of one Python function over jax.numpy / lax."""
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
-import itertools
-import linecache
 import math
 import re
-import threading
-import types
-from collections import OrderedDict
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+import string
+from typing import Any, Callable, Sequence
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from srcgrad.cache import CLEAR_HOOKS
 from srcgrad.ir import Block, Op, Program, Variable
 from srcgrad.registry import REGISTRY
 from srcgrad.verify import check
 
+from .loading import Canonical, Lowered, Source, load
 from .naming import identifier
 from .passes import live_ops, loop_invariant
 
 _SAFE_STR = re.compile(r"^[A-Za-z0-9_,\->]*$")
-_counter = itertools.count()
-_counter_lock = threading.Lock()
 #: Array constants of at most this many elements are written into the source; larger ones
 #: are passed in the `_consts` side table.
 INLINE_CONST_SIZE = 16
@@ -63,9 +53,11 @@ FAST_FORMS: dict[str, tuple[str, Callable[[Op], bool]]] = {
 if hasattr(lax, "reduce_sum"):  # not public in jax 0.4.30, the floor
     FAST_FORMS["reduce_sum"] = ("lax.reduce_sum({0}, {axes})", _sum_fast)
 #: A global block of more live ops than SPLIT_OPS is emitted as a chain of functions of
-#: PART_OPS ops each (see `emit_program`).
+#: about PART_OPS ops each (see `emit_program` and `part_bounds`).
 SPLIT_OPS = 1000
 PART_OPS = 256
+#: How many ops' types a part's end must repeat from its start (see `part_bounds`).
+PART_WINDOW = 16
 
 
 def literal(value: Any, dtype: np.dtype | None = None) -> str:
@@ -105,129 +97,6 @@ def _dtype_literal(dtype: np.dtype) -> str:
     return f"jnp.{dtype.name}"
 
 
-_FULL_TRACEBACKS = getattr(getattr(jax, "_src", None) and jax._src.config,
-                          "include_full_tracebacks_in_locations", None)
-
-
-def short_locations() -> Any:
-    """A context in which JAX gives each op of a compiled program the source location of its
-    line in the emitted function only, not the whole Python stack that traced it.
-
-    The emitted line is the location that helps (HLO metadata and profiles name it); the
-    stack above it is the same for every op and costs XLA's compiler about a fifth of its
-    time on a program of thousands of ops, each with a distinct line. (A no-op on a JAX
-    release without the option.)
-    """
-    return _FULL_TRACEBACKS(False) if _FULL_TRACEBACKS is not None else contextlib.nullcontext()
-
-
-_NOTHING = contextlib.nullcontext()
-
-
-class _CollectorPause:
-    """A context in which Python's cyclic garbage collector does not run; nested and across
-    threads, the first one in turns it off and the last one out turns it back on (if it was
-    on before).
-
-    Tracing, emitting and compiling a program, and JAX's trace and lowering of it, make
-    millions of objects that live until the end and form no garbage cycles; each full
-    collection walks all of them, so on programs of thousands of ops the collector took
-    about half of srcgrad's transform. Cyclic garbage the paused work makes is collected
-    once the collector runs again.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._depth = 0
-        self._was_on = False
-
-    @contextlib.contextmanager
-    def __call__(self) -> Iterator[None]:
-        with self._lock:
-            if self._depth == 0:
-                self._was_on = gc.isenabled()
-                gc.disable()
-            self._depth += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._depth -= 1
-                if self._depth == 0 and self._was_on:
-                    gc.enable()
-
-
-collection_paused = _CollectorPause()
-
-
-def _traced(tree: Any) -> bool:
-    return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(tree))
-
-
-class EagerLax:
-    """`jax.lax` with `while_loop` and `cond` run as Python `while` / `if` over concrete
-    arrays, so that a breakpoint in an emitted loop body (or grad body, or branch) fires
-    once per iteration with real values. Under a JAX trace they are lax's own."""
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(lax, name)
-
-    @staticmethod
-    def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init: Any) -> Any:
-        carry = init
-        while True:
-            go = cond_fun(carry)
-            if _traced((go, carry)):  # values of a JAX trace (captured or carried): lax's loop
-                return lax.while_loop(cond_fun, body_fun, carry)
-            if not bool(go):
-                return carry
-            carry = body_fun(carry)
-
-    @staticmethod
-    def cond(pred: Any, true_fun: Callable[[Any], Any], false_fun: Callable[[Any], Any],
-             operands: Any) -> Any:
-        if _traced((pred, operands)):
-            return lax.cond(pred, true_fun, false_fun, operands)
-        return true_fun(operands) if bool(pred) else false_fun(operands)
-
-
-@dataclass
-class Lowered:
-    """Emitted source and the Python function compiled from it."""
-
-    source: str
-    fn: Callable[..., Any]
-    filename: str
-    code: tuple[types.CodeType, ...] = ()
-    namespace: dict[str, Any] = field(default_factory=dict)
-    _jitted: Any = field(default=None, repr=False)
-
-    def jitted(self) -> Callable[..., Any]:
-        """`jax.jit(fn)`, made once (every caller shares its traces and compilations), called
-        under `short_locations`; its first call (JAX's trace, lowering and compile) also
-        under `collection_paused`."""
-        if self._jitted is None:
-            jitted = jax.jit(self.fn)
-            first = [True]
-
-            @functools.wraps(self.fn)
-            def call(*args: Any) -> Any:
-                with short_locations(), (collection_paused() if first[0] else _NOTHING):
-                    first[0] = False
-                    return jitted(*args)
-            call.jitted = jitted  # type: ignore[attr-defined]
-            self._jitted = call
-        return self._jitted
-
-    def eager_fn(self) -> Callable[..., Any]:
-        """The same source run eagerly: loops and branches as Python `while` / `if` over
-        concrete arrays (EagerLax), for stepping through them in a debugger."""
-        namespace = dict(self.namespace, lax=EagerLax())
-        for code in self.code:
-            exec(code, namespace)
-        return namespace[self.fn.__name__]
-
-
 class _Names(dict):
     """Variable → its identifier, made (unique among `taken`) on first use. A value in
     `alias` (a copy, or a recomputation of an earlier value) takes the name of the value it
@@ -248,17 +117,53 @@ class _Names(dict):
         self.alias[v] = self.alias.get(earlier, earlier)
 
 
+class _Slots(dict):
+    """A function's identifiers → their canonical names: the k-th one met is the k-th
+    upper-case stem (A, ..., Z, AA, ...) padded with `_` to the identifier's length. No
+    keyword, global or keyword argument is all upper case, and two functions that differ
+    only in their identifiers get the same canonical text. `ok` turns False if a stem is
+    longer than its identifier."""
+
+    ok = True
+
+    def __missing__(self, name: str) -> str:
+        k = len(self)
+        stem = _STEMS[k] if k < len(_STEMS) else _stem(k)
+        if len(stem) > len(name):
+            self.ok = False
+        canonical = self[name] = stem.ljust(len(name), "_")
+        return canonical
+
+
+def _stem(k: int) -> str:
+    """The k-th stem of bijective base 26: A, ..., Z, AA, AB, ..."""
+    stem = ""
+    k += 1
+    while k:
+        k, r = divmod(k - 1, 26)
+        stem = string.ascii_uppercase[r] + stem
+    return stem
+
+
+_STEMS = [_stem(k) for k in range(2 * 26 ** 2)]
+
+
 class _Frame:
     """One emitted function: its lines, what it defines and reads, in order of emission, and
-    its expressions (each computed once: a repeat reuses the first result)."""
+    its expressions (each computed once: a repeat reuses the first result). A part also
+    keeps its canonical lines (`canon`: statements renamed by `slots`, comments as `#`), or
+    None once a statement cannot be written so."""
 
-    __slots__ = ("lines", "params", "items", "exprs")
+    __slots__ = ("lines", "params", "items", "exprs", "canon", "slots")
 
-    def __init__(self, params: Sequence[Variable] = (), exprs: dict[str, list[Variable]] | None = None):
+    def __init__(self, params: Sequence[Variable] = (), exprs: dict[str, list[Variable]] | None = None,
+                 canonical: bool = False):
         self.lines: list[str] = []
         self.params = params
         self.items: list[Op | Variable] = []  # emitted ops, and values read by statements
         self.exprs: dict[str, list[Variable]] = {} if exprs is None else exprs
+        self.canon: list[str] | None = [] if canonical else None
+        self.slots = _Slots()
 
     def defined(self) -> list[Variable]:
         """The values the function's ops make, in order."""
@@ -308,6 +213,12 @@ class Emitter:
 
     def line(self, text: str) -> None:
         self.lines.append(_PAD + text)
+
+    def comment(self, text: str) -> None:
+        """`# text` (in a canonical form, `#`)."""
+        self.lines.append(f"{_PAD}# {text}")
+        if self.frame.canon is not None:
+            self.frame.canon.append(f"{_PAD}#")
 
     def assign(self, outs: Sequence[Variable], expr: str, unpack: bool = False) -> None:
         """`out = expr`, or `a, b = expr` when `unpack` (expr yields a tuple)."""
@@ -361,8 +272,9 @@ class Emitter:
     def emit_live(self, live: Sequence[Op]) -> None:
         """One line per op of `live`, except that a copy (`assign`) and an expression over
         values that the function has already computed emit nothing: their values take the
-        earlier names."""
-        names, lines, items, exprs = self.names, self.lines, self.frame.items, self.frame.exprs
+        earlier names. In a part, each statement is also written in canonical form."""
+        names, lines, frame = self.names, self.lines, self.frame
+        items, exprs, canon, slots = frame.items, frame.exprs, frame.canon, frame.slots
         pad = _PAD
         for op in live:
             if op.type == "assign":
@@ -370,6 +282,7 @@ class Emitter:
                 continue
             row = REGISTRY[op.type]
             if row.lower_stmt is not None:
+                canon = frame.canon = None  # (its lines name values and functions freely)
                 self._comment(op)
                 items.append(op)
                 row.lower_stmt(self, op)
@@ -382,11 +295,8 @@ class Emitter:
                 fast = FAST_FORMS.get(op.type)
                 if fast is not None and fast[1](op):
                     lower = fast[0]
-                if op.attrs:
-                    attrs = _attr_literals(op.attrs)
-                    expr = lower(args, attrs) if callable(lower) else lower.format(*args, **attrs)
-                else:
-                    expr = lower(args, {}) if callable(lower) else lower.format(*args)
+                attrs = _attr_literals(op.attrs) if op.attrs else {}
+                expr = lower(args, attrs) if callable(lower) else lower.format(*args, **attrs)
             earlier = exprs.get(expr)
             if earlier is not None:
                 for out, e in zip(op.outputs, earlier):
@@ -396,21 +306,32 @@ class Emitter:
                 exprs[expr] = op.outputs
             self._comment(op)
             items.append(op)
-            if len(op.outputs) == 1:  # self.assign, inlined: this is once per op
-                lines.append(f"{pad}{names[op.outputs[0]]} = {expr}")
+            if len(op.outputs) == 1:
+                out = names[op.outputs[0]]
+                lines.append(f"{pad}{out} = {expr}")
             else:
-                self.assign(op.outputs, expr)
+                outs = [names[v] for v in op.outputs]
+                lines.append(f"{pad}{', '.join(outs)} = {expr}")
+            if canon is not None:
+                if op.type != "constant":  # (a constant's text names no value)
+                    args = [slots[a] for a in args]
+                    expr = lower(args, attrs) if callable(lower) else lower.format(*args, **attrs)
+                out = slots[out] if len(op.outputs) == 1 else ", ".join([slots[o] for o in outs])
+                canon.append(f"{pad}{out} = {expr}")
 
-    def emit_parts(self, live: Sequence[Op], needed: Sequence[Variable], base: str) -> list[list[str]]:
-        """Emit `live` as functions of at most PART_OPS ops, and into the current function one
-        call of each: `a, b = base_part_k(x, y)`. Returns the functions' lines."""
+    def emit_parts(self, live: Sequence[Op], needed: Sequence[Variable], base: str
+                   ) -> list[tuple[list[str], Canonical | None]]:
+        """Emit `live` as functions (`part_bounds`), and into the current function one
+        call of each: `a, b = base_part_k(x, y)`. Returns the functions' lines, each with its
+        canonical form (None if it has none)."""
         main, alias = self.frame, self.names.alias
         exprs = main.exprs  # the parts run in one scope: a repeat in a later part is reused
         frames = []
-        for k in range(0, len(live), PART_OPS):
-            self.frame = _Frame(exprs=exprs)
+        bounds = part_bounds([op.type for op in live])
+        for start, end in zip(bounds, bounds[1:]):
+            self.frame = _Frame(exprs=exprs, canonical=True)
             self.lines, self._origin, self._loc = self.frame.lines, None, None
-            self.emit_live(live[k:k + PART_OPS])
+            self.emit_live(live[start:end])
             if any(not ln.lstrip().startswith("#") for ln in self.frame.lines):
                 # (a run of copies and repeats emits no statement, so no function)
                 frames.append(self.frame)
@@ -423,14 +344,14 @@ class Emitter:
             outs.append([v for v in frame.defined() if v in read_later])
             ins.append(frame.captures(alias))
             read_later.update(ins[-1])
-        functions = []
+        functions: list[tuple[list[str], Canonical | None]] = []
         for frame, args, results in zip(frames, reversed(ins), reversed(outs)):
             fname = identifier(f"{base}_part_{len(functions)}", self.taken)
             arg_names = [self.names[v] for v in args]
             result_names = [self.names[v] for v in results]
             comma = "," if len(results) == 1 else ""
-            functions.append(_wrapped(f"def {fname}(", arg_names, "):") + frame.lines
-                             + _wrapped(f"{_PAD}return (", result_names, f"{comma})"))
+            functions.append((_part(fname, arg_names, frame.lines, result_names),
+                              _canonical_part(frame, fname, arg_names, result_names)))
             self.frame.items.extend(args)
             self.lines += _wrapped(f"{_PAD}(", result_names, f"{comma}) = ", tail=f"{fname}(",
                                    more=arg_names, end=")")
@@ -443,13 +364,13 @@ class Emitter:
             if self._origin is None or self._origin[0] is not fwd or self._origin[1] != what:
                 where = f" in {fwd.loc.safe_where()}" if fwd.loc else ""
                 out = f" -> {self.names[fwd.outputs[0]]}" if len(fwd.outputs) == 1 else ""
-                self.line(f"# {what} {fwd.type}{out}{where}")
+                self.comment(f"{what} {fwd.type}{out}{where}")
                 self._origin, self._loc = (fwd, what), None
             return
         self._origin = None
         loc = op.loc
         if loc is not self._loc and loc is not None and loc != self._loc:
-            self.line(f"# in {loc.safe_where()}")
+            self.comment(f"in {loc.safe_where()}")
             self._loc = loc
 
     def _records(self, op: Op) -> bool:
@@ -472,6 +393,44 @@ class Emitter:
             return f"jnp.asarray({_array_literal(np.asarray(value).astype(dt), dt)}, {literal(dt)})"
         self.consts.append(jnp.asarray(value))
         return f"_consts[{len(self.consts) - 1}]"
+
+
+def part_bounds(types: Sequence[str]) -> list[int]:
+    """Where the parts of a block of ops of these types begin (and, last, where the block
+    ends): each part holds PART_OPS to 2 * PART_OPS ops, and ends where the next
+    PART_WINDOW types repeat its first ones, if they do.
+
+    A program built from a repeated layer or step is cut at the same place in every repeat
+    (wherever it starts), so its parts are the same but for their names, and `load`
+    compiles one of them for all.
+    """
+    bounds, n, w = [0], len(types), PART_WINDOW
+    while n - bounds[-1] > 2 * PART_OPS:
+        start = bounds[-1]
+        head = list(types[start:start + w])
+        end = next((i for i in range(start + PART_OPS, start + 2 * PART_OPS)
+                    if types[i] == head[0] and types[i:i + w] == head), start + PART_OPS)
+        bounds.append(end)
+    return bounds + [n]
+
+
+def _part(fname: str, params: list[str], body: list[str], results: list[str]) -> list[str]:
+    """`def fname(params):` body `return (results)`, long lists wrapped."""
+    comma = "," if len(results) == 1 else ""
+    return (_wrapped(f"def {fname}(", params, "):") + body
+            + _wrapped(f"{_PAD}return (", results, f"{comma})"))
+
+
+def _canonical_part(frame: _Frame, fname: str, params: list[str], results: list[str]
+                    ) -> Canonical | None:
+    """The canonical form of a part (`_part` of its frame), or None if it has none."""
+    slots = frame.slots
+    if frame.canon is None:
+        return None
+    lines = _part(slots[fname], [slots[p] for p in params], frame.canon, [slots[r] for r in results])
+    if not slots.ok:
+        return None
+    return Canonical("\n".join(lines) + "\n", {c: r for r, c in slots.items()})
 
 
 def _wrapped(head: str, names: Sequence[str], close: str, tail: str = "", more: Sequence[str] = (),
@@ -514,15 +473,6 @@ def _attr_literals(attrs: dict[str, Any]) -> dict[str, str]:
     return {k: literal(v, attrs.get("dtype") if k == "value" else None) for k, v in attrs.items()}
 
 
-@dataclass
-class Source:
-    """Emitted source of one function, before it is compiled."""
-
-    text: str
-    name: str
-    consts: list[Any]
-
-
 def emit_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[Variable],
                  checks: Sequence[Variable] = (), name: str = "srcgrad_fn") -> Source:
     """Emit `def name(*feeds): ... return (fetches), (checks)`.
@@ -539,94 +489,17 @@ def emit_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[
     body_start = len(em.lines)
     wanted = list(fetches) + list(checks)
     live = live_ops(program.global_block().ops, wanted)
-    parts: list[list[str]] = []
+    parts: list[tuple[list[str], Canonical | None]] = []
     if len(live) > SPLIT_OPS:
         parts = em.emit_parts(live, wanted, fname)
     else:
         em.emit_live(live)
     em.line(f"return {em.tuple(fetches)}, {em.tuple(checks)}")
     body = em.lines[body_start:]
-    functions = [[f"def {fname}({params}):"] + body] + parts + em.functions
-    return Source("\n\n".join("\n".join(p) for p in functions) + "\n", fname, em.consts)
-
-
-#: How many compiled sources `load` keeps (see there).
-SOURCE_CACHE_SIZE = 32
-_loaded: OrderedDict[str, Lowered] = OrderedDict()
-_loaded_lock = threading.Lock()
-
-
-def load(src: Source) -> Lowered:
-    """Compile emitted source under a registered file name (for tracebacks, inspect, pdb).
-
-    A source that `load` compiled recently (and that reads no `_consts`: its text is then
-    the whole program) gives the same Lowered again, whose function and `jitted()` wrapper
-    JAX has already traced and compiled: a fresh function whose program emits the same
-    source (a new closure of the same code, a function made again) costs no Python
-    `compile()` and no XLA compilation. `sg.clear_caches()` forgets them.
-    """
-    if not src.consts:
-        with _loaded_lock:
-            hit = _loaded.get(src.text)
-            if hit is not None:
-                _loaded.move_to_end(src.text)
-                return hit
-    with _counter_lock:
-        n = next(_counter)
-    filename = f"<srcgrad:{src.name}:{n}>"
-    linecache.cache[filename] = (len(src.text), None, src.text.splitlines(True), filename)
-    names: dict[str, Any] = {"jnp": jnp, "lax": lax, "jax": jax, "partial": functools.partial,
-                             "_consts": src.consts}
-    code = _compile_functions(src.text, filename)
-    namespace = dict(names)
-    for c in code:
-        exec(c, namespace)
-    lowered = Lowered(src.text, namespace[src.name], filename, code, names)
-    if not src.consts:
-        with _loaded_lock:
-            _loaded[src.text] = lowered
-            while len(_loaded) > SOURCE_CACHE_SIZE:
-                _, old = _loaded.popitem(last=False)
-                linecache.cache.pop(old.filename, None)
-    return lowered
-
-
-def _compile_functions(text: str, filename: str) -> tuple[types.CodeType, ...]:
-    """Python's `compile()` of each top-level function of emitted source on its own, its
-    lines moved to where the function stands in `text` (tracebacks, JAX's source lines).
-
-    One compile of a program of thousands of lines costs about 1.5x the compiles of its
-    functions one by one (the whole syntax tree at once, against one function's at a time).
-    """
-    codes = []
-    start = line = 0
-    while start < len(text):
-        end = text.find("\n\ndef ", start)
-        end = len(text) if end < 0 else end + 2
-        chunk = text[start:end]
-        code = compile(chunk, filename, "exec")
-        codes.append(_moved(code, line) if line else code)
-        line += chunk.count("\n")
-        start = end
-    return tuple(codes)
-
-
-def _moved(code: types.CodeType, lines: int) -> types.CodeType:
-    """`code` (and the code objects in it) `lines` lines further down its file."""
-    consts = tuple(_moved(c, lines) if isinstance(c, types.CodeType) else c
-                   for c in code.co_consts)
-    return code.replace(co_firstlineno=code.co_firstlineno + lines, co_consts=consts)
-
-
-def clear_source_cache() -> None:
-    """Forget the sources `load` keeps."""
-    with _loaded_lock:
-        for old in _loaded.values():
-            linecache.cache.pop(old.filename, None)
-        _loaded.clear()
-
-
-CLEAR_HOOKS.append(clear_source_cache)
+    functions = [[f"def {fname}({params}):"] + body] + [p for p, _ in parts] + em.functions
+    canonical = {1 + k: c for k, (_, c) in enumerate(parts) if c is not None}
+    return Source("\n\n".join("\n".join(p) for p in functions) + "\n", fname, em.consts,
+                  canonical)
 
 
 def lower_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[Variable],
