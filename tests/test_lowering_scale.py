@@ -195,6 +195,7 @@ def test_parts_alike_share_compiled_code(monkeypatch: pytest.MonkeyPatch, progra
     is exactly what compile() makes of that part's own text, at its own lines."""
     monkeypatch.setattr(lower_jax, "SPLIT_OPS", 100)
     monkeypatch.setattr(lower_jax, "PART_OPS", 40)
+    monkeypatch.setattr(lower_jax, "SHARE_OPS", 1000)
     sg.clear_caches()
     compiled = []
     real_compile = compile
@@ -238,8 +239,8 @@ def test_canonical_names_keep_each_length() -> None:
     means the function has no canonical form."""
     slots = lower_jax._Slots()
     assert [slots[n] for n in ("tanh_12", "x", "tanh_12")] == ["A______", "B", "A______"]
-    assert slots.ok
+    assert slots.ok()
     for k in range(23):
         slots[f"v{k}"]
-    assert slots.ok and slots["y"] == "Z"
-    assert slots["z"] == "AA" and not slots.ok and lower_jax._stem(26) == "AA" and lower_jax._stem(701) == "ZZ"
+    assert slots.ok() and slots["y"] == "Z"
+    assert slots["z"] == "AA" and not slots.ok() and lower_jax._stem(26) == "AA" and lower_jax._stem(701) == "ZZ"

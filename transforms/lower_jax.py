@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import re
 import string
 from typing import Any, Callable, Sequence
@@ -58,6 +59,10 @@ SPLIT_OPS = 1000
 PART_OPS = 256
 #: How many ops' types a part's end must repeat from its start (see `part_bounds`).
 PART_WINDOW = 16
+#: A block of at least SHARE_OPS live ops also writes its parts in canonical form, so that
+#: `load` compiles alike parts once. Below it, too few parts are alike to repay the time
+#: that writing them twice takes (measured in docs/benchmarks.md, "Scale, third pass").
+SHARE_OPS = 32768
 
 
 def literal(value: Any, dtype: np.dtype | None = None) -> str:
@@ -121,18 +126,17 @@ class _Slots(dict):
     """A function's identifiers → their canonical names: the k-th one met is the k-th
     upper-case stem (A, ..., Z, AA, ...) padded with `_` to the identifier's length. No
     keyword, global or keyword argument is all upper case, and two functions that differ
-    only in their identifiers get the same canonical text. `ok` turns False if a stem is
-    longer than its identifier."""
-
-    ok = True
+    only in their identifiers get the same canonical text, unless a stem is longer than its
+    identifier (see `ok`)."""
 
     def __missing__(self, name: str) -> str:
         k = len(self)
-        stem = _STEMS[k] if k < len(_STEMS) else _stem(k)
-        if len(stem) > len(name):
-            self.ok = False
-        canonical = self[name] = stem.ljust(len(name), "_")
+        canonical = self[name] = (_STEMS[k] if k < _N_STEMS else _stem(k)).ljust(len(name), "_")
         return canonical
+
+    def ok(self) -> bool:
+        """Whether every canonical name is as long as its identifier."""
+        return all(map(operator.eq, map(len, self), map(len, self.values())))
 
 
 def _stem(k: int) -> str:
@@ -145,7 +149,8 @@ def _stem(k: int) -> str:
     return stem
 
 
-_STEMS = [_stem(k) for k in range(2 * 26 ** 2)]
+_N_STEMS = 26 + 26 ** 2
+_STEMS = [_stem(k) for k in range(_N_STEMS)]
 
 
 class _Frame:
@@ -312,24 +317,29 @@ class Emitter:
             else:
                 outs = [names[v] for v in op.outputs]
                 lines.append(f"{pad}{', '.join(outs)} = {expr}")
-            if canon is not None:
+            if canon is not None:  # (inlined: this is once per op of a long program)
                 if op.type != "constant":  # (a constant's text names no value)
-                    args = [slots[a] for a in args]
+                    args = [slots.get(a) or slots[a] for a in args]
                     expr = lower(args, attrs) if callable(lower) else lower.format(*args, **attrs)
-                out = slots[out] if len(op.outputs) == 1 else ", ".join([slots[o] for o in outs])
-                canon.append(f"{pad}{out} = {expr}")
+                if len(op.outputs) == 1:
+                    k = len(slots)
+                    c = slots[out] = (_STEMS[k] if k < _N_STEMS else _stem(k)).ljust(len(out), "_")
+                else:
+                    c = ", ".join([slots[o] for o in outs])
+                canon.append(f"{pad}{c} = {expr}")
 
     def emit_parts(self, live: Sequence[Op], needed: Sequence[Variable], base: str
                    ) -> list[tuple[list[str], Canonical | None]]:
         """Emit `live` as functions (`part_bounds`), and into the current function one
         call of each: `a, b = base_part_k(x, y)`. Returns the functions' lines, each with its
-        canonical form (None if it has none)."""
+        canonical form (None if it has none, or `live` is shorter than SHARE_OPS)."""
         main, alias = self.frame, self.names.alias
         exprs = main.exprs  # the parts run in one scope: a repeat in a later part is reused
         frames = []
         bounds = part_bounds([op.type for op in live])
+        share = len(live) >= SHARE_OPS
         for start, end in zip(bounds, bounds[1:]):
-            self.frame = _Frame(exprs=exprs, canonical=True)
+            self.frame = _Frame(exprs=exprs, canonical=share)
             self.lines, self._origin, self._loc = self.frame.lines, None, None
             self.emit_live(live[start:end])
             if any(not ln.lstrip().startswith("#") for ln in self.frame.lines):
@@ -428,7 +438,7 @@ def _canonical_part(frame: _Frame, fname: str, params: list[str], results: list[
     if frame.canon is None:
         return None
     lines = _part(slots[fname], [slots[p] for p in params], frame.canon, [slots[r] for r in results])
-    if not slots.ok:
+    if not slots.ok():
         return None
     return Canonical("\n".join(lines) + "\n", {c: r for r, c in slots.items()})
 
