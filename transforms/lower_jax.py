@@ -322,8 +322,7 @@ class Emitter:
                     args = [slots.get(a) or slots[a] for a in args]
                     expr = lower(args, attrs) if callable(lower) else lower.format(*args, **attrs)
                 if len(op.outputs) == 1:
-                    k = len(slots)
-                    c = slots[out] = (_STEMS[k] if k < _N_STEMS else _stem(k)).ljust(len(out), "_")
+                    c = slots.get(out) or slots[out]
                 else:
                     c = ", ".join([slots[o] for o in outs])
                 canon.append(f"{pad}{c} = {expr}")
@@ -488,7 +487,7 @@ def emit_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[
     """Emit `def name(*feeds): ... return (fetches), (checks)`.
 
     A global block of more than SPLIT_OPS live ops becomes a chain of functions
-    `name_part_k` of PART_OPS ops each, which `name` calls in order: each takes the earlier
+    `name_part_k` (cut by `part_bounds`), which `name` calls in order: each takes the earlier
     values it reads and returns the values read after it. JAX traces the same program; what
     it saves is in lowering, where JAX finds each traced op's source line with a scan of its
     function's line table, so one function of N lines costs O(N^2) to lower.
