@@ -214,7 +214,3 @@ def run_scaling(sizes: Sequence[int], reps: Sequence[int],
             rows.append(Row("transform", f"{prog} growth µs/op N={sizes[-1]:,} / N={sizes[0]:,}",
                             "x", s1 / s0, j1 / j0, "srcgrad", "jax", LINEAR_TARGET, "srcgrad"))
     return rows
-
-
-def _total(phases: dict[str, float]) -> float:
-    return sum(phases.values())

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import jax
-import numpy as np
 
 from . import dtypes
 from .builder import active_program, as_var, emit

@@ -161,11 +161,11 @@ def test_argnums_out_of_range() -> None:
 def test_pytrees_in_and_out() -> None:
     """Nested dicts, lists and tuples keep their structure; unused leaves get zeros."""
     def f(tree: dict, scale: Any) -> Any:
-        a, (b, c) = tree["pair"][0], tree["pair"][1]
+        a, (b, _) = tree["pair"][0], tree["pair"][1]
         return sg.sum(sg.sin(a) * b) * scale + sg.mean(tree["nested"]["z"] ** 2)
 
     def twin(tree: dict, scale: Any) -> Any:
-        a, (b, c) = tree["pair"][0], tree["pair"][1]
+        a, (b, _) = tree["pair"][0], tree["pair"][1]
         return jnp.sum(jnp.sin(a) * b) * scale + jnp.mean(tree["nested"]["z"] ** 2)
     tree = {"pair": [arr(3), (arr(3), arr(2, 2))], "nested": {"z": arr(4)}}
     got = sg.grad(f, argnums=(0, 1))(tree, 1.5)

@@ -611,7 +611,6 @@ def test_source_of_a_loop_gradient_records_forward_and_replays_backward() -> Non
     bodies = [re.search(r"partial\((body_\d+), captured=", lines[k]).group(1) for k in loops]
     defs = {text.split("(")[0]: text for text in block_functions}
     assert all(re.match(r"body_\d+\(carry, captured\):", defs[b]) for b in bodies)
-    forward_body, backward_body = defs[bodies[0]], defs[bodies[1]]
     here = f"test_control_flow.py:{loop_line}"
     grad_comments = [line.strip() for line in lines if line.strip().startswith("# grad of")]
     assert any(c.startswith("# grad of while") and c.endswith(f"({here})") for c in grad_comments)

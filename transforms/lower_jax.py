@@ -404,7 +404,7 @@ class Emitter:
         return f"_consts[{len(self.consts) - 1}]"
 
 
-def part_bounds(types: Sequence[str]) -> list[int]:
+def part_bounds(types: list[str]) -> list[int]:
     """Where the parts of a block of ops of these types begin (and, last, where the block
     ends): each part holds PART_OPS to 2 * PART_OPS ops, and ends where the next
     PART_WINDOW types repeat its first ones, if they do.
@@ -416,7 +416,7 @@ def part_bounds(types: Sequence[str]) -> list[int]:
     bounds, n, w = [0], len(types), PART_WINDOW
     while n - bounds[-1] > 2 * PART_OPS:
         start = bounds[-1]
-        head = list(types[start:start + w])
+        head = types[start:start + w]
         end = next((i for i in range(start + PART_OPS, start + 2 * PART_OPS)
                     if types[i] == head[0] and types[i:i + w] == head), start + PART_OPS)
         bounds.append(end)

@@ -23,7 +23,7 @@ from ..registry import OutType, register
 from ._rules import broadcast_shapes, jax_dtype, norm_axes, norm_axis
 from .creation import arange, zeros
 from .declare import Emitted, defop, public
-from .elementwise import (astype, divide, equal, greater, less, multiply, not_equal, remainder,
+from .elementwise import (astype, equal, greater, less, multiply, not_equal, remainder,
                           subtract, where)
 from .indexing import dynamic_slice, scatter_add, take
 from .linalg import matmul
