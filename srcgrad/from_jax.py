@@ -28,6 +28,7 @@ from .builder import as_var, constant, emit
 from .errors import SrcgradError, user_location
 from .ir import Variable
 from .ops import decomp as D
+from .ops import linalg_functions as LF
 from .ops import elementwise as E
 from .ops import lax_ops as X
 from .ops import linalg as L
@@ -464,8 +465,8 @@ def _custom_linear_solve(cx: _Translator, a: list[Variable], p: dict) -> list[Va
     if found is not None and len(b) == 1:
         mat, transposed = a[found[0]], found[1]
         if transposed:
-            return [S.transpose(D.solve(mat, S.transpose(b[0], (1, 0))), (1, 0))]
-        return [D.solve(mat, b[0])]
+            return [S.transpose(LF.solve(mat, S.transpose(b[0], (1, 0))), (1, 0))]
+        return [LF.solve(mat, b[0])]
     start = n.matvec + n.vecmat
     return cx.call(p["jaxprs"].solve, a[start:start + n.solve] + b)
 

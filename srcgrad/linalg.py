@@ -1,5 +1,6 @@
 """`sg.linalg`: jax.numpy.linalg's functions (and jax.scipy.linalg's lu and solve_triangular)
-over traced values. Declared in srcgrad/ops/decomp.py with `public_in("linalg")`."""
+over traced values. Declared in srcgrad/ops/decomp.py and linalg_functions.py with
+`public_in("linalg")`."""
 from __future__ import annotations
 
 from .ops.declare import exports_of

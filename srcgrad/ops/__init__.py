@@ -12,7 +12,7 @@ from ..builder import as_var
 from ..ir import Variable
 # Importing the modules declares their ops (fills the registry and EXPORTS).
 from . import (control, construct, creation, decomp, elementwise, grad_helpers,  # noqa: F401
-               indexing, linalg, manip, nn, reduce, shape)
+               indexing, linalg, linalg_functions, manip, nn, reduce, shape)
 from .control import cond, fori_loop, while_loop
 from .declare import exports_of
 from .checkpoint import checkpoint
@@ -73,7 +73,7 @@ def _install_operators() -> None:
     Variable.repeat = manip.repeat
     Variable.sort = manip.sort
     Variable.argsort = manip.argsort
-    Variable.trace = decomp.trace
+    Variable.trace = linalg_functions.trace
 
 
 _install_operators()

@@ -1,5 +1,5 @@
-"""Linear algebra: matmul (batched, broadcasting), dot, einsum and convolution (decompositions
-and solves: decomp.py)."""
+"""Linear algebra: matmul (batched, broadcasting), dot, einsum and convolution (decompositions:
+decomp.py; solves and the functions built on them: linalg_functions.py)."""
 from __future__ import annotations
 
 import re
