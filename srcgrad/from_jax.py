@@ -28,11 +28,12 @@ from .builder import as_var, constant, emit
 from .errors import SrcgradError, user_location
 from .ir import Variable
 from .ops import decomp as D
-from .ops import linalg_functions as LF
 from .ops import elementwise as E
 from .ops import lax_ops as X
 from .ops import linalg as L
+from .ops import linalg_functions as LF
 from .ops import manip as M
+from .ops import nn as NN
 from .ops import reduce as R
 from .ops import shape as S
 from .ops.checkpoint import _positive, checkpoint
@@ -412,13 +413,8 @@ def _remat(cx: _Translator, a: list[Variable], p: dict) -> list[Variable]:
 
 #: custom_jvp functions of JAX whose rule srcgrad has as an op (matched by the function and
 #: its file inside the jax package): their gradients then equal jax.grad's at the kinks too.
-def _relu6(x: Variable) -> Variable:
-    inside = E.logical_and(x > 0, x < 6)
-    return E.where(inside, x, E.stop_gradient(E.clip(x, 0.0, 6.0)))
-
-
 _JAX_CUSTOM_JVP: dict[str, Callable[..., Variable]] = {
-    "relu": E.relu, "relu6": _relu6, "logaddexp": E.logaddexp,
+    "relu": E.relu, "relu6": NN.relu6, "logaddexp": E.logaddexp,
 }
 
 

@@ -385,3 +385,15 @@ def test_check_grads(case: GradCase, data: st.DataObject) -> None:
 def test_check_grads_second_order(case: GradCase, data: st.DataObject) -> None:
     """Gradients of gradients against finite differences and jax."""
     check(case, data, order=2)
+
+
+def test_relu6_kinks_follow_jax() -> None:
+    """jax.nn.relu6's derivative is 0 at both kinks (its custom rule), not max/min's 0.5:
+    sg.nn.relu6's gradient and tangent agree there, and with NaN and infinities."""
+    x = np.array([-np.inf, -1.0, 0.0, 3.0, 6.0, 7.0, np.inf, np.nan])
+    ones = np.ones_like(x)
+    np.testing.assert_array_equal(sg.nn.relu6(x), jax.nn.relu6(x))
+    np.testing.assert_array_equal(sg.grad(lambda v: sg.sum(sg.nn.relu6(v)))(x),
+                                  jax.grad(lambda v: jnp.sum(jax.nn.relu6(v)))(x))
+    np.testing.assert_array_equal(sg.jvp(sg.nn.relu6, (x,), (ones,))[1],
+                                  jax.jvp(jax.nn.relu6, (x,), (ones,))[1])

@@ -317,7 +317,7 @@ class Emitter:
             else:
                 outs = [names[v] for v in op.outputs]
                 lines.append(f"{pad}{', '.join(outs)} = {expr}")
-            if canon is not None:  # (inlined: this is once per op of a long program)
+            if canon is not None:  # the same statement over canonical names
                 if op.type != "constant":  # (a constant's text names no value)
                     args = [slots.get(a) or slots[a] for a in args]
                     expr = lower(args, attrs) if callable(lower) else lower.format(*args, **attrs)

@@ -14,8 +14,8 @@ from ..ir import Op, Variable
 from ._rules import norm_axis, require_float, same
 from .creation import full
 from .declare import Emitted, defop, public
-from .elementwise import (erf, exp, expm1, maximum, minimum, multiply, negative, sigmoid,
-                          softplus, subtract, tanh, where)
+from .elementwise import (erf, exp, expm1, logical_and, maximum, minimum, multiply, negative,
+                          sigmoid, softplus, stop_gradient, subtract, tanh, where)
 from .reduce import max as reduce_max
 from .reduce import mean, sum
 from .shape import concatenate, expand_dims, lax_pad, reshape, slice
@@ -137,8 +137,11 @@ def log_sigmoid(x: Any) -> Variable:
 
 @public
 def relu6(x: Any) -> Variable:
-    """jax.nn.relu6: min(max(x, 0), 6)."""
-    return minimum(maximum(as_var(x), 0.0), 6.0)
+    """jax.nn.relu6: min(max(x, 0), 6), whose derivative is 1 strictly between 0 and 6 and 0
+    elsewhere, at both kinks too (JAX's rule; max/min would give 0.5 there)."""
+    x = as_var(x)
+    clipped = minimum(maximum(x, 0.0), 6.0)
+    return where(logical_and(x > 0, x < 6), x, stop_gradient(clipped))
 
 
 @public
