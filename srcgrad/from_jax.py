@@ -32,10 +32,10 @@ from .ops import elementwise as E
 from .ops import lax_ops as X
 from .ops import linalg as L
 from .ops import linalg_functions as LF
-from .ops import manip as M
 from .ops import nn as NN
 from .ops import reduce as R
 from .ops import shape as S
+from .ops import sort_scan as SS
 from .ops.checkpoint import _positive, checkpoint
 from .ops.control import _check_max_iters, cond, while_loop
 from .ops.creation import arange, full
@@ -508,8 +508,8 @@ def _sort(cx: _Translator, a: list[Variable], p: dict) -> list[Variable]:
     if p["num_keys"] != 1:
         raise _refuse("sort", f"sorting by {p['num_keys']} keys is not translated")
     axis = p["dimension"]
-    values, perm = M._sorted("sort", a[0], axis, None, None, p["is_stable"], False)
-    return [values] + [M.take_along_axis(x, perm, axis) for x in a[1:]]
+    values, perm = SS._sorted("sort", a[0], axis, None, None, p["is_stable"], False)
+    return [values] + [SS.take_along_axis(x, perm, axis) for x in a[1:]]
 
 
 def _cumulative(fn: Callable[..., Variable]) -> Rule:
@@ -612,8 +612,8 @@ RULES: dict[str, Rule] = {
     "argmax": _argminmax(R.argmax), "argmin": _argminmax(R.argmin),
     "reduce_window_sum": _reduce_window("sum"), "reduce_window_max": _reduce_window("max"),
     "reduce_window_min": _reduce_window("min"),
-    "cumsum": _cumulative(M.lax_cumsum), "cumprod": _cumulative(M.lax_cumprod),
-    "cummax": _cumulative(M.cummax), "cummin": _cumulative(M.cummin), "sort": _sort,
+    "cumsum": _cumulative(SS.lax_cumsum), "cumprod": _cumulative(SS.lax_cumprod),
+    "cummax": _cumulative(SS.cummax), "cummin": _cumulative(SS.cummin), "sort": _sort,
     # linear algebra
     "cholesky": lambda cx, a, p: D.lax_cholesky(a[0]), "lu": lambda cx, a, p: D.lax_lu(a[0]),
     "triangular_solve": _triangular_solve, "eigh": _eigh, "svd": _svd, "qr": _qr,

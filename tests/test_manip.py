@@ -1,5 +1,6 @@
-"""Array manipulation (srcgrad/ops/manip.py): forward against jax.numpy, gradients against
-jax.grad and float64 finite differences (first and second order), eager calls.
+"""Array manipulation (srcgrad/ops/manip.py, sort_scan.py, products.py): forward against
+jax.numpy, gradients against jax.grad and float64 finite differences (first and second
+order), eager calls.
 
 The tables follow test_ops.py / test_op_grads.py (same Case and GradCase, same draws);
 test_op_coverage.py and test_api_docs.py read CASES and GRAD_CASES from here too.
@@ -18,7 +19,7 @@ from jax import lax
 
 import srcgrad as sg
 from srcgrad.errors import ShapeError
-from srcgrad.ops.manip import lax_cumprod, linear_scan
+from srcgrad.ops.sort_scan import lax_cumprod, linear_scan
 from srcgrad.testing import check_grads
 from test_op_grads import MIXED, GradCase, check, check_against_jax
 from test_ops import (BOOL, F32, F64, GRID, I32, NUMS, SIDE, Case, Dom, Draw, R, assert_same,

@@ -12,7 +12,8 @@ from ..builder import as_var
 from ..ir import Variable
 # Importing the modules declares their ops (fills the registry and EXPORTS).
 from . import (control, construct, creation, decomp, elementwise, grad_helpers,  # noqa: F401
-               indexing, linalg, linalg_functions, manip, nn, reduce, shape)
+               indexing, linalg, linalg_functions, manip, nn, products, reduce, shape,
+               sort_scan)
 from .control import cond, fori_loop, while_loop
 from .declare import exports_of
 from .checkpoint import checkpoint
@@ -68,11 +69,11 @@ def _install_operators() -> None:
     Variable.dot = linalg.dot
     Variable.squeeze = shape.squeeze
     Variable.flatten = Variable.ravel = manip.ravel
-    Variable.cumsum = manip.cumsum
-    Variable.cumprod = manip.cumprod
+    Variable.cumsum = sort_scan.cumsum
+    Variable.cumprod = sort_scan.cumprod
     Variable.repeat = manip.repeat
-    Variable.sort = manip.sort
-    Variable.argsort = manip.argsort
+    Variable.sort = sort_scan.sort
+    Variable.argsort = sort_scan.argsort
     Variable.trace = linalg_functions.trace
 
 
