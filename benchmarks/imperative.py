@@ -122,21 +122,21 @@ def run_size(name: str, sizes: list[int], batch: int, s: Settings, steps: int) -
     imp, jit, eag = Imperative(params, x, y), jit_step(params, x, y), eager_step(params, x, y)
 
     # compile counts over `steps` steps, and after the first step
-    backward0, eager0 = sg.autograd.compile_count(), len(eager._CACHE)
+    backward0, eager0 = sg.autograd.compile_count(), len(eager.PROGRAMS)
     after_first = (0, 0, 0)
     for i in range(steps):
         block(imp.step())
         block(jit())
         if i == 0:
-            after_first = (sg.autograd.compile_count(), len(eager._CACHE), jit.compiled._cache_size())
+            after_first = (sg.autograd.compile_count(), len(eager.PROGRAMS), jit.compiled._cache_size())
     rows = [Row(name, f"backward compiles, {steps} steps", "",
                 float(sg.autograd.compile_count() - backward0), float(jit.compiled._cache_size()),
                 "imperative", "jax.jit"),
-            Row(name, f"eager op programs, {steps} steps", "", float(len(eager._CACHE) - eager0),
+            Row(name, f"eager op programs, {steps} steps", "", float(len(eager.PROGRAMS) - eager0),
                 float("nan"), "imperative", "jax.jit"),
             Row(name, f"compiles in steps 2-{steps} (jax.jit: "
                 f"{jit.compiled._cache_size() - after_first[2]})", "",
-                float(sg.autograd.compile_count() + len(eager._CACHE) - sum(after_first[:2])),
+                float(sg.autograd.compile_count() + len(eager.PROGRAMS) - sum(after_first[:2])),
                 float("nan"), "imperative", "jax.jit")]
 
     step_samples = interleaved({"imperative": imp.step, "jax.jit": jit, "jax eager": eag},

@@ -13,7 +13,8 @@ from . import linalg
 from . import ops as _ops
 from .api import (Transformed, append_backward, compile, data, gradients, grad, jit, parameter,
                   source, trace, value_and_grad, vjp)
-from .cache import clear_cache as clear_caches
+from .cache import cache_info, clear_cache as clear_caches
+from . import eager as _eager  # noqa: F401  (registers the eager interpreter)
 from .config import config
 from .custom import custom_jvp, custom_vjp
 from .from_jax import from_jax

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import dtypes
 from .builder import active_program, as_var
-from .cache import CACHE, Slot, bindings, same_bindings
+from .cache import CACHE, Slot, bindings, same_bindings, static_key
 from .config import config
 from .errors import GradientError, SrcgradError, TraceError, user_location
 from .ir import Program, Variable, current_program, program_guard
@@ -346,7 +346,7 @@ class Transformed:
 
     def _run(self, args: tuple, static: frozenset[int]) -> Any:
         if static:
-            statics = tuple(_hashable(args[i], i, self._name) for i in sorted(static))
+            statics = tuple(static_key(_hashable(args[i], i, self._name)) for i in sorted(static))
             dynamic = tuple(None if i in static else a for i, a in enumerate(args))
         else:
             statics, dynamic = (), args
@@ -362,7 +362,7 @@ class Transformed:
         slot = self._slot(key)
         now = bindings(self._base)
         entry, fed = self._entry(slot, call_args, now)
-        if entry.checks and any(isinstance(a, jax.core.Tracer) for a in arrays):
+        if entry.checks and any(isinstance(a, jax.core.Tracer) for a in (*arrays, *fed)):
             op = entry.checks[0][2]
             raise SrcgradError(
                 f"{self._name}: this while loop has a data-dependent trip count and no max_iters, "

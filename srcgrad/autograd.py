@@ -28,9 +28,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import dtypes, tensors
+from . import dtypes, eager, tensors
 from .builder import as_var
-from .eager import call_leaves
+from .dispatch import Weak, register_tape
+from .ops import methods
 from .errors import GradientError, SrcgradError, user_location
 from .ir import Op, Program, Variable, program_guard
 from .tensors import Tensor
@@ -125,12 +126,21 @@ class Tape:
         prog = self.program
         n_caps = len(prog.captures)
         with program_guard(prog):
-            traced = [self.var_of(l) if isinstance(l, Tensor) else l for l in leaves]
+            traced = [self.var_of(l) if type(l) is Tensor else l for l in leaves]
             args, kwargs = jax.tree_util.tree_unflatten(tree, traced)
-            outs = [as_var(v) for v in jax.tree_util.tree_leaves(fn(*args, **kwargs))]
+            prog.lift_weak = self._lift
+            try:
+                outs = [as_var(v) for v in jax.tree_util.tree_leaves(fn(*args, **kwargs))]
+            finally:
+                prog.lift_weak = None
         for v, value in zip(prog.captures[n_caps:], prog.capture_values[n_caps:]):
             self.know(v, jnp.asarray(value, v.dtype))
         return outs
+
+    def _lift(self, w: Weak, dtype: np.dtype) -> Variable:
+        """A Python number in an operand position: an input fed its value, so the tape's
+        structure (and its compiled backward) does not change with the number."""
+        return self._input("c", (), dtype, np.asarray(w.value, dtype), "data")
 
     def bind(self, value: Any, var: Variable) -> Tensor:
         """A Tensor of `value` recorded as `var`."""
@@ -182,15 +192,29 @@ def _active_tape() -> Tape | None:
     return tape
 
 
+def _takes(leaves: list) -> bool:
+    """The dispatch's question: does imperative mode take this call? Yes while recording,
+    and for any call on a Tensor."""
+    if _state.recording:
+        return True
+    for leaf in leaves:
+        if type(leaf) is Tensor:
+            return True
+    return False
+
+
 def apply(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
-    """An op called on Tensors (eager.call_eagerly hands it here): computed now, recorded
-    onto the tape while recording, its results wrapped as Tensors."""
-    args = [l._value if isinstance(l, Tensor) else l for l in leaves]
-    out = call_leaves(fn, args, tree)
+    """An op call imperative mode takes (srcgrad.dispatch hands it here): computed now by
+    the eager interpreter, recorded onto the tape while recording if it reads a Tensor, its
+    results wrapped as Tensors (under record() also those of a constructor: sg.zeros)."""
+    args = [l._value if type(l) is Tensor else l for l in leaves]
+    out = eager.run(fn, args, tree)
     values, out_tree = jax.tree_util.tree_flatten(out)
     tape = _active_tape()
-    if tape is None or any(isinstance(a, jax.core.Tracer) for a in args):
-        # not recording, or values of a JAX trace (jax.jit of a function of Tensors)
+    if (tape is None or not any(type(l) is Tensor for l in leaves)
+            or any(isinstance(a, jax.core.Tracer) for a in args)):
+        # not recording, nothing recorded read, or values of a JAX trace (jax.jit of a
+        # function of Tensors)
         return jax.tree_util.tree_unflatten(out_tree, [Tensor(v) for v in values])
     outs = tape.trace(fn, leaves, tree)
     out = jax.tree_util.tree_unflatten(out_tree, [tape.bind(v, o) for v, o in zip(values, outs)])
@@ -309,16 +333,16 @@ def _listed(heads: Any, head_grads: Any) -> tuple[list, list]:
 
 def _backward(heads: list, head_grads: list, variables: list | None, retain_graph: bool,
               create_graph: bool) -> list[Tensor] | None:
-    tape = _heads_tape(heads)
-    seeds = [_seed(h, g, create_graph) for h, g in zip(heads, head_grads)]
+    tape, hv = _heads_tape(heads)
+    seeds = [_seed(h, v, g, create_graph) for h, v, g in zip(heads, hv, head_grads)]
     targets = _targets(tape, variables)
     xs = [v for _, v in targets]
     if create_graph:
         grads = [Tensor(jnp.zeros(t.shape, t.dtype)) if g is None else g
-                 for (t, _), g in zip(targets, _run_recorded(tape, heads, seeds, xs))]
+                 for (t, _), g in zip(targets, _run_recorded(tape, hv, seeds, xs))]
     else:
         grads = [Tensor(jnp.zeros(t.shape, t.dtype) if g is None else g)
-                 for (t, _), g in zip(targets, _run(tape, heads, seeds, xs))]
+                 for (t, _), g in zip(targets, _run(tape, hv, seeds, xs))]
     if not (retain_graph or create_graph):
         tape.free()
     if variables is not None:
@@ -335,7 +359,10 @@ def _backward(heads: list, head_grads: list, variables: list | None, retain_grap
     return None
 
 
-def _heads_tape(heads: list) -> Tape:
+def _heads_tape(heads: list) -> tuple[Tape, list[Variable]]:
+    """The tape the heads were recorded on and their Variables there. A head that is an
+    attached input itself (`return a`) is that input, as in PyTorch: its gradient is the
+    seed."""
     tape: Tape | None = None
     if not heads:
         raise GradientError("backward: no heads given", loc=user_location())
@@ -343,6 +370,8 @@ def _heads_tape(heads: list) -> Tape:
         if not isinstance(h, Tensor):
             raise GradientError(f"backward: head {i} is a {type(h).__name__}, not an sg.Tensor",
                                 loc=user_location())
+        if (h._tape is None or h._tape.freed) and h.grad_req is not None:
+            continue
         if h._tape is None or h._tape.freed:
             what = "the head" if len(heads) == 1 else f"head {i}"
             raise GradientError(NOT_IN_GRAPH.format(what=f"{what} ({h.dtype.name}{list(h.shape)})"),
@@ -353,12 +382,14 @@ def _heads_tape(heads: list) -> Tape:
             raise GradientError(f"backward: head {i} was recorded in another record() scope than "
                                 "head 0; differentiate heads of one recording together",
                                 loc=user_location())
-    return tape  # type: ignore[return-value]
+    if tape is None:  # every head is an attached input
+        current = _state.tape
+        tape = current if current is not None and not current.freed else Tape()
+    return tape, [h._var if h._tape is tape else tape.var_of(h) for h in heads]
 
 
-def _seed(h: Tensor, g: Any, create_graph: bool) -> Any:
+def _seed(h: Tensor, var: Variable, g: Any, create_graph: bool) -> Any:
     """None (ones, for a scalar head), an array, or (create_graph) a Tensor to record."""
-    var = h._var
     name = var.name  # type: ignore[union-attr]
     if g is None:
         if math.prod(var.shape) != 1:  # type: ignore[union-attr]
@@ -398,12 +429,12 @@ def _targets(tape: Tape, variables: list | None) -> list[tuple[Tensor, Variable 
     return out
 
 
-def _run(tape: Tape, heads: list[Tensor], seeds: list, xs: list[Variable | None]) -> list[Any]:
+def _run(tape: Tape, heads: list[Variable], seeds: list, xs: list[Variable | None]) -> list[Any]:
     """The gradients' values, from the backward cached on the tape's node (its structure)."""
     st = tape.structure
     node = st.advance()
     num = st.num
-    slot = st.trie.slot((node, tuple([num[h._var] for h in heads]),
+    slot = st.trie.slot((node, tuple([num[h] for h in heads]),
                          tuple([None if s is None else (s.shape, s.dtype) for s in seeds]),
                          tuple([-1 if x is None else num[x] for x in xs])))
     entry = slot.entry
@@ -418,7 +449,7 @@ def _run(tape: Tape, heads: list[Tensor], seeds: list, xs: list[Variable | None]
     return [next(outs) if r else None for r in entry.returned]
 
 
-def _build(tape: Tape, heads: list[Tensor], seeds: list, xs: list[Variable | None],
+def _build(tape: Tape, heads: list[Variable], seeds: list, xs: list[Variable | None],
            num: dict[Variable, int]) -> Compiled:
     """Differentiate the tape (the grad ops are taken off again afterwards) and compile."""
     prog = tape.program
@@ -429,7 +460,7 @@ def _build(tape: Tape, heads: list[Tensor], seeds: list, xs: list[Variable | Non
                                                    kind="data", stop_gradient=True) for s in seeds]
         prog.inputs.extend(v for v in hg if v is not None)
         wrt = [x for x in xs if x is not None]
-        gs = gradients([h._var for h in heads], wrt, hg) if wrt else []
+        gs = gradients(heads, wrt, hg) if wrt else []
         got = dict(zip(wrt, gs))
         fetch = [g for g in gs if g is not None]
         known = set(tape.values).union(v for v in hg if v is not None)
@@ -443,7 +474,7 @@ def _build(tape: Tape, heads: list[Tensor], seeds: list, xs: list[Variable | Non
         del prog.inputs[n_inputs:]
 
 
-def _run_recorded(tape: Tape, heads: list[Tensor], seeds: list,
+def _run_recorded(tape: Tape, heads: list[Variable], seeds: list,
                   xs: list[Variable | None]) -> list[Tensor | None]:
     """create_graph: the grad ops stay on the tape; their values come from a compiled
     program cached on the structure of the tape with them."""
@@ -460,7 +491,7 @@ def _run_recorded(tape: Tape, heads: list[Tensor], seeds: list,
             tape.know(v, s)
             hg.append(v)
         wrt = [x for x in xs if x is not None]
-        got = dict(zip(wrt, gradients([h._var for h in heads], wrt, hg) if wrt else []))
+        got = dict(zip(wrt, gradients(heads, wrt, hg) if wrt else []))
     fetch = [got[x] for x in wrt if got[x] is not None]
     st = tape.structure
     node, num = st.advance(), st.num
@@ -484,40 +515,8 @@ def _run_recorded(tape: Tape, heads: list[Tensor], seeds: list,
 
 # ---------------------------------------------------------------- Tensor methods
 
-def _install_methods() -> None:
-    """Give Tensor the operators and methods of a jax.numpy array (the srcgrad ops)."""
-    tensors._autograd.update(_backward=_backward, forget=forget)
-    from .eager import call_eagerly
-    from .ops import elementwise as E, indexing, linalg, reduce, shape
-    ops = {"__add__": E.add, "__sub__": E.subtract, "__mul__": E.multiply,
-           "__truediv__": E.divide, "__pow__": E.power, "__mod__": E.remainder,
-           "__floordiv__": E.floor_divide, "__matmul__": linalg.matmul,
-           "__lt__": E.less, "__le__": E.less_equal, "__gt__": E.greater,
-           "__ge__": E.greater_equal, "__eq__": E.equal, "__ne__": E.not_equal,
-           "__and__": E.logical_and, "__or__": E.logical_or}
-    for name, fn in ops.items():
-        setattr(Tensor, name, fn)
-    for name, fn in {"__radd__": E.add, "__rsub__": E.subtract, "__rmul__": E.multiply,
-                     "__rtruediv__": E.divide, "__rpow__": E.power, "__rmod__": E.remainder,
-                     "__rfloordiv__": E.floor_divide, "__rmatmul__": linalg.matmul}.items():
-        setattr(Tensor, name, (lambda f: lambda self, other: f(other, self))(fn))
-    Tensor.__neg__ = E.negative
-    Tensor.__pos__ = lambda self: self
-    Tensor.__abs__ = E.abs
-    Tensor.__getitem__ = lambda self, index: call_eagerly(indexing.getitem, (self, index), {})
-    Tensor.T = property(lambda self: shape.transpose(self))
-    Tensor.astype = E.astype
-    Tensor.reshape = lambda self, *s: shape.reshape(self, s[0] if len(s) == 1 else s)
-    Tensor.transpose = lambda self, *axes: shape.transpose(
-        self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes or None)
-    for name in ("sum", "mean", "max", "min", "prod", "argmax", "argmin", "var", "std"):
-        setattr(Tensor, name, getattr(reduce, name))
-    Tensor.clip = E.clip
-    Tensor.dot = linalg.dot
-    Tensor.squeeze = shape.squeeze
-    Tensor.flatten = Tensor.ravel = lambda self: shape.reshape(self, (-1,))
-
-
-_install_methods()
+tensors._autograd.update(_backward=_backward, forget=forget)
+methods.install(Tensor)
+register_tape(apply, _takes, (Tensor,))
 
 __all__ = ["record", "pause", "is_recording", "backward", "grad", "tape", "compile_count", "Tape"]

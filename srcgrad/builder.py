@@ -9,10 +9,9 @@ import numpy as np
 
 from . import dtypes
 from .errors import ShapeError, SourceLoc, SrcgradError, TraceError, user_location
+from .dispatch import INTERPRETERS, Weak
 from .ir import Block, Op, Program, Variable, current_program
 from .registry import REGISTRY
-from .tensors import Tensor
-
 
 
 class _State(threading.local):
@@ -126,8 +125,9 @@ def _visible(v: Variable, block: Block) -> bool:
 
 
 def constant(value: Any, dtype: np.dtype | None = None) -> Variable:
-    """A constant: Python scalars are inlined; a concrete NumPy or JAX array becomes an input
-    of the program (`Program.capture`), other array-likes become program constants."""
+    """A constant: Python scalars are inlined; a NumPy or JAX array (a tracer of an enclosing
+    JAX transformation included) or an sg.Tensor becomes an input of the program
+    (`Program.capture`), fed on every call; other array-likes become program constants."""
     if isinstance(value, (bool, int, float, complex, np.generic)) and not isinstance(value, np.ndarray):
         dt = dtypes.canonical(np.asarray(value).dtype if dtype is None else dtype)
         py = np.asarray(value).astype(dt).item()
@@ -140,12 +140,9 @@ def constant(value: Any, dtype: np.dtype | None = None) -> Variable:
         if shared is None:
             shared = pool[1][key] = emit1("constant", [], {"value": py, "dtype": dt, "shape": ()}, base="c")
         return shared
-    if isinstance(value, jax.core.Tracer):
-        raise TraceError("a JAX tracer was closed over by a srcgrad function; pass it as an "
-                         "argument instead", loc=user_location())
-    if isinstance(value, (np.ndarray, jax.Array, Tensor)):
+    if isinstance(value, (np.ndarray, jax.Array)) or isinstance(value, INTERPRETERS.leaf_types):
         # Fed on every call, so that a captured NumPy array mutated later (or a Tensor
-        # updated in place) is seen.
+        # updated in place) is seen; a JAX tracer closed over is lifted the same way.
         dt = dtypes.canonical(value.dtype if dtype is None else dtype)
         return active_program("constant").capture(value, dt)
     arr = np.asarray(value)
@@ -156,9 +153,21 @@ def constant(value: Any, dtype: np.dtype | None = None) -> Variable:
 
 
 def as_var(x: Any, like: Variable | None = None) -> Variable:
-    """`x` as a Variable; Python scalars take the dtype of `like` as JAX's weak types do."""
+    """`x` as a Variable; Python scalars take the dtype of `like` as JAX's weak types do.
+
+    A `Weak` number (a Python number in an operand position of an eager or recorded call)
+    becomes what the program being built lifts it to (`Program.lift_weak`: an input fed its
+    value), or an inline constant where the program lifts nothing."""
     if isinstance(x, Variable):
         return x
+    if type(x) is Weak:
+        dt = dtypes.scalar_dtype(x.value, like.dtype if like is not None else None)
+        prog = active_program("constant")
+        v = x.var
+        if v is not None and v.dtype == dt and v.block.program is prog:
+            return v
+        x.var = prog.lift_weak(x, dt) if prog.lift_weak is not None else constant(x.value, dt)
+        return x.var
     if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         return constant(x, dtypes.scalar_dtype(x, like.dtype if like is not None else None))
     if isinstance(x, (np.ndarray, np.generic, jax.Array)) or hasattr(x, "__array__"):

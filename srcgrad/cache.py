@@ -1,4 +1,11 @@
-"""The compile cache: compiled programs per function (held weakly) and per call signature.
+"""The compiled-program caches: one registry, one clear, one key policy.
+
+Every cache of compiled code registers here (`register`), so `sg.clear_caches()` empties
+them all and `cache_info()` shows their sizes: the per-function cache below (`CACHE`), the
+eager calls' programs (srcgrad/eager.py), the imperative backwards (srcgrad/tape_compile.py)
+and the emitted sources (transforms/loading.py). Keys hold argument positions, shapes,
+dtypes and each static value's type with its value (`static_key`: `True`, `1` and `1.0`
+compile apart, as in jax.jit); Python numbers in operand positions are runtime inputs.
 
 `sg.grad(f)` made afresh reuses what an earlier `sg.grad(f)` compiled, as `jax.jit` caches
 on the function: the key is the function object (for a bound method, its function and its
@@ -8,11 +15,12 @@ threads making the same first call compile once and wait for it.
 """
 from __future__ import annotations
 
+import collections
 import functools
 import threading
 import types
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 
 class Slot:
@@ -79,16 +87,84 @@ class CompileCache:
             return sum(len(s) for _, s in self._by_fun.values())
 
 
+class Clearable(Protocol):
+    def clear(self) -> None: ...
+    def __len__(self) -> int: ...
+
+
+class BoundedCache:
+    """A map of compiled programs with a size bound (the least recently used go first) and
+    a lock; `get` and `put` are safe from several threads."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._data: collections.OrderedDict[Any, Any] = collections.OrderedDict()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
+
+    def put(self, key: Any, value: Any) -> Any:
+        """Store `value` (or keep the one another thread stored first) and return it."""
+        with self._lock:
+            value = self._data.setdefault(key, value)
+            self._data.move_to_end(key)
+            while len(self._data) > self.limit:
+                self._data.popitem(last=False)
+            return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
 CACHE = CompileCache()
-#: Called by `clear_cache`: other caches of compiled code (the lowering's sources).
-CLEAR_HOOKS: list[Callable[[], None]] = []
+_CACHES: dict[str, Clearable] = {}
+
+
+def register(name: str, cache: Clearable) -> Clearable:
+    """Add a cache of compiled code to the registry (cleared by `sg.clear_caches()`)."""
+    if name in _CACHES:
+        raise ValueError(f"a cache named {name!r} is registered twice")
+    _CACHES[name] = cache
+    return cache
+
+
+register("functions", CACHE)
 
 
 def clear_cache() -> None:
     """Forget every compiled program (later calls trace and compile again)."""
-    CACHE.clear()
-    for hook in CLEAR_HOOKS:
-        hook()
+    for cache in _CACHES.values():
+        cache.clear()
+
+
+def cache_info() -> dict[str, int]:
+    """How many entries each registered cache holds, by name."""
+    return {name: len(cache) for name, cache in _CACHES.items()}
+
+
+def static_key(value: Any) -> Any:
+    """A static value as a key part: its type with its value (tuples and lists element by
+    element), so values that compare equal across types (`True`, `1`, `1.0`) differ; an
+    unhashable value by its repr."""
+    t = type(value)
+    if t is tuple or t is list:
+        return (t, tuple(static_key(v) for v in value))
+    if t is float or t is complex:
+        return (t, repr(value))  # tells 0.0 from -0.0, and nan is equal to itself
+    try:
+        hash(value)
+    except TypeError:
+        return (t, repr(value))
+    return (t, value)
 
 
 _UNBOUND = object()

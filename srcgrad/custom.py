@@ -23,9 +23,9 @@ import jax
 
 from . import dtypes
 from .builder import active_program, as_var, emit
-from .eager import call_eagerly
+from . import dispatch
 from .errors import GradientError, SrcgradError, user_location
-from .ir import Block, Op, Variable, current_program
+from .ir import Block, Op, Variable
 from .ops.creation import zeros
 from .registry import OutType, register
 from .transforms.forward import backward_segment, jvp_rule, retraced
@@ -129,9 +129,7 @@ class _Custom:
             raise SrcgradError(f"no {self.rule} defined for the {type(self).__name__} function "
                                f"{_name(self.fun)}: call {self.define} first",
                                loc=user_location())
-        if current_program() is None:
-            return call_eagerly(self._emit, args, {})
-        return self._emit(*args)
+        return dispatch.call(self._emit, args, {})
 
 
 # ---------------------------------------------------------------- custom_vjp

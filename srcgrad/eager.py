@@ -1,90 +1,110 @@
-"""Eager calls: an op called on concrete arrays outside any trace computes with JAX.
+"""The eager interpreter: an op called on concrete arrays outside any trace computes with JAX.
 
-The call is traced once per (function, static arguments, array shapes and dtypes) into a
-one-call Program, lowered by srcgrad's own pipeline and jitted, as jax.numpy's own functions
-are; later calls run it on the arrays directly (JAX tracers of an outer jax.jit, grad or vmap
-included: the call joins their computation). Array leaves (NumPy, JAX and NumPy scalars) are the program's inputs;
-everything else (Python numbers, shapes, axes, dtypes) is static and part of the key.
-An `sg.Tensor` among the arguments hands the call to imperative mode (srcgrad/autograd.py).
+`srcgrad.dispatch` hands it the calls that are neither traced nor recorded. Each call is
+traced once per signature into a one-call Program, lowered by srcgrad's own pipeline and
+jitted, as jax.numpy's own functions are; later calls run it on the arrays directly (JAX
+tracers of an outer jax.jit, grad or vmap included: the call joins their computation).
+
+The signature is the argument leaves in order: an array by shape and dtype, a `Weak` number
+(a Python number in an operand position) by its Python type -- it is an input of the
+program, fed its value -- and any other value (axes, shapes, flags) by type and value
+(`cache.static_key`). Programs live in one bounded cache of the registry (`cache.py`).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import jax
 import numpy as np
 
 from . import dtypes
 from .builder import as_var
-from .ir import Program, program_guard
-from .tensors import Tensor
+from .cache import BoundedCache, register, static_key
+from .dispatch import Weak, register_eager
+from .ir import Program, Variable, program_guard
 
-_CACHE: dict[Any, tuple[Callable[..., Any], Any]] = {}
-_CACHE_LIMIT = 4096
+#: Compiled one-call programs, by call signature.
+PROGRAMS = register("eager", BoundedCache(4096))
+
+
+class _Program(NamedTuple):
+    run: Callable[..., Any]
+    out_tree: Any
+    #: Per lifted weak input, in input order: the index of its Weak among the call's, and
+    #: the dtype it was given.
+    weak: tuple[tuple[int, np.dtype], ...]
+    #: The arrays the traced code captured (an op's index constants), fed after the rest.
+    captured: tuple[Any, ...]
 
 
 def _is_array(x: Any) -> bool:
     return isinstance(x, (np.ndarray, np.generic, jax.Array, jax.core.Tracer))
 
 
-def _static_key(x: Any) -> Any:
-    try:
-        hash(x)
-    except TypeError:
-        return (type(x), repr(x))
-    return (type(x), x)
-
-
-def _is_tensor(x: Any) -> bool:
-    return isinstance(x, Tensor)
-
-
-def call_eagerly(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> Any:
-    """`fn(*args, **kwargs)` on concrete values, as a JAX computation."""
-    leaves, tree = jax.tree_util.tree_flatten((args, kwargs), is_leaf=_is_tensor)
+def signature(leaves: list) -> tuple[tuple, list, list]:
+    """The key of the leaves, the arrays and the weak numbers' values, in order."""
+    parts, arrays, weak = [], [], []
     for leaf in leaves:
-        if isinstance(leaf, Tensor):
-            from .autograd import apply
-            return apply(fn, leaves, tree)
-    return call_leaves(fn, leaves, tree)
-
-
-def call_leaves(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
-    """`call_eagerly` on the flattened arguments (arrays and static values, no Tensors)."""
-    arrays, statics, avals = [], [], []
-    for leaf in leaves:
-        if _is_array(leaf):
+        if type(leaf) is Weak:
+            parts.append(type(leaf.value))
+            weak.append(leaf.value)
+        elif _is_array(leaf):
+            parts.append((leaf.shape, leaf.dtype))
             arrays.append(leaf)
-            avals.append((leaf.shape, leaf.dtype))
         else:
-            statics.append(_static_key(leaf))
-    key = (fn, tree, tuple(statics), tuple(avals), dtypes.x64())
-    entry = _CACHE.get(key)
-    if entry is None:
-        if len(_CACHE) >= _CACHE_LIMIT:
-            _CACHE.clear()
-        entry = _CACHE[key] = _lower(fn, leaves, tree, avals)
-    run, out_tree = entry
-    outs, _ = run(*arrays)
-    return jax.tree_util.tree_unflatten(out_tree, list(outs))
+            parts.append(static_key(leaf))
+    return tuple(parts), arrays, weak
 
 
-def _lower(fn: Callable[..., Any], leaves: list, tree: Any, avals: list) -> tuple[Callable[..., Any], Any]:
+def run(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
+    """`fn` called on the flattened arguments (arrays, Weak numbers and static values)."""
+    parts, arrays, weak = signature(leaves)
+    key = (fn, tree, parts, dtypes.x64())
+    prog = PROGRAMS.get(key)
+    if prog is None:
+        prog = PROGRAMS.put(key, _lower(fn, leaves, tree))
+    fed = [np.asarray(weak[i], dt) for i, dt in prog.weak] if prog.weak else ()
+    outs, _ = prog.run(*arrays, *fed, *prog.captured)
+    return jax.tree_util.tree_unflatten(prog.out_tree, list(outs))
+
+
+def _lower(fn: Callable[..., Any], leaves: list, tree: Any) -> _Program:
     """Trace `fn` on fresh inputs in place of the array leaves and lower the one-call Program."""
     from .transforms.lower_jax import lower_program
     prog = Program()
     block = prog.global_block()
-    prog.inputs.extend(block.new_var(f"x{i}", tuple(shape), dtypes.canonical(np.dtype(dt)),
-                                     kind="data", stop_gradient=True, exact_name=True)
-                       for i, (shape, dt) in enumerate(avals))
-    ins = iter(prog.inputs)
+    order = {id(leaf): i for i, leaf in enumerate(l for l in leaves if type(l) is Weak)}
+    lifted: list[tuple[int, np.dtype]] = []
+    weak_inputs: list[Variable] = []
+
+    def lift(w: Weak, dt: np.dtype) -> Variable:
+        v = block.new_var(f"w{len(weak_inputs)}", (), dt, kind="data", stop_gradient=True)
+        weak_inputs.append(v)
+        lifted.append((order[id(w)], dt))
+        return v
+    prog.lift_weak = lift
+    traced = []
+    for leaf in leaves:
+        if _is_array(leaf):
+            v = block.new_var(f"x{len(prog.inputs)}", tuple(leaf.shape),
+                              dtypes.canonical(np.dtype(leaf.dtype)), kind="data",
+                              stop_gradient=True, exact_name=True)
+            prog.inputs.append(v)
+            leaf = v
+        traced.append(leaf)
     with program_guard(prog):
-        traced = [next(ins) if _is_array(leaf) else leaf for leaf in leaves]
         args, kwargs = jax.tree_util.tree_unflatten(tree, traced)
         out = fn(*args, **kwargs)
         out_leaves, out_tree = jax.tree_util.tree_flatten(out)
         outs = [as_var(v) for v in out_leaves]
+    prog.inputs.extend(weak_inputs)
     name = getattr(fn, "__name__", "op")
-    lowered = lower_program(prog, list(prog.inputs), outs, [], name=f"eager_{name}")
+    lowered = lower_program(prog, list(prog.inputs) + prog.captures, outs, [],
+                            name=f"eager_{name}")
+    captured = tuple(np.asarray(value, v.dtype) if not isinstance(value, jax.Array) else value
+                     for v, value in zip(prog.captures, prog.capture_values))
     prog.dispose()
-    return jax.jit(lowered.fn), out_tree
+    return _Program(jax.jit(lowered.fn), out_tree, tuple(lifted), captured)
+
+
+register_eager(run)

@@ -153,6 +153,9 @@ class Program:
         self.captures: list[Variable] = []
         self.captured: dict[int, tuple[Variable, Any]] = {}
         self.capture_values: list[Any] = []
+        #: How a `dispatch.Weak` number becomes a Variable here (an eager call's or a tape's
+        #: input fed its value); None: an inline constant.
+        self.lift_weak: Any = None
 
     def global_block(self) -> Block:
         return self.blocks[0]

@@ -19,9 +19,8 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from .eager import call_eagerly
+from . import dispatch
 from .errors import SrcgradError, user_location
-from .ir import current_program
 from .ops.declare import EXPORTS
 from .tensors import Tensor, tensor
 
@@ -65,7 +64,7 @@ class Linear:
         act = self.act
         fused = act if act is None or act in _FUSED else None
         args = (x, self.weight, self.bias, fused)
-        y = _dense(*args) if current_program() is not None else call_eagerly(_dense, args, {})
+        y = dispatch.call(_dense, args, {})
         return y if act is fused else act(y)
 
     def params(self) -> list[Tensor]:

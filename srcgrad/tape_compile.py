@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
-from .cache import CLEAR_HOOKS, Slot
+from .cache import Slot, register
 from .ir import Block, Op, Program, Variable
 from .transforms.loading import Source, load
 from .transforms.lower_jax import Emitter
@@ -122,7 +122,17 @@ def _forget() -> None:
     old.entries.clear()
 
 
-CLEAR_HOOKS.append(_forget)
+class _Backwards:
+    """The trie and its compiled backwards, as one entry of the cache registry."""
+
+    def clear(self) -> None:
+        _forget()
+
+    def __len__(self) -> int:
+        return len(_trie.entries)
+
+
+register("tapes", _Backwards())
 
 
 def _renew() -> None:

@@ -805,7 +805,7 @@ def matrix_args(kind: str, rhs: bool = False, rect: bool = False, **choices: Any
 
 def flat(*outs: Any) -> Any:
     """Several outputs as one vector (for the table's one-output comparison)."""
-    cat = sg.concatenate if any(isinstance(o, sg.Variable) for o in outs) else jnp.concatenate
+    cat = sg.concatenate if any(isinstance(o, (sg.Variable, sg.Tensor)) for o in outs) else jnp.concatenate
     return cat([o.reshape(-1) for o in outs])
 
 

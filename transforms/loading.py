@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from srcgrad.cache import CLEAR_HOOKS
+from srcgrad.cache import register
 
 _counter = itertools.count()
 _counter_lock = threading.Lock()
@@ -302,4 +302,14 @@ def clear_source_cache() -> None:
         _codes.clear()
 
 
-CLEAR_HOOKS.append(clear_source_cache)
+class _Sources:
+    """The sources and canonical code `load` keeps, as one entry of the cache registry."""
+
+    def clear(self) -> None:
+        clear_source_cache()
+
+    def __len__(self) -> int:
+        return len(_loaded) + len(_codes)
+
+
+register("sources", _Sources())

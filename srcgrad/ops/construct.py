@@ -10,9 +10,9 @@ import numpy as np
 
 from .. import dtypes
 from ..builder import as_var
-from ..eager import call_eagerly
+from .. import dispatch
 from ..errors import ShapeError
-from ..ir import Variable, current_program
+from ..ir import Variable
 from ..registry import ZERO, OutType
 from ._rules import broadcast_shapes, norm_axis
 from .creation import arange, full, zeros
@@ -229,9 +229,7 @@ class _AxisConcat:
         self.like = getattr(jnp, name)  # jax.numpy's twin gives the result dtype
 
     def __getitem__(self, key: Any) -> Any:
-        if current_program() is None:
-            return call_eagerly(self._concat, (key,), {})
-        return self._concat(key)
+        return dispatch.call(self._concat, (key,), {})
 
     def _concat(self, key: Any) -> Variable:
         items = list(key) if isinstance(key, tuple) else [key]

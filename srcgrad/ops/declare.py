@@ -7,7 +7,10 @@
 
 The decorated function takes the user's arguments and returns `(inputs, attrs)` for the op
 (or a finished Variable, when no op is needed); the decorator turns it into the user
-function: inside a trace it appends the op, outside one it computes eagerly (eager.py).
+function, whose every call goes through the one dispatch (srcgrad/dispatch.py): inside a
+trace it appends the op, on Tensors it records it, otherwise it computes eagerly.
+`operands` names the parameters that take arrays: a Python number there is weakly typed
+and a runtime input of the compiled call, never a new program per value.
 Composite user functions (built from other ops) are exported with `@public`; functions of a
 namespace such as `sg.linalg` with `@public_in("linalg")` (or `defop(..., namespace="linalg")`),
 under the qualified name `linalg.<name>`.
@@ -18,8 +21,8 @@ import functools
 from typing import Any, Callable
 
 from ..builder import emit1
-from ..eager import call_eagerly
-from ..ir import Variable, current_program
+from ..dispatch import dispatched
+from ..ir import Variable
 from ..registry import GradSpec, InferFn, register
 
 #: Every user function `sg.<name>` (or `sg.<namespace>.<name>`, keyed by that qualified
@@ -31,12 +34,8 @@ Front = Callable[..., Any]
 Emitted = Variable | tuple[list[Variable], dict[str, Any]]
 
 
-def _export(fn: Callable[..., Any], qualname: str) -> Callable[..., Any]:
-    @functools.wraps(fn)
-    def _user_fn(*args: Any, **kwargs: Any) -> Any:
-        if current_program() is None:
-            return call_eagerly(fn, args, kwargs)
-        return fn(*args, **kwargs)
+def _export(fn: Callable[..., Any], qualname: str, operands: tuple[str, ...] = ()) -> Callable[..., Any]:
+    _user_fn = dispatched(fn, operands)
     if qualname in EXPORTS:
         raise ValueError(f"sg.{qualname} is exported twice")
     EXPORTS[qualname] = _user_fn
@@ -70,7 +69,7 @@ def named(fn: Front, name: str, doc: str) -> Front:
 
 
 def defop(name: str, infer: InferFn, lower: Any, grad: GradSpec, *, export: bool | str = True,
-          base: str | None = None, namespace: str | None = None
+          base: str | None = None, namespace: str | None = None, operands: tuple[str, ...] = ()
           ) -> Callable[[Front], Callable[..., Any]]:
     """Register op `name` and make its user function from `front` (see the module doc).
 
@@ -78,7 +77,8 @@ def defop(name: str, infer: InferFn, lower: Any, grad: GradSpec, *, export: bool
     takes none), a whole-op grad maker, ZERO or None (see registry.OpDef). `export=False`
     keeps the function internal (grad helpers); a string names the composite user function
     that reaches the op (`integer_pow` is reached by `sg.power`), itself exported by `@public`.
-    `namespace` exports the function as `sg.<namespace>.<name>`.
+    `namespace` exports the function as `sg.<namespace>.<name>`. `operands` names the
+    front's array parameters (see the module doc).
     """
     def deco(front: Front) -> Callable[..., Any]:
         @functools.wraps(front)
@@ -91,5 +91,5 @@ def defop(name: str, infer: InferFn, lower: Any, grad: GradSpec, *, export: bool
         short = front.__name__ if namespace is None else f"{namespace}.{front.__name__}"
         user = export if isinstance(export, str) else short if export else None
         register(name, infer, lower, grad, public=user)
-        return _export(_build, short) if export is True else _build
+        return _export(_build, short, operands) if export is True else _build
     return deco

@@ -77,7 +77,8 @@ def unary(name: str, lower: str, grad: GradSpec, floating: bool = False,
             x = astype(x, REGISTRY[name].infer([x], {})[0][1])
         return [x], {}
     named(front, name, f"Elementwise {name} (jax.numpy semantics).")
-    return defop(name, _unary_rule(like or getattr(jnp, name), floating), lower, grad)(front)
+    return defop(name, _unary_rule(like or getattr(jnp, name), floating), lower, grad,
+                 operands=("x",))(front)
 
 
 def binary(name: str, lower: str, grad: GradSpec, kind: str = "arith", doc: str | None = None,
@@ -94,7 +95,7 @@ def binary(name: str, lower: str, grad: GradSpec, kind: str = "arith", doc: str 
             x = as_var(x, like=y)
         return [x, y], {}
     named(front, name, doc or f"Elementwise {name} with NumPy broadcasting (jax.numpy semantics).")
-    return defop(name, _binary_rule(kind), lower, grad, export=export)(front)
+    return defop(name, _binary_rule(kind), lower, grad, export=export, operands=("x", "y"))(front)
 
 
 # ---------------------------------------------------------------- grad makers shared by rows

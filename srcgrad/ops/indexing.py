@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 from jax import lax
 
-from .. import dtypes
+from .. import dispatch, dtypes
 from ..builder import as_var
 from ..errors import GradientError, ShapeError
 from ..ir import Op, Variable
@@ -571,7 +571,7 @@ class _IndexRef:
 
     def get(self, **kwargs: Any) -> Variable:
         """`x[index]`."""
-        return getitem(self.x, self.index)
+        return dispatch.call(getitem, (self.x, self.index), {})
 
     def set(self, values: Any, **kwargs: Any) -> Variable:
         """`x` with `values` written at `index` (where an index repeats, one write wins)."""
@@ -599,18 +599,24 @@ class _IndexRef:
         unknown = set(kwargs) - {"indices_are_sorted", "unique_indices", "mode"}
         if unknown or kwargs.get("mode") not in (None, "drop", "promise_in_bounds"):
             raise ShapeError(f"x.at[...].{kind}: unsupported arguments {kwargs}", op="at")
-        x = self.x
-        pos, unique = _positions(x, self.index)
-        u = astype(as_var(values, like=x), x.dtype)
-        if u.shape != pos.shape:
-            u = broadcast_to(u, pos.shape)
-        flat = reshape(x, (-1,))
-        p, fu = reshape(pos, (-1,)), reshape(u, (-1,))
-        if kind == "add":
-            out = scatter_add(flat, p, fu, 0)
-        else:
-            out = index_update(flat, p, fu, kind, unique or bool(kwargs.get("unique_indices")))
-        return reshape(out, x.shape)
+        return dispatch.call(_at_update, (self.x, self.index, values, kind,
+                                          bool(kwargs.get("unique_indices"))), {})
+
+
+def _at_update(x: Any, index: Any, values: Any, kind: str, unique_indices: bool) -> Variable:
+    """`x.at[index].<kind>(values)` on traced values."""
+    x = as_var(x)
+    pos, unique = _positions(x, index)
+    u = astype(as_var(values, like=x), x.dtype)
+    if u.shape != pos.shape:
+        u = broadcast_to(u, pos.shape)
+    flat = reshape(x, (-1,))
+    p, fu = reshape(pos, (-1,)), reshape(u, (-1,))
+    if kind == "add":
+        out = scatter_add(flat, p, fu, 0)
+    else:
+        out = index_update(flat, p, fu, kind, unique or unique_indices)
+    return reshape(out, x.shape)
 
 
 class _At:

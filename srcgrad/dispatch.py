@@ -1,0 +1,130 @@
+"""One dispatch (layer L2): every sg op call asks `call` which interpreter runs it.
+
+    traced   a program is being built (sg.grad / sg.jit / sg.trace, program_guard): the
+             op's front appends it to the current block;
+    tape     an sg.Tensor is among the arguments, or ops are being recorded
+             (sg.autograd.record()): the imperative interpreter computes it and records it;
+    eager    otherwise: the eager interpreter computes it with JAX.
+
+No other module decides the mode. The eager and tape interpreters live in higher layers
+(srcgrad/eager.py, srcgrad/imperative/) and register themselves here, as JAX's trace types
+register with its core.
+
+A Python number passed where the op declares an array operand (`defop(..., operands=...)`)
+is wrapped as a `Weak` value: it is weakly typed (it takes the other operand's dtype, as in
+JAX) and, outside a trace, it is a runtime input of the compiled call, keyed by its position
+and Python type but not by its value, so `3.0 - x` never reuses `x - 3.0`'s program and a
+changing learning rate compiles nothing new. Attribute arguments (axes, shapes, an integer
+exponent) stay static and are keyed by type and value.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, Sequence
+
+import jax
+
+from .ir import current_program
+
+Leaves = list
+Interpreter = Callable[[Callable[..., Any], Leaves, Any], Any]
+
+
+class Weak:
+    """A Python number in an operand position: weakly typed, fed at run time."""
+
+    __slots__ = ("value", "var")
+
+    def __init__(self, value: int | float | complex):
+        self.value = value
+        self.var: Any = None  # the Variable it was lifted to (builder.as_var)
+
+    def __repr__(self) -> str:
+        return f"Weak({self.value!r})"
+
+
+class Operands:
+    """Which parameters of a front are array operands: positions and keyword names."""
+
+    __slots__ = ("positions", "names")
+
+    def __init__(self, front: Callable[..., Any], names: Sequence[str]):
+        params = list(inspect.signature(front).parameters)
+        unknown = set(names) - set(params)
+        if unknown:
+            raise ValueError(f"{front.__name__}: operands {sorted(unknown)} are not parameters")
+        self.names = frozenset(names)
+        self.positions = tuple(i for i, p in enumerate(params) if p in self.names)
+
+
+class _Registry:
+    """The interpreters above the op layer, filled in when they are imported."""
+
+    eager: Interpreter | None = None
+    tape: Interpreter | None = None
+    #: Given the flattened leaves: True when the tape interpreter takes the call.
+    tape_wants: Callable[[Leaves], bool] = staticmethod(lambda leaves: False)
+    #: Types flattened as leaves (not pytrees): sg.Tensor.
+    leaf_types: tuple[type, ...] = ()
+
+
+INTERPRETERS = _Registry()
+
+
+def register_eager(run: Interpreter) -> None:
+    INTERPRETERS.eager = run
+
+
+def register_tape(run: Interpreter, wants: Callable[[Leaves], bool],
+                  leaf_types: tuple[type, ...]) -> None:
+    INTERPRETERS.tape = run
+    INTERPRETERS.tape_wants = wants
+    INTERPRETERS.leaf_types = leaf_types
+
+
+def _is_leaf(x: Any) -> bool:
+    return isinstance(x, INTERPRETERS.leaf_types)
+
+
+def _number(x: Any) -> bool:
+    t = type(x)
+    return t is float or t is int or t is complex
+
+
+def weaken(args: tuple, kwargs: dict[str, Any], operands: Operands) -> tuple[tuple, dict[str, Any]]:
+    """`args`/`kwargs` with the Python numbers in operand positions wrapped as `Weak`."""
+    if any(i < len(args) and _number(args[i]) for i in operands.positions):
+        args = tuple(Weak(a) if i in operands.positions and _number(a) else a
+                     for i, a in enumerate(args))
+    if kwargs and any(k in operands.names and _number(v) for k, v in kwargs.items()):
+        kwargs = {k: Weak(v) if k in operands.names and _number(v) else v
+                  for k, v in kwargs.items()}
+    return args, kwargs
+
+
+def call(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any],
+         operands: Operands | None = None) -> Any:
+    """`fn(*args, **kwargs)` by the interpreter the arguments and the context pick."""
+    if current_program() is not None:
+        return fn(*args, **kwargs)
+    if operands is not None:
+        args, kwargs = weaken(args, kwargs, operands)
+    leaves, tree = jax.tree_util.tree_flatten((args, kwargs), is_leaf=_is_leaf)
+    reg = INTERPRETERS
+    if reg.tape is not None and reg.tape_wants(leaves):
+        return reg.tape(fn, leaves, tree)
+    if reg.eager is None:
+        raise RuntimeError("srcgrad's eager interpreter is not registered: import srcgrad")
+    return reg.eager(fn, leaves, tree)
+
+
+def dispatched(fn: Callable[..., Any], operands: Sequence[str] = ()) -> Callable[..., Any]:
+    """`fn` (a traced front) as a user function that dispatches each call."""
+    spec = Operands(fn, operands) if operands else None
+
+    def _user_fn(*args: Any, **kwargs: Any) -> Any:  # "_": error messages name `fn`
+        if current_program() is not None:
+            return fn(*args, **kwargs)
+        return call(fn, args, kwargs, spec)
+    return functools.wraps(fn)(_user_fn)
