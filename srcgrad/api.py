@@ -15,8 +15,9 @@ from . import dtypes
 from .builder import active_program, as_var
 from .cache import CACHE, Slot, bindings, same_bindings, static_key
 from .config import config
+from .dispatch import tracing
 from .errors import GradientError, SrcgradError, TraceError, user_location
-from .ir import Program, Variable, current_program, program_guard
+from .ir import Program, Variable, program_guard
 from .ops.creation import zeros
 from .ops.grad_helpers import assign
 from .verify import check
@@ -171,10 +172,6 @@ def _arg_names(fun: Callable[..., Any], args: tuple, tree_paths: list) -> list[s
     return names
 
 
-def _tracing(args: Any) -> bool:
-    return any(isinstance(l, Variable) for l in jax.tree_util.tree_leaves(args))
-
-
 def _as_vars(tree: Any) -> Any:
     return jax.tree_util.tree_map(as_var, tree)
 
@@ -229,7 +226,7 @@ class Transformed:
         if kwargs:
             args = self._positional(args, kwargs)
         static = self._static_positions(args)
-        if _tracing(args) or current_program() is not None:
+        if tracing(args):
             return self._inline(*[a if i in static else _as_vars(a) for i, a in enumerate(args)])
         return self._run(args, static)
 
@@ -604,7 +601,7 @@ def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tu
     where jax.vjp would give a float0 one): pass integers through a closure instead.
     """
     _check_vjp_primals(fun, primals)
-    if _tracing(primals) or current_program() is not None:
+    if tracing(primals):
         return _vjp_inline(fun, _as_vars(primals))
     _refuse_complex(fun, primals)
     out = jit(fun)(*primals)

@@ -37,7 +37,7 @@ from .ir import Op, Program, Variable, program_guard
 from .tensors import Tensor
 from .tape_compile import Compiled, Structure, compile_count, emit, plan
 from .transforms.backward import gradients
-from .transforms.passes import live_ops
+from .analysis import live_ops
 
 _SUFFIX = re.compile(r"_[0-9]+$")
 

@@ -28,8 +28,9 @@ from .errors import GradientError, SrcgradError, user_location
 from .ir import Block, Op, Variable
 from .ops.creation import zeros
 from .registry import OutType, register
+from .transforms.accumulate import is_zero
 from .transforms.forward import backward_segment, jvp_rule, retraced
-from .transforms.passes import free_vars, live_ops, producer
+from .analysis import free_vars, live_ops
 
 tree_flatten, tree_unflatten = jax.tree_util.tree_flatten, jax.tree_util.tree_unflatten
 
@@ -88,12 +89,6 @@ def _body_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutTyp
 def _lower_body(em: Any, op: Op) -> None:
     fname = em.block_function(op.attrs["body"], "custom")
     em.assign(op.outputs, f"{fname}({em.tuple(op.inputs[:op.attrs['n_args']])})", unpack=True)
-
-
-def _is_zero(v: Variable) -> bool:
-    src = producer(v)
-    return src is not None and (src.type == "fill_zeros_like" or (
-        src.type == "fill_constant" and src.attrs["value"] == 0))
 
 
 def _own(block: Block, start: int, op: Op) -> None:
@@ -216,7 +211,7 @@ def _through_fwd(op: Op, gs: list, need: list) -> list:
     start = len(block.ops)
     copies = [as_var(v) for v in tree_flatten(tuple(a["fwd"](*tree_unflatten(
         a["in_tree"], op.inputs[:n]))))[0]]
-    seeds = [(c, g) for c, g in zip(copies, gs) if g is not None and not _is_zero(g)]
+    seeds = [(c, g) for c, g in zip(copies, gs) if g is not None and not is_zero(g)]
     wrt = list(dict.fromkeys(v for v, nd in zip(op.inputs[:n], need) if nd))
     got = backward_segment(block, start, seeds, wrt) if seeds else {}
     _own(block, start, op)

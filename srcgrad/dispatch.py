@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 
 import jax
 
-from .ir import current_program
+from .ir import Variable, current_program
 
 Leaves = list
 Interpreter = Callable[[Callable[..., Any], Leaves, Any], Any]
@@ -81,6 +81,13 @@ def register_tape(run: Interpreter, wants: Callable[[Leaves], bool],
     INTERPRETERS.tape = run
     INTERPRETERS.tape_wants = wants
     INTERPRETERS.leaf_types = leaf_types
+
+
+def tracing(args: Any) -> bool:
+    """True when a call on `args` is traced: a program is being built, or a traced value is
+    among the arguments. (A transformed function asks this to run inline, not compiled.)"""
+    return current_program() is not None or any(
+        isinstance(leaf, Variable) for leaf in jax.tree_util.tree_leaves(args))
 
 
 def _is_leaf(x: Any) -> bool:

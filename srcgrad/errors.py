@@ -98,9 +98,13 @@ class SrcgradError(Exception):
         super().__init__(f"{prefix}{message}{where}")
 
 
+#: The traced value types, whose arguments `_call_site` lists (srcgrad.ir registers Variable:
+#: errors sit below the IR).
+TRACED_TYPES: list[type] = []
+
+
 def _call_site() -> tuple[str | None, list, SourceLoc | None]:
     """The public srcgrad function the user called, its traced arguments and the user's line."""
-    from .ir import Variable
     frame, entry = sys._getframe(2), None
     while frame is not None:
         if not _is_internal(frame.f_code.co_filename):
@@ -115,7 +119,8 @@ def _call_site() -> tuple[str | None, list, SourceLoc | None]:
     code = entry.f_code
     names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     args = [entry.f_locals.get(n) for n in names]
-    return code.co_name, [v for v in args if isinstance(v, Variable)], loc
+    traced = tuple(TRACED_TYPES)
+    return code.co_name, [v for v in args if isinstance(v, traced)], loc
 
 
 class ShapeError(SrcgradError):

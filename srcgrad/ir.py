@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from .dtypes import short
-from .errors import SourceLoc, TraceError, user_location
+from .errors import TRACED_TYPES, SourceLoc, TraceError, user_location
 
 Shape = tuple[int, ...]
 
@@ -67,6 +67,9 @@ class Variable:
         return (self[i] for i in range(len(self)))
 
     # __array__, __array_ufunc__ and __array_function__: srcgrad/habits.py.
+
+
+TRACED_TYPES.append(Variable)
 
 
 class Op:
@@ -228,13 +231,16 @@ class Program:
         self.capture_values.clear()
         self._block_stack.clear()
 
+    #: The verifier and the printer, registered by srcgrad.verify and srcgrad.printer (the
+    #: layers above the IR).
+    verifier: Any = None
+    formatter: Any = None
+
     def verify(self) -> None:
-        from .verify import verify
-        verify(self)
+        Program.verifier(self)
 
     def __str__(self) -> str:
-        from .printer import format_program
-        return format_program(self)
+        return Program.formatter(self)
 
 
 class _Tracing(threading.local):

@@ -63,3 +63,6 @@ def format_program(program: Program) -> str:
     lines: list[str] = []
     _format_block(program.global_block(), 0, lines)
     return "\n".join(lines)
+
+
+Program.formatter = staticmethod(format_program)

@@ -21,7 +21,7 @@ from .ir import Block, Op, Program, Variable
 from .transforms.loading import Source, load
 from .transforms.lower_jax import Emitter
 from .transforms.naming import identifier
-from .transforms.passes import free_vars, walk_blocks
+from .analysis import free_vars, walk_blocks
 from .verify import check
 
 #: Attribute types keyed by (type, value) at once (floats are keyed by repr: -0.0, nan).

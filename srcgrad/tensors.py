@@ -18,7 +18,6 @@ from . import dtypes
 from .errors import SrcgradError, user_location
 
 if TYPE_CHECKING:
-    from .autograd import Tape
     from .ir import Variable
 
 GRAD_REQS = ("write", "add", "null")
@@ -35,7 +34,7 @@ class Tensor:
 
     def __init__(self, value: Any, name: str | None = None):
         self._value: jax.Array = value
-        self._tape: Tape | None = None
+        self._tape: Any = None  # the autograd Tape that recorded it
         self._var: Variable | None = None
         #: The gradient written by backward (a Tensor), None before `attach_grad`.
         self.grad: Tensor | None = None

@@ -15,10 +15,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import dtypes
-from .api import Transformed, _argnums, _leaf_dtype, _tracing, grad
+from .api import Transformed, _argnums, _leaf_dtype, grad
+from .dispatch import tracing
 from .builder import active_program, as_var
 from .errors import GradientError, SrcgradError, user_location
-from .ir import Variable, current_program
+from .ir import Variable
 from .ops.creation import ones, zeros
 from .ops.elementwise import astype
 from .ops.grad_helpers import assign
@@ -149,7 +150,7 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
     """
     t_leaves = _check_jvp_args(primals, tangents)
     every = tuple(range(len(primals)))
-    if _tracing((primals, tangents)) or current_program() is not None:
+    if tracing((primals, tangents)):
         res = _jvp_inline(fun, tuple(primals), t_leaves, every, has_aux)
     else:
         res = _compiled_jvp(fun, len(primals), every, has_aux, "jvp")(*primals, *t_leaves)
@@ -255,7 +256,7 @@ class _Jacobian(Transformed):
         super().__init__(self._traced, fun, self.who, params=(self.nums, self.single, has_aux))
 
     def __call__(self, *args: Any) -> Any:
-        if _tracing(args) or current_program() is not None:
+        if tracing(args):
             return self._traced(*args)
         return (self._fwd_arrays if self.forward else self._rev_arrays)(args)
 

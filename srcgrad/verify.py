@@ -129,3 +129,6 @@ def _check_control(op: Op) -> None:
         if _sig(t.results) != _sig(f.results):
             raise _fail(f"the branches return different types: block {t.idx} returns "
                         f"{_types(t.results)}, block {f.idx} returns {_types(f.results)}", op)
+
+
+Program.verifier = staticmethod(verify)

@@ -51,6 +51,7 @@ from srcgrad.ops.indexing import dynamic_index, dynamic_update_index
 from srcgrad.ops.reduce import max as reduce_max
 from srcgrad.registry import REGISTRY, REMAT_INDEX, REMAT_VIEW, ZERO, grad_maker
 
+from .accumulate import accumulate, is_zero
 from .backward import backward_block, forward_requires
 from .treeverse import outputs_unused, treeverse_grad
 from .passes import (const_scalar, free_vars, live_ops, producer, shape_only_reads, residual_name,
@@ -162,13 +163,6 @@ def _influences(block: Block, targets: list[Variable]) -> set[Variable]:
     return seen
 
 
-def _is_zero(v: Variable) -> bool:
-    """True for a gradient the walker filled with zeros (an output not on the loss's path)."""
-    src = producer(v)
-    return src is not None and (src.type == "fill_zeros_like" or (
-        src.type == "fill_constant" and src.attrs["value"] == 0))
-
-
 def _carried(body: Block, gs: list, init_need: list[bool], caps: list[Variable]) -> list[int]:
     """The carried values whose gradient the backward loop carries: those that carry a
     gradient and can get a nonzero one, seeded at the loop's output or read by the body to
@@ -178,7 +172,7 @@ def _carried(body: Block, gs: list, init_need: list[bool], caps: list[Variable])
     gradient chain is neither built nor recorded.
     """
     carried = _carried_requires(body, init_need, caps)
-    useful = {j for j in carried if not _is_zero(gs[j])}
+    useful = {j for j in carried if not is_zero(gs[j])}
     while True:
         reach = _influences(body, [body.results[j] for j in useful])
         new = useful | {j for j in carried if body.params[j] in reach}
@@ -279,20 +273,6 @@ def _iteration_value(start: Variable, step: int, k1: Variable) -> Variable:
 
 # ---------------------------------------------------------------- while: 3. the grad body
 
-def _accumulate(acc: Variable, g: Variable) -> Variable:
-    """`acc + g`; when g is zeros with one slot written (the grad of reading `x[i]`), only
-    that slot of `acc` is updated, so the cost does not grow with the size of `acc`."""
-    src = producer(g)
-    if src is not None and src.type == "dynamic_update_index":
-        base = producer(src.inputs[0])
-        if (base is not None and base.type == "fill_constant" and base.attrs["value"] == 0
-                and acc.dtype == g.dtype):
-            _, value, i = src.inputs
-            slot = add(dynamic_index(acc, i, **src.attrs), value)
-            return dynamic_update_index(acc, slot, i, **src.attrs)
-    return add(acc, g)
-
-
 @dataclass
 class GradBody:
     """The grad block of a loop body: params (k, carried grads, capture accumulators)."""
@@ -321,7 +301,7 @@ def _grad_body(body: Block, carried: list[int], caps: list[Variable], count: Var
                                wrt, set())
         new_dcarry = [grads[body.params[j]] if grads[body.params[j]] is not None
                       else zeros(body.params[j].shape, body.params[j].dtype) for j in carried]
-        new_accs = [_accumulate(a, grads[c]) if grads[c] is not None else a
+        new_accs = [accumulate(a, grads[c]) if grads[c] is not None else a
                     for a, c in zip(accs, caps)]
         gb.results = [k_next] + new_dcarry + new_accs
     gb.ops[n_head:] = live_ops(gb.ops[n_head:], gb.results)  # k1's ops stay: the loads read it

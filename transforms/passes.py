@@ -1,7 +1,8 @@
 """IR passes shared by the backward pass and the lowering.
 
-Analyses and small rewrites over blocks: which ops are live, which values a block reads from
-enclosing blocks, which forward values a grad block reads, renaming uses, and splitting a
+Small rewrites over blocks and the analyses only transforms need (the IR analyses that every
+layer uses -- live ops, free values, block walks -- are srcgrad/analysis.py, re-exported
+here): which forward values a grad block reads, renaming uses, and splitting a
 loop body into loop-invariant and per-iteration ops. Nothing here emits source or builds
 gradients, so `backward` and `lower_jax` both import this module and not each other.
 """
@@ -9,44 +10,12 @@ from __future__ import annotations
 
 import re
 
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 
+from srcgrad.analysis import free_vars, live_ops, producer, walk_blocks  # noqa: F401  (re-exported)
 from srcgrad.ir import Block, Op, Variable
-
-
-def walk_blocks(block: Block) -> Iterator[Block]:
-    """`block` and every block nested in it, outermost first."""
-    yield block
-    for op in block.ops:
-        for sub in op.sub_blocks():
-            yield from walk_blocks(sub)
-
-
-def live_ops(ops: Sequence[Op], needed: Sequence[Variable]) -> list[Op]:
-    """The ops whose outputs (transitively) reach `needed`, in order."""
-    want = set(needed)
-    keep = []
-    for op in reversed(ops):
-        if not want.isdisjoint(op.outputs):
-            keep.append(op)
-            want.update(op.inputs)
-    keep.reverse()
-    return keep
-
-
-def free_vars(block: Block) -> list[Variable]:
-    """Values a block reads from enclosing blocks, in order of first use."""
-    seen: dict[Variable, None] = {}
-    for op in block.ops:
-        for v in op.inputs:
-            if v.block is not block:
-                seen.setdefault(v, None)
-    for v in block.results:
-        if v.block is not block:
-            seen.setdefault(v, None)
-    return list(seen)
 
 
 def residuals(grad_block: Block, fwd: Block) -> list[Variable]:
@@ -95,11 +64,6 @@ def substitute(block: Block, mapping: dict[Variable, Variable]) -> None:
         for op in blk.ops:
             op.inputs = [mapping.get(v, v) for v in op.inputs]
         blk.results = [mapping.get(v, v) for v in blk.results]
-
-
-def producer(v: Variable) -> Op | None:
-    """The op of `v`'s block that makes `v` (None for a block parameter or program input)."""
-    return next((op for op in v.block.ops if any(o is v for o in op.outputs)), None)
 
 
 def const_scalar(v: Variable) -> object:

@@ -32,6 +32,7 @@ from srcgrad.ops.indexing import dynamic_index, dynamic_update_index, scatter_ad
 from srcgrad.ops.reduce import sum as reduce_sum
 from srcgrad.ops.shape import reshape
 
+from .accumulate import accumulate, is_zero
 from .backward import backward_block
 
 INT32 = np.dtype(np.int32)
@@ -95,17 +96,15 @@ def read_leaves(op: Op) -> list[int]:
 def outputs_unused(op: Op, gs: list) -> bool:
     """True when only the state's outputs have a gradient: the snapshots' do not (they
     do in a second-order gradient, which then records the loop as any other)."""
-    from .control_grad import _is_zero
     info: Treeverse = op.attrs["treeverse"]
     m = info.n_leaves
-    return all(g is None or _is_zero(g) for g in gs[1 + m:])
+    return all(g is None or is_zero(g) for g in gs[1 + m:])
 
 
 def treeverse_grad(op: Op, gs: list, need: list, carried: list[int],
                    caps: list[Variable]) -> list:
     """The gradients of a checkpointed `while` op's inputs; `carried` are the state leaves
     whose gradient flows back through the loop, `caps` the captured values that need one."""
-    from .control_grad import _accumulate
     info: Treeverse = op.attrs["treeverse"]
     m, k = info.n_leaves, info.k
     n = len(op.attrs["body"].params)
@@ -134,7 +133,7 @@ def treeverse_grad(op: Op, gs: list, need: list, carried: list[int],
                                  [full_val[j] for j in carried] + caps, set())
             new_grads = [got[full_val[j]] if got[full_val[j]] is not None
                          else zeros_like(full_val[j]) for j in carried]
-            new_accs = [_accumulate(a, got[c]) if got[c] is not None else a
+            new_accs = [accumulate(a, got[c]) if got[c] is not None else a
                         for a, c in zip(accs, caps)]
             back1 = subtract(back, 1)
             at1, val1, top1 = _load(back1, top, order, slots, steps)

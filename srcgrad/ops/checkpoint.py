@@ -26,8 +26,8 @@ from ..builder import active_program, as_var, emit
 from ..errors import SrcgradError, user_location
 from ..ir import Op, Variable
 from ..registry import OutType, register
-from ..transforms.passes import free_vars
-from .control import _trace_block, _while
+from ..analysis import free_vars
+from .control import CHECKPOINTED, _trace_block, _while
 from .creation import arange, full, zeros
 from .elementwise import add, greater, less, logical_and, where
 from .indexing import dynamic_index, dynamic_update_index
@@ -181,3 +181,6 @@ _BARRIER = ("lax.optimization_barrier({0})" if hasattr(jax.lax, "optimization_ba
 register("optimization_barrier", lambda i, a: [(i[0].shape, i[0].dtype)], _BARRIER, _g_barrier)
 
 __all__ = ["checkpoint"]
+
+
+CHECKPOINTED.run = checkpointed_while

@@ -16,7 +16,7 @@ from ..builder import active_program, as_var, emit
 from ..errors import SrcgradError, user_location
 from ..ir import Block, Op, Variable
 from ..registry import OutType, register
-from ..transforms.passes import free_vars
+from ..analysis import free_vars
 from .elementwise import add, less, logical_and
 
 BOOL = np.dtype(bool)
@@ -53,6 +53,16 @@ def _check_max_iters(max_iters: Any, op: str, loc: Any) -> int | None:
     return int(max_iters)
 
 
+class _Checkpointed:
+    """`checkpoints=k` loops: srcgrad/ops/checkpoint.py builds them on `while_loop` and
+    registers its builder here (`run`)."""
+
+    run: Callable[..., Any]
+
+
+CHECKPOINTED = _Checkpointed()
+
+
 def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any, *,
                max_iters: int | None = None, checkpoints: int | None = None) -> Any:
     """lax.while_loop over srcgrad values; `max_iters` bounds the trip count; `checkpoints=k`
@@ -62,8 +72,7 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
     leaves, tree = jax.tree_util.tree_flatten(init_val)
     init = [as_var(v) for v in leaves]
     if checkpoints is not None:
-        from .checkpoint import checkpointed_while  # it builds on while_loop
-        return checkpointed_while(cond_fun, body_fun, jax.tree_util.tree_unflatten(tree, init),
+        return CHECKPOINTED.run(cond_fun, body_fun, jax.tree_util.tree_unflatten(tree, init),
                                   max_iters, checkpoints)
     if max_iters is not None:
         init.append(as_var(np.int32(0)))
@@ -139,10 +148,9 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
 
     bound = max(0, int(upper) - int(lower)) if static else None
     if checkpoints is not None:
-        from .checkpoint import checkpointed_while  # it builds on while_loop
         if max_iters is not None:
             bound = int(max_iters) if bound is None else min(bound, int(max_iters))
-        return checkpointed_while(lambda c: less(c[0], hi), lambda c: (add(c[0], 1), body_fun(*c)),
+        return CHECKPOINTED.run(lambda c: less(c[0], hi), lambda c: (add(c[0], 1), body_fun(*c)),
                                   (lo, init_val), bound, checkpoints)[1]
     counter = max_iters is not None and (bound is None or int(max_iters) < bound)
     if counter:

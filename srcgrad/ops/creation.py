@@ -8,11 +8,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import dtypes
-from ..builder import as_var
+from ..builder import as_var, emit1
 from ..errors import ShapeError
 from ..ir import Shape, Variable
 from ..registry import ZERO, OutType, register
 from .declare import Emitted, defop, public
+from .shape import broadcast_to
 
 
 def _attr_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
@@ -24,10 +25,11 @@ def full(shape: Shape | int, fill_value: Any, dtype: Any = None) -> Emitted:
     """jnp.full: `fill_value` (a scalar, or an array or traced value) broadcast to `shape`."""
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
     if isinstance(fill_value, Variable) or np.ndim(fill_value) != 0:
-        from .elementwise import astype
-        from .shape import broadcast_to
         v = as_var(fill_value)
-        return broadcast_to(astype(v, v.dtype if dtype is None else dtype), shape)
+        dt = v.dtype if dtype is None else dtypes.canonical(dtype)
+        if dt != v.dtype:  # elementwise.astype's op, by its registry name (no import cycle)
+            v = emit1("convert", [v], {"dtype": dt})
+        return broadcast_to(v, shape)
     if dtype is not None:
         dt = dtypes.canonical(dtype)
     elif hasattr(fill_value, "dtype"):  # a NumPy scalar or 0-d array: not weakly typed

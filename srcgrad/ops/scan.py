@@ -15,7 +15,7 @@ import numpy as np
 from ..builder import active_program, as_var, emit
 from ..errors import SrcgradError, user_location
 from ..ir import Variable
-from ..transforms.passes import free_vars
+from ..analysis import free_vars
 from .checkpoint import _positive, checkpoint
 from .control import _types
 from .creation import zeros

@@ -1,0 +1,48 @@
+"""IR analyses (layer L1): read-only questions about blocks, used by every layer above.
+
+Which ops are live for some values, which values a block reads from enclosing blocks, the
+blocks nested in a block, the op that makes a value. Rewriting passes are in transforms/.
+"""
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+from .ir import Block, Op, Variable
+
+
+def walk_blocks(block: Block) -> Iterator[Block]:
+    """`block` and every block nested in it, outermost first."""
+    yield block
+    for op in block.ops:
+        for sub in op.sub_blocks():
+            yield from walk_blocks(sub)
+
+
+def live_ops(ops: Sequence[Op], needed: Sequence[Variable]) -> list[Op]:
+    """The ops whose outputs (transitively) reach `needed`, in order."""
+    want = set(needed)
+    keep = []
+    for op in reversed(ops):
+        if not want.isdisjoint(op.outputs):
+            keep.append(op)
+            want.update(op.inputs)
+    keep.reverse()
+    return keep
+
+
+def free_vars(block: Block) -> list[Variable]:
+    """Values a block reads from enclosing blocks, in order of first use."""
+    seen: dict[Variable, None] = {}
+    for op in block.ops:
+        for v in op.inputs:
+            if v.block is not block:
+                seen.setdefault(v, None)
+    for v in block.results:
+        if v.block is not block:
+            seen.setdefault(v, None)
+    return list(seen)
+
+
+def producer(v: Variable) -> Op | None:
+    """The op of `v`'s block that makes `v` (None for a block parameter or program input)."""
+    return next((op for op in v.block.ops if any(o is v for o in op.outputs)), None)

@@ -1,0 +1,30 @@
+"""Gradient accumulation shared by the loop grad makers (transforms/control_grad.py and
+transforms/treeverse.py): adding a per-iteration gradient to its accumulator, and telling a
+gradient that is all zeros by construction."""
+from __future__ import annotations
+
+from srcgrad.analysis import producer
+from srcgrad.ir import Variable
+from srcgrad.ops.elementwise import add
+from srcgrad.ops.indexing import dynamic_index, dynamic_update_index
+
+
+def is_zero(v: Variable) -> bool:
+    """True for a gradient the walker filled with zeros (an output not on the loss's path)."""
+    src = producer(v)
+    return src is not None and (src.type == "fill_zeros_like" or (
+        src.type == "fill_constant" and src.attrs["value"] == 0))
+
+
+def accumulate(acc: Variable, g: Variable) -> Variable:
+    """`acc + g`; when g is zeros with one slot written (the grad of reading `x[i]`), only
+    that slot of `acc` is updated, so the cost does not grow with the size of `acc`."""
+    src = producer(g)
+    if src is not None and src.type == "dynamic_update_index":
+        base = producer(src.inputs[0])
+        if (base is not None and base.type == "fill_constant" and base.attrs["value"] == 0
+                and acc.dtype == g.dtype):
+            _, value, i = src.inputs
+            slot = add(dynamic_index(acc, i, **src.attrs), value)
+            return dynamic_update_index(acc, slot, i, **src.attrs)
+    return add(acc, g)
