@@ -104,7 +104,7 @@ def _lower(fn: Callable[..., Any], leaves: list, tree: Any) -> _Program:
     captured = tuple(np.asarray(value, v.dtype) if not isinstance(value, jax.Array) else value
                      for v, value in zip(prog.captures, prog.capture_values))
     prog.dispose()
-    return _Program(jax.jit(lowered.fn), out_tree, tuple(lifted), captured)
+    return _Program(lowered.jitted(), out_tree, tuple(lifted), captured)
 
 
 register_eager(run)

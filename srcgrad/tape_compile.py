@@ -13,16 +13,12 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-import jax
 import numpy as np
 
 from .cache import Slot, register
 from .ir import Block, Op, Program, Variable
-from .transforms.loading import Source, load
-from .transforms.lower_jax import Emitter
-from .transforms.naming import identifier
+from .transforms.lower_jax import lower_program
 from .analysis import free_vars, walk_blocks
-from .verify import check
 
 #: Attribute types keyed by (type, value) at once (floats are keyed by repr: -0.0, nan).
 _PLAIN = frozenset({int, bool, str, type(None)})
@@ -65,20 +61,13 @@ def plan(ops: Sequence[Op], fetch: Sequence[Variable], known: set[Variable]
 
 def emit(prog: Program, ops: list[Op], feeds: list[Variable], fetch: list[Variable]
          ) -> tuple[Callable[..., Any], str]:
-    """Emit `def tape_backward(*feeds): ... return fetch` and jit it."""
+    """`def tape_backward(*feeds): ... return fetch`, jitted, and its source."""
     global _compiles
-    check(prog, "the tape's backward pass")
-    em = Emitter()
-    fname = identifier("tape_backward", em.taken)
-    params = ", ".join(em.name(v) for v in feeds)
-    start = len(em.lines)
-    em.emit_ops(ops, fetch)
-    em.line(f"return {em.tuple(fetch)}")
-    parts = [[f"def {fname}({params}):"] + em.lines[start:]] + em.functions
-    lowered = load(Source("\n\n".join("\n".join(p) for p in parts) + "\n", fname, em.consts))
+    lowered = lower_program(prog, feeds, fetch, name="tape_backward", ops=ops)
     with _compiles_lock:
         _compiles += 1
-    return jax.jit(lowered.fn), lowered.source
+    run = lowered.jitted()
+    return (lambda *fed: run(*fed)[0]), lowered.source
 
 
 class Node:

@@ -65,9 +65,6 @@ def short_locations() -> Any:
     return _FULL_TRACEBACKS(False) if _FULL_TRACEBACKS is not None else contextlib.nullcontext()
 
 
-_NOTHING = contextlib.nullcontext()
-
-
 class _CollectorPause:
     """A context in which Python's cyclic garbage collector does not run; nested and across
     threads, the first one in turns it off and the last one out turns it back on (if it was
@@ -147,16 +144,19 @@ class Lowered:
     _jitted: Any = field(default=None, repr=False)
 
     def jitted(self) -> Callable[..., Any]:
-        """`jax.jit(fn)`, made once (every caller shares its traces and compilations), called
-        under `short_locations`; its first call (JAX's trace, lowering and compile) also
-        under `collection_paused`."""
+        """`jax.jit(fn)`, made once (every caller shares its traces and compilations): the
+        one jit wrapper of srcgrad's compiled code. Its first call (JAX's trace, lowering and
+        compile) runs under `short_locations` and `collection_paused`; later calls go
+        straight to JAX's dispatch (neither context is part of JAX's cache key)."""
         if self._jitted is None:
             jitted = jax.jit(self.fn)
             first = [True]
 
             @functools.wraps(self.fn)
             def call(*args: Any) -> Any:
-                with short_locations(), (collection_paused() if first[0] else _NOTHING):
+                if not first[0]:
+                    return jitted(*args)
+                with short_locations(), collection_paused():
                     first[0] = False
                     return jitted(*args)
             call.jitted = jitted  # type: ignore[attr-defined]

@@ -483,8 +483,10 @@ def _attr_literals(attrs: dict[str, Any]) -> dict[str, str]:
 
 
 def emit_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[Variable],
-                 checks: Sequence[Variable] = (), name: str = "srcgrad_fn") -> Source:
-    """Emit `def name(*feeds): ... return (fetches), (checks)`.
+                 checks: Sequence[Variable] = (), name: str = "srcgrad_fn",
+                 ops: Sequence[Op] | None = None) -> Source:
+    """Emit `def name(*feeds): ... return (fetches), (checks)` from the global block's ops
+    (or from `ops`, a part of them whose other inputs are among `feeds`).
 
     A global block of more than SPLIT_OPS live ops becomes a chain of functions
     `name_part_k` (cut by `part_bounds`), which `name` calls in order: each takes the earlier
@@ -497,7 +499,7 @@ def emit_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[
     params = ", ".join(em.name(v) for v in feeds)
     body_start = len(em.lines)
     wanted = list(fetches) + list(checks)
-    live = live_ops(program.global_block().ops, wanted)
+    live = live_ops(program.global_block().ops if ops is None else ops, wanted)
     parts: list[tuple[list[str], Canonical | None]] = []
     if len(live) > SPLIT_OPS:
         parts = em.emit_parts(live, wanted, fname)
@@ -512,7 +514,9 @@ def emit_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[
 
 
 def lower_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[Variable],
-                  checks: Sequence[Variable] = (), name: str = "srcgrad_fn") -> Lowered:
-    """Verify (with SRCGRAD_ENABLE_CHECKS=1), `emit_program`, then `load`."""
+                  checks: Sequence[Variable] = (), name: str = "srcgrad_fn",
+                  ops: Sequence[Op] | None = None) -> Lowered:
+    """The one entry point from a Program to code: verify (with SRCGRAD_ENABLE_CHECKS=1),
+    `emit_program`, then `load`; `Lowered.jitted()` is the one jit wrapper."""
     check(program, "the transforms, before lowering")
-    return load(emit_program(program, feeds, fetches, checks, name))
+    return load(emit_program(program, feeds, fetches, checks, name, ops))
