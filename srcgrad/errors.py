@@ -93,7 +93,7 @@ class SrcgradError(Exception):
         self.op = op
         self.loc = loc
         self.detail = message
-        prefix = f"{op}: " if op else ""
+        prefix = f"{op}: " if op and not message.startswith(f"{op}: ") else ""
         where = f" (at {loc})" if loc else ""
         super().__init__(f"{prefix}{message}{where}")
 

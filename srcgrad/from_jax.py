@@ -217,8 +217,12 @@ def _select_n(cx: _Translator, a: list[Variable], p: dict) -> Variable:
 
 
 def _clamp(cx: _Translator, a: list[Variable], p: dict) -> Variable:
+    """lax.clamp with JAX's derivative: `x` where lo < x < hi, `lo` where x < lo < hi, `hi`
+    where hi < x; at a tie or a NaN nothing takes it."""
     lo, x, hi = a
-    return E.where(x < lo, lo, E.where(x > hi, hi, x))
+    held = E.stop_gradient(E.minimum(E.maximum(x, lo), hi))
+    inside = E.where(E.logical_and(x > lo, x < hi), x, held)
+    return E.where(hi < x, hi, E.where(E.logical_and(lo > x, lo < hi), lo, inside))
 
 
 def _convert(cx: _Translator, a: list[Variable], p: dict) -> Variable:
