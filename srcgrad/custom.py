@@ -30,6 +30,7 @@ from .ops.creation import zeros
 from .registry import OutType, register
 from .transforms.forward import backward_segment, jvp_rule, retraced
 from .transforms.passes import free_vars, live_ops, producer
+from .traceback_filter import api_boundary
 
 tree_flatten, tree_unflatten = jax.tree_util.tree_flatten, jax.tree_util.tree_unflatten
 
@@ -147,6 +148,7 @@ class _Custom:
     def _defined(self) -> bool:
         raise NotImplementedError
 
+    @api_boundary
     def __call__(self, *args: Any) -> Any:
         if not self._defined():
             raise SrcgradError(f"no {self.rule} defined for the function {_name(self.fun)}: "

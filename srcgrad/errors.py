@@ -143,3 +143,9 @@ class GradientError(SrcgradError):
 
 class TraceError(SrcgradError):
     """A traced value was used in a way the tracer cannot record."""
+
+
+class ConcreteValueError(TraceError, TypeError):
+    """A traced value's Python value was asked for (float(x), int(x), x.item()): it exists only
+    when the compiled function runs. A TypeError too, as Python's own, so that code that
+    probes with `except TypeError` keeps working (JAX's ConcretizationTypeError is one)."""

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from .dtypes import short
-from .errors import SourceLoc, TraceError, user_location
+from .errors import ConcreteValueError, SourceLoc, TraceError, user_location
 
 Shape = tuple[int, ...]
 
@@ -60,8 +60,31 @@ class Variable:
 
     def __len__(self) -> int:
         if not self.shape:
-            raise TraceError(f"len() of the 0-d traced value {self!r}")
+            raise ConcreteValueError(
+                f"len() of the 0-d traced value {self!r}: a 0-d array has no length (as in "
+                "NumPy); x.shape and x.size give its static shape", loc=user_location())
         return self.shape[0]
+
+    def _concrete(self, what: str) -> ConcreteValueError:
+        return ConcreteValueError(
+            f"{what} of the traced value {self!r} asks for its number, which exists only when "
+            "the compiled function runs; keep it an array (sg ops take it as it is: "
+            "sg.astype(x, int) for an integer value, sg.cond/sg.where to branch on it, "
+            "sg.fori_loop/sg.while_loop to loop on it) or return it from the function and "
+            "convert the result", loc=user_location())
+
+    def __float__(self) -> float:
+        raise self._concrete("float()")
+
+    def __int__(self) -> int:
+        raise self._concrete("int()")
+
+    def __complex__(self) -> complex:
+        raise self._concrete("complex()")
+
+    def item(self, *args: Any) -> Any:
+        """NumPy's item(): refused, a traced value has no Python number yet."""
+        raise self._concrete("x.item()")
 
     def __iter__(self) -> Iterator["Variable"]:
         return (self[i] for i in range(len(self)))

@@ -21,6 +21,7 @@ from ..builder import emit1
 from ..eager import call_eagerly
 from ..ir import Variable, current_program
 from ..registry import GradSpec, InferFn, register
+from ..traceback_filter import leave_out_internal_frames
 
 #: Every user function `sg.<name>` (or `sg.<namespace>.<name>`, keyed by that qualified
 #: name), in declaration order.
@@ -34,9 +35,13 @@ Emitted = Variable | tuple[list[Variable], dict[str, Any]]
 def _export(fn: Callable[..., Any], qualname: str) -> Callable[..., Any]:
     @functools.wraps(fn)
     def _user_fn(*args: Any, **kwargs: Any) -> Any:
-        if current_program() is None:
-            return call_eagerly(fn, args, kwargs)
-        return fn(*args, **kwargs)
+        try:
+            if current_program() is None:
+                return call_eagerly(fn, args, kwargs)
+            return fn(*args, **kwargs)
+        except Exception as e:  # the error shows the user's frames only (inline: no frame)
+            leave_out_internal_frames(e)
+            raise
     if qualname in EXPORTS:
         raise ValueError(f"sg.{qualname} is exported twice")
     EXPORTS[qualname] = _user_fn
