@@ -128,6 +128,10 @@ class Block:
         self.params: list[Variable] = []
         self.results: list[Variable] = []
         self.owner: Op | None = None
+        parent = self.parent
+        self.depth: int = 0 if parent is None else parent.depth + 1
+        #: The user's line of the outermost loop or branch this block is nested in.
+        self.nest_loc: SourceLoc | None = None if parent is None else parent.nest_loc
 
     @property
     def parent(self) -> "Block | None":
@@ -185,6 +189,9 @@ class Program:
 
     def create_block(self, parent: Block, forward_block_idx: int = -1) -> Block:
         block = Block(self, len(self.blocks), parent.idx, forward_block_idx)
+        if parent.depth == 0:  # a grad block takes its forward block's line
+            block.nest_loc = (self.blocks[forward_block_idx].nest_loc
+                              if forward_block_idx >= 0 else user_location())
         self.blocks.append(block)
         return block
 

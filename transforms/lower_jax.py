@@ -515,4 +515,7 @@ def lower_program(program: Program, feeds: Sequence[Variable], fetches: Sequence
                   checks: Sequence[Variable] = (), name: str = "srcgrad_fn") -> Lowered:
     """Verify (with SRCGRAD_ENABLE_CHECKS=1), `emit_program`, then `load`."""
     check(program, "the transforms, before lowering")
-    return load(emit_program(program, feeds, fetches, checks, name))
+    lowered = load(emit_program(program, feeds, fetches, checks, name))
+    deepest = max(program.blocks, key=lambda b: b.depth)
+    lowered.nesting, lowered.nest_loc = deepest.depth, deepest.nest_loc
+    return lowered
