@@ -18,6 +18,7 @@ from .config import config
 from .dispatch import tracing
 from .errors import GradientError, SrcgradError, TraceError, user_location
 from .ir import Program, Variable, program_guard
+from .traceback_filter import api_boundary
 from .ops.creation import zeros
 from .ops.grad_helpers import assign
 from .verify import check
@@ -222,6 +223,7 @@ class Transformed:
         self.compilations = 0
         functools.update_wrapper(self, fun, updated=())
 
+    @api_boundary
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             args = self._positional(args, kwargs)
@@ -530,6 +532,7 @@ def _value_and_grad_inline(fun: Callable[..., Any], argnums: int | Sequence[int]
     return inline
 
 
+@api_boundary
 def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False, *,
          static_argnums: int | Sequence[int] = (), jit: bool = True) -> Transformed:
     """The gradient of a scalar function (jax.grad's contract), by source transformation.
@@ -546,6 +549,7 @@ def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: boo
     return Transformed(inline, fun, "grad", jit, (_argnums(argnums), has_aux), static_argnums)
 
 
+@api_boundary
 def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
                    has_aux: bool = False, *, static_argnums: int | Sequence[int] = (),
                    jit: bool = True) -> Transformed:
@@ -594,6 +598,7 @@ def _refuse_complex(fun: Callable[..., Any], primals: tuple) -> None:
                                 loc=user_location())
 
 
+@api_boundary
 def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tuple]]:
     """(fun(*primals), vjp_fn): vjp_fn maps an output cotangent to the inputs' cotangents.
 
@@ -627,6 +632,7 @@ def _check_vjp_primals(fun: Callable[..., Any], primals: tuple) -> None:
                                 "(close over integer arguments instead)", loc=user_location())
 
 
+@api_boundary
 def jit(fun: Callable[..., Any], *, static_argnums: int | Sequence[int] = (),
         jit: bool = True) -> Transformed:
     """Trace `fun` once per input signature (and static argument values), lower it to JAX
@@ -638,11 +644,13 @@ def _as_transformed(fun: Callable[..., Any]) -> Transformed:
     return fun if isinstance(fun, Transformed) else Transformed(fun, fun, "trace")
 
 
+@api_boundary
 def trace(fun: Callable[..., Any], *example_args: Any) -> Program:
     """The IR of `fun` on arguments shaped like `example_args` (grad ops included for sg.grad)."""
     return _as_transformed(fun).trace(*example_args)[0]
 
 
+@api_boundary
 def source(fun: Callable[..., Any], *example_args: Any) -> str:
     """The Python source srcgrad emits for `fun` on these example arguments."""
     return _as_transformed(fun).lower(*example_args)[0].source

@@ -1,6 +1,7 @@
 """Library settings (`sg.config`), read when a function is traced and compiled."""
 from __future__ import annotations
 
+import os
 from typing import Any
 
 
@@ -12,12 +13,18 @@ class Config:
         powers of two; a loop still running past this many iterations stops and raises a
         SrcgradError naming the loop (so a loop whose condition never becomes false does not
         hang). Default 2**20.
+    traceback_filtering: whether the tracebacks of errors leaving srcgrad leave out
+        srcgrad's own frames (as JAX's traceback filtering), showing the user's lines only.
+        Default True; the environment variable SRCGRAD_TRACEBACK_FILTERING=off (read at
+        import) makes it False.
     """
 
-    __slots__ = ("_max_loop_records",)
+    __slots__ = ("_max_loop_records", "_traceback_filtering")
 
     def __init__(self) -> None:
         self._max_loop_records = 2 ** 20
+        self._traceback_filtering = os.environ.get(
+            "SRCGRAD_TRACEBACK_FILTERING", "on").strip().lower() not in ("off", "0", "false", "no")
 
     @property
     def max_loop_records(self) -> int:
@@ -30,8 +37,19 @@ class Config:
                              f"got {value!r}")
         self._max_loop_records = value
 
+    @property
+    def traceback_filtering(self) -> bool:
+        return self._traceback_filtering
+
+    @traceback_filtering.setter
+    def traceback_filtering(self, value: Any) -> None:
+        if not isinstance(value, bool):
+            raise ValueError(f"sg.config.traceback_filtering must be True or False, got {value!r}")
+        self._traceback_filtering = value
+
     def __repr__(self) -> str:
-        return f"Config(max_loop_records={self.max_loop_records})"
+        return (f"Config(max_loop_records={self.max_loop_records}, "
+                f"traceback_filtering={self.traceback_filtering})")
 
 
 config = Config()

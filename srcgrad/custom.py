@@ -31,6 +31,7 @@ from .registry import OutType, register
 from .transforms.accumulate import is_zero
 from .transforms.forward import backward_segment, jvp_rule, retraced
 from .analysis import free_vars, live_ops
+from .traceback_filter import api_boundary
 
 tree_flatten, tree_unflatten = jax.tree_util.tree_flatten, jax.tree_util.tree_unflatten
 
@@ -82,6 +83,29 @@ def _call(kind: str, fun: Callable[..., Any], body_fn: Callable[..., Any], args:
     return tree_unflatten(out_tree, outs[:n_out])
 
 
+def _output_types(fun: Callable[..., Any], args: tuple) -> tuple[Any, list[str]]:
+    """The pytree structure and the leaf types (`float32[3]`) of `fun(*args)`, traced into a
+    scratch block of the current program that is dropped afterwards."""
+    prog = active_program("custom_vjp")
+    n_blocks, n_checks = len(prog.blocks), len(prog.capacity_checks)
+    leaves, in_tree = tree_flatten(args)
+    blk = prog.create_block(prog.current_block())
+    try:
+        with prog.block_guard(blk):
+            params = [blk.add_param("arg", v.shape, v.dtype) for v in map(as_var, leaves)]
+            out, tree = tree_flatten(fun(*tree_unflatten(in_tree, params)))
+            return tree, [as_var(v).type_str() for v in out]
+    finally:
+        del prog.blocks[n_blocks:]
+        del prog.capacity_checks[n_checks:]
+
+
+def _paths(tree: Any) -> list[str]:
+    """`[0]['w']`-style paths of the leaves of a pytree structure."""
+    dummy = tree_unflatten(tree, [0] * tree.num_leaves)
+    return [jax.tree_util.keystr(path) for path, _ in jax.tree_util.tree_flatten_with_path(dummy)[0]]
+
+
 def _body_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     return [(v.shape, v.dtype) for v in attrs["body"].results]
 
@@ -111,18 +135,19 @@ class _Custom:
     def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()):
         kind = type(self).__name__
         if nondiff_argnums:
-            raise SrcgradError(f"{kind}: nondiff_argnums is not supported; close over "
-                               "non-differentiable values instead", loc=user_location())
+            raise SrcgradError("nondiff_argnums is not supported; close over "
+                               "non-differentiable values instead", op=kind, loc=user_location())
         functools.update_wrapper(self, fun)
         self.fun = fun
 
     def _defined(self) -> bool:
         raise NotImplementedError
 
+    @api_boundary
     def __call__(self, *args: Any) -> Any:
         if not self._defined():
-            raise SrcgradError(f"no {self.rule} defined for the {type(self).__name__} function "
-                               f"{_name(self.fun)}: call {self.define} first",
+            raise SrcgradError(f"no {self.rule} defined for the function {_name(self.fun)}: "
+                               f"call {self.define} first", op=type(self).__name__,
                                loc=user_location())
         return dispatch.call(self._emit, args, {})
 
@@ -149,14 +174,32 @@ class custom_vjp(_Custom):
     def _emit(self, *args: Any) -> Any:
         attrs = {"fwd": Rule(self.fwd), "bwd": Rule(self.bwd)}
 
+        want_tree, want = _output_types(self.fun, args)
+
         def split(res: Any) -> tuple[list[Any], Any, int]:
             if not isinstance(res, (tuple, list)) or len(res) != 2:
-                raise SrcgradError(f"custom_vjp: fwd {_name(self.fwd)} must return a pair "
-                                   "(output, residuals)", loc=user_location())
+                raise SrcgradError(f"fwd {_name(self.fwd)} must return a pair "
+                                   "(output, residuals)", op="custom_vjp", loc=user_location())
             out, out_tree = tree_flatten(res[0])
+            self._check_primal(out_tree, [as_var(v).type_str() for v in out], want_tree, want)
             resid, attrs["res_tree"] = tree_flatten(res[1])
             return out + resid, out_tree, len(out)
         return _call("custom_vjp", self.fun, self.fwd, args, attrs, split)
+
+    def _check_primal(self, tree: Any, got: list[str], want_tree: Any, want: list[str]) -> None:
+        """fwd's primal output must be what the function returns (jax's rule): it is the value
+        every call of the function gives, differentiated or not."""
+        fwd, fun = _name(self.fwd), _name(self.fun)
+        if tree != want_tree:
+            raise SrcgradError(f"fwd {fwd} returned a primal output of structure {tree}, the "
+                               f"function {fun} returns {want_tree}", op="custom_vjp",
+                               loc=user_location())
+        for path, g, w in zip(_paths(tree), got, want):
+            if g != w:
+                raise SrcgradError(f"fwd {fwd} returned a primal output{path} of {g}, the "
+                                   f"function {fun} returns {w} there; fwd must return the "
+                                   "function's output (shapes and dtypes equal)",
+                                   op="custom_vjp", loc=user_location())
 
 
 def _custom_vjp_grad(op: Op, gs: list, need: list) -> list:
@@ -185,21 +228,33 @@ def _bwd(op: Op, gs: list) -> list:
     primals = tree_unflatten(a["in_tree"], op.inputs[:n])
     got = a["bwd"](tree_unflatten(a["res_tree"], list(res)), tree_unflatten(a["out_tree"], cts))
     if not isinstance(got, (tuple, list)) or len(got) != len(primals):
-        raise GradientError(f"custom_vjp: bwd {a['bwd']!r} must return a tuple of "
+        raise GradientError(f"bwd {a['bwd']!r} must return a tuple of "
                             f"{len(primals)} cotangents (one per argument), got "
                             f"{type(got).__name__}", op="custom_vjp", loc=op.loc)
     grads: list = []
-    for p, g in zip(primals, got):
+    for i, (p, g) in enumerate(zip(primals, got)):
         p_leaves, p_tree = tree_flatten(p)
         g_leaves = [None] * len(p_leaves) if g is None else p_tree.flatten_up_to(g)
-        for v, gl in zip(p_leaves, g_leaves):
-            gl = None if gl is None else as_var(gl, like=v)
-            if gl is not None and gl.shape != v.shape:
-                raise GradientError(f"custom_vjp: bwd {a['bwd']!r} returned a cotangent of "
-                                    f"shape {gl.shape} for an argument of shape {v.shape}",
-                                    op="custom_vjp", loc=op.loc)
+        for path, v, gl in zip(_paths(p_tree), p_leaves, g_leaves):
+            if gl is not None and dtypes.is_inexact(v.dtype):  # jax ignores an int's (float0)
+                gl = _typed_like(gl, v, f"bwd {a['bwd']!r}", f"argument {i}{path}", op)
+            else:
+                gl = None
             grads.append(gl)
     return grads
+
+
+def _typed_like(g: Any, v: Variable, rule: str, what: str, op: Op) -> Variable:
+    """A value a rule returned for `v` (a cotangent, a tangent, a primal output): of `v`'s
+    shape and, for a float `v`, its dtype (casting would hide the rule's mistake). A Python
+    number is weakly typed and takes `v`'s dtype."""
+    weak = isinstance(g, (int, float)) and not isinstance(g, bool)
+    gv = as_var(g, like=v) if weak else as_var(g)
+    if gv.shape != v.shape or (dtypes.is_inexact(v.dtype) and not weak and gv.dtype != v.dtype):
+        raise GradientError(f"{rule} returned {gv.type_str()} for {what}, which is "
+                            f"{v.type_str()}: it must have the same shape and dtype",
+                            op=op.type, loc=op.loc)
+    return gv
 
 
 def _through_fwd(op: Op, gs: list, need: list) -> list:
@@ -256,21 +311,21 @@ def _apply_rule(op: Op, tangents: list[Variable]) -> list[Variable]:
     primals = tree_unflatten(a["in_tree"], op.inputs[:n])
     got = a["jvp"](primals, tree_unflatten(a["in_tree"], tangents))
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise GradientError(f"custom_jvp: the rule {a['jvp']!r} must return a pair "
+        raise GradientError(f"the rule {a['jvp']!r} must return a pair "
                             "(primal_out, tangent_out)", op="custom_jvp", loc=op.loc)
-    leaves, tree = tree_flatten(got[1], is_leaf=lambda x: x is None)  # None: a zero tangent
-    if tree != a["out_tree"]:
-        raise GradientError(f"custom_jvp: the rule {a['jvp']!r} returned tangents of structure "
-                            f"{tree}, the function's output is {a['out_tree']}",
-                            op="custom_jvp", loc=op.loc)
+    rule = f"the rule {a['jvp']!r}"
+    for part, what in ((got[0], "primal outputs"), (got[1], "tangents")):
+        tree = tree_flatten(part, is_leaf=lambda x: x is None)[1]  # None: a zero tangent
+        if tree != a["out_tree"]:
+            raise GradientError(f"{rule} returned {what} of structure {tree}, the function's "
+                                f"output is {a['out_tree']}", op="custom_jvp", loc=op.loc)
+    paths = _paths(a["out_tree"])
+    for path, o, p in zip(paths, op.outputs, tree_flatten(got[0])[0]):
+        _typed_like(p, o, rule, f"the primal output{path}", op)
     outs = []
-    for o, t in zip(op.outputs, leaves):
-        t = zeros(o.shape, o.dtype) if t is None else as_var(t, like=o)
-        if t.shape != o.shape:
-            raise GradientError(f"custom_jvp: the rule {a['jvp']!r} returned a tangent of "
-                                f"shape {t.shape} for an output of shape {o.shape}",
-                                op="custom_jvp", loc=op.loc)
-        outs.append(t)
+    for path, o, t in zip(paths, op.outputs, tree_flatten(got[1], is_leaf=lambda x: x is None)[0]):
+        outs.append(zeros(o.shape, o.dtype) if t is None
+                    else _typed_like(t, o, rule, f"the tangent of output{path}", op))
     return outs
 
 

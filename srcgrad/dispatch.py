@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 import jax
 
 from .ir import Variable, current_program
+from .traceback_filter import leave_out_internal_frames
 
 Leaves = list
 Interpreter = Callable[[Callable[..., Any], Leaves, Any], Any]
@@ -131,7 +132,11 @@ def dispatched(fn: Callable[..., Any], operands: Sequence[str] = ()) -> Callable
     spec = Operands(fn, operands) if operands else None
 
     def _user_fn(*args: Any, **kwargs: Any) -> Any:  # "_": error messages name `fn`
-        if current_program() is not None:
-            return fn(*args, **kwargs)
-        return call(fn, args, kwargs, spec)
+        try:
+            if current_program() is not None:
+                return fn(*args, **kwargs)
+            return call(fn, args, kwargs, spec)
+        except Exception as e:  # the error shows the user's frames only (inline: no frame)
+            leave_out_internal_frames(e)
+            raise
     return functools.wraps(fn)(_user_fn)

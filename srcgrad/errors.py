@@ -93,7 +93,7 @@ class SrcgradError(Exception):
         self.op = op
         self.loc = loc
         self.detail = message
-        prefix = f"{op}: " if op else ""
+        prefix = f"{op}: " if op and not message.startswith(f"{op}: ") else ""
         where = f" (at {loc})" if loc else ""
         super().__init__(f"{prefix}{message}{where}")
 
@@ -148,3 +148,9 @@ class GradientError(SrcgradError):
 
 class TraceError(SrcgradError):
     """A traced value was used in a way the tracer cannot record."""
+
+
+class ConcreteValueError(TraceError, TypeError):
+    """A traced value's Python value was asked for (float(x), int(x), x.item()): it exists only
+    when the compiled function runs. A TypeError too, as Python's own, so that code that
+    probes with `except TypeError` keeps working (JAX's ConcretizationTypeError is one)."""

@@ -84,6 +84,7 @@ class _Translator:
         self.max_iters = max_iters
         self.checkpoints = checkpoints
         self._literals: dict[Variable, Any] = {}
+        self._enclosing: list[Any] = []  # the equations whose sub-jaxprs are being translated
 
     def literal_value(self, v: Variable) -> Any:
         """The Python value of `v` if it was a literal of the jaxpr, else None."""
@@ -110,13 +111,18 @@ class _Translator:
         for eqn in jaxpr.eqns:
             name = eqn.primitive.name
             rule = RULES.get(name)
+            where = [eqn, *reversed(self._enclosing)]
             if rule is None:
-                raise _unsupported(name, eqn, "has no srcgrad translation")
-            out = rule(self, [read(v) for v in eqn.invars], eqn.params)
+                raise _unsupported(name, where, "has no srcgrad translation")
+            self._enclosing.append(eqn)
+            try:
+                out = rule(self, [read(v) for v in eqn.invars], eqn.params)
+            finally:
+                self._enclosing.pop()
             outs = list(out) if eqn.primitive.multiple_results else [out]
             for var, val in zip(eqn.outvars, outs):
                 if not isinstance(var, DropVar):
-                    env[var] = _typed(val, var.aval, name, eqn)
+                    env[var] = _typed(val, var.aval, name, where)
         return [read(v) for v in jaxpr.outvars]
 
 
@@ -129,29 +135,35 @@ def _const(c: Any) -> Variable:
     return constant(c if isinstance(c, (jax.Array, np.ndarray)) else np.asarray(c))
 
 
-def _typed(val: Any, aval: Any, prim: str, eqn: Any) -> Variable:
+def _typed(val: Any, aval: Any, prim: str, where: list[Any]) -> Variable:
     """`val` in the dtype of the jaxpr's variable; a shape that differs is a translation bug."""
     v = as_var(val)
     want = dtypes.canonical(aval.dtype)
     if v.dtype != want:
         v = E.astype(v, want)
     if v.shape != tuple(aval.shape):
-        raise _unsupported(prim, eqn, f"was translated to shape {v.shape}, but JAX gives "
+        raise _unsupported(prim, where, f"was translated to shape {v.shape}, but JAX gives "
                            f"{tuple(aval.shape)} (a srcgrad bug; please report it)")
     return v
 
 
-def _jax_line(eqn: Any) -> str:
-    """Where in the JAX function the equation came from, when JAX records it."""
+def _jax_line(where: list[Any]) -> str:
+    """Where in the user's JAX function an equation came from: its own line, or (an equation
+    inside a library's jitted function, such as jnp.fft.fft's) the enclosing call's."""
     try:
         from jax._src import source_info_util
-        return source_info_util.summarize(eqn.source_info)
+        for eqn in where:
+            line = source_info_util.summarize(eqn.source_info)
+            if line:
+                return line
     except Exception:  # a private JAX module: the message only loses a detail without it
-        return "an unknown line"
+        pass
+    return "an unknown line"
 
 
-def _unsupported(prim: str, eqn: Any, what: str) -> SrcgradError:
-    return SrcgradError(f"JAX primitive {prim!r} {what} (made at {_jax_line(eqn)}); "
+def _unsupported(prim: str, where: list[Any], what: str) -> SrcgradError:
+    """`where`: the equation, then the equations enclosing it, innermost first."""
+    return SrcgradError(f"JAX primitive {prim!r} {what} (made at {_jax_line(where)}); "
                         "docs/jax_frontend.md lists the supported primitives",
                         op="from_jax", loc=user_location())
 
@@ -217,8 +229,12 @@ def _select_n(cx: _Translator, a: list[Variable], p: dict) -> Variable:
 
 
 def _clamp(cx: _Translator, a: list[Variable], p: dict) -> Variable:
+    """lax.clamp with JAX's derivative: `x` where lo < x < hi, `lo` where x < lo < hi, `hi`
+    where hi < x; at a tie or a NaN nothing takes it."""
     lo, x, hi = a
-    return E.where(x < lo, lo, E.where(x > hi, hi, x))
+    held = E.stop_gradient(E.minimum(E.maximum(x, lo), hi))
+    inside = E.where(E.logical_and(x > lo, x < hi), x, held)
+    return E.where(hi < x, hi, E.where(E.logical_and(lo > x, lo < hi), lo, inside))
 
 
 def _convert(cx: _Translator, a: list[Variable], p: dict) -> Variable:

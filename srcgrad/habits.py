@@ -26,6 +26,9 @@ _ALIASES = {"absolute": "abs", "true_divide": "divide", "amax": "max", "amin": "
             "concat": "concatenate", "bitwise_and": "logical_and", "bitwise_or": "logical_or",
             "bitwise_not": "logical_not", "invert": "logical_not", "mod": "remainder",
             "dot_general": "einsum", "trace": "linalg.trace"}
+#: jax.lax's control flow: the srcgrad function that takes its place.
+_CONTROL = {"while_loop": "sg.while_loop", "cond": "sg.cond", "scan": "sg.scan",
+            "fori_loop": "sg.fori_loop", "switch": "nested sg.cond calls", "map": "sg.scan"}
 #: NumPy functions that run as the srcgrad op of the same name (NumPy's signature).
 _NUMPY_FUNCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.argmax, np.argmin, np.amax,
                     np.amin, np.where, np.reshape, np.transpose, np.swapaxes, np.concatenate,
@@ -101,6 +104,11 @@ def misuse(value: Variable, fallback: str | None = None) -> TraceError:
     if callee is None:
         return TraceError(f"{head} a JAX or NumPy function, which cannot read it; use the sg.* "
                           "op of the same name", loc=loc)
+    last = callee.rsplit(".", 1)[-1]
+    if last in _CONTROL and (callee != last or last != "map"):  # not Python's map
+        return TraceError(f"{head} {callee}, which cannot trace srcgrad values; use "
+                          f"{_CONTROL[last]} (jax.lax's arguments, differentiable by srcgrad), "
+                          "or wrap the whole JAX function with sg.from_jax", loc=loc)
     name = ".".join(callee.split(".")[-2:])  # jnp.linalg.solve: sg.linalg.solve
     if name not in EXPORTS:
         name = callee.rsplit(".", 1)[-1]

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from .dtypes import short
-from .errors import TRACED_TYPES, SourceLoc, TraceError, user_location
+from .errors import TRACED_TYPES, ConcreteValueError, SourceLoc, TraceError, user_location
 
 Shape = tuple[int, ...]
 
@@ -60,8 +60,31 @@ class Variable:
 
     def __len__(self) -> int:
         if not self.shape:
-            raise TraceError(f"len() of the 0-d traced value {self!r}")
+            raise ConcreteValueError(
+                f"len() of the 0-d traced value {self!r}: a 0-d array has no length (as in "
+                "NumPy); x.shape and x.size give its static shape", loc=user_location())
         return self.shape[0]
+
+    def _concrete(self, what: str) -> ConcreteValueError:
+        return ConcreteValueError(
+            f"{what} of the traced value {self!r} asks for its number, which exists only when "
+            "the compiled function runs; keep it an array (sg ops take it as it is: "
+            "sg.astype(x, int) for an integer value, sg.cond/sg.where to branch on it, "
+            "sg.fori_loop/sg.while_loop to loop on it) or return it from the function and "
+            "convert the result", loc=user_location())
+
+    def __float__(self) -> float:
+        raise self._concrete("float()")
+
+    def __int__(self) -> int:
+        raise self._concrete("int()")
+
+    def __complex__(self) -> complex:
+        raise self._concrete("complex()")
+
+    def item(self, *args: Any) -> Any:
+        """NumPy's item(): refused, a traced value has no Python number yet."""
+        raise self._concrete("x.item()")
 
     def __iter__(self) -> Iterator["Variable"]:
         return (self[i] for i in range(len(self)))
@@ -108,6 +131,10 @@ class Block:
         self.params: list[Variable] = []
         self.results: list[Variable] = []
         self.owner: Op | None = None
+        parent = self.parent
+        self.depth: int = 0 if parent is None else parent.depth + 1
+        #: The user's line of the outermost loop or branch this block is nested in.
+        self.nest_loc: SourceLoc | None = None if parent is None else parent.nest_loc
 
     @property
     def parent(self) -> "Block | None":
@@ -168,6 +195,9 @@ class Program:
 
     def create_block(self, parent: Block, forward_block_idx: int = -1) -> Block:
         block = Block(self, len(self.blocks), parent.idx, forward_block_idx)
+        if parent.depth == 0:  # a grad block takes its forward block's line
+            block.nest_loc = (self.blocks[forward_block_idx].nest_loc
+                              if forward_block_idx >= 0 else user_location())
         self.blocks.append(block)
         return block
 

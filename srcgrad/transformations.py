@@ -25,6 +25,7 @@ from .ops.elementwise import astype
 from .ops.grad_helpers import assign
 from .ops.scan import scan
 from .ops.shape import reshape, transpose
+from .traceback_filter import api_boundary
 from .transforms.backward import gradients
 from .transforms.forward import jvp_ops, tangent_name
 
@@ -140,6 +141,7 @@ def _compiled_jvp(fun: Callable[..., Any], n: int, argnums: tuple[int, ...], has
     return Transformed(inline, fun, who, params=(n, argnums, has_aux))
 
 
+@api_boundary
 def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
         has_aux: bool = False) -> tuple:
     """(fun(*primals), its directional derivative along `tangents`), as jax.jvp.
@@ -157,6 +159,7 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
     return (res[0], _float0(res[0], res[1])) + tuple(res[2:])
 
 
+@api_boundary
 def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple:
     """(fun(*primals), f_jvp[, aux]) as jax.linearize: f_jvp(*tangents) is the jvp at
     `primals`. f_jvp runs the jvp program (one compiled program, shared with the first
@@ -179,6 +182,7 @@ def _zero_tangent(p: Any) -> Any:
     return np.zeros(_shape(p), dt if _is_float(p) else jax.dtypes.float0)
 
 
+@api_boundary
 def hvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
     """The Hessian-vector product of a scalar `fun`: `jvp(grad(fun), primals, tangents)[1]`
     (forward over reverse; the Hessian is never formed)."""
@@ -399,6 +403,7 @@ def _pullback(fun: Callable[..., Any], args: Sequence[Any], cts: Sequence[Any] |
     return [g if g is not None else zeros(x.shape, x.dtype) for g, x in zip(grads, wrt)], out, aux
 
 
+@api_boundary
 def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
            has_aux: bool = False) -> Callable[..., Any]:
     """The Jacobian of `fun` by forward mode (jax.jacfwd): one jvp per input direction,
@@ -406,6 +411,7 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
     return _Jacobian(fun, argnums, has_aux, forward=True)
 
 
+@api_boundary
 def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
            has_aux: bool = False) -> Callable[..., Any]:
     """The Jacobian of `fun` by reverse mode (jax.jacrev): one vjp per output direction,
@@ -413,6 +419,7 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
     return _Jacobian(fun, argnums, has_aux, forward=False)
 
 
+@api_boundary
 def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
             has_aux: bool = False) -> Callable[..., Any]:
     """The Hessian of a scalar `fun` (jax.hessian): forward over reverse,

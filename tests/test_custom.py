@@ -105,7 +105,7 @@ def test_custom_vjp_errors() -> None:
     with pytest.raises(sg.SrcgradError, match="defvjp"):
         sg.grad(lambda x: sg.sum(h(x)))(X)
     h.defvjp(lambda x: (x * 2.0, ()), lambda res, g: (g, g))
-    with pytest.raises(sg.GradientError, match="1 cotangents"):
+    with pytest.raises(sg.GradientError, match=r"^custom_vjp: bwd <lambda> must return a tuple of 1 cotangents"):
         sg.grad(lambda x: sg.sum(h(x)))(X)
 
     def closes(x: Any) -> Any:
@@ -197,3 +197,57 @@ def test_custom_jvp_errors() -> None:
         return primals[0] * 2.0, (tangents[0], tangents[0])
     with pytest.raises(sg.GradientError, match="structure"):
         sg.jvp(h, (X,), (X,))
+
+
+# ---------------------------------------------------------------- rules jax's types refuse
+
+X32 = X.astype(np.float32)
+
+
+def _sin_vjp(fwd: Any, bwd: Any) -> Any:
+    @sg.custom_vjp
+    def f(x: Any) -> Any:
+        return sg.sin(x)
+
+    f.defvjp(fwd, bwd)
+    return f
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float64"])
+def test_custom_vjp_bwd_cotangent_of_another_dtype_is_refused(dtype: str) -> None:
+    f = _sin_vjp(lambda x: (sg.sin(x), sg.cos(x)), lambda c, g: (sg.astype(g * c, dtype),))
+    want = rf"^custom_vjp: bwd <lambda> returned {dtype[0]}{dtype[-2:]}\[4\] for argument 0, which is f32\[4\].*test_custom.py:\d+\)$"
+    with pytest.raises(sg.GradientError, match=want):
+        sg.grad(lambda x: sg.sum(f(x)))(X32)
+
+
+def test_custom_vjp_bwd_python_number_is_weakly_typed() -> None:
+    f = _sin_vjp(lambda x: (sg.sin(x), ()), lambda res, g: (2.0,))
+    got = sg.grad(lambda x: f(x))(np.float32(0.5))
+    assert got.dtype == np.float32 and got == 2.0
+
+
+@pytest.mark.parametrize("out", [lambda x: 3.0, lambda x: sg.astype(sg.sin(x), "float64"),
+                                 lambda x: (sg.sin(x),)], ids=["scalar", "float64", "tuple"])
+def test_custom_vjp_fwd_output_unlike_the_function_is_refused(out: Any) -> None:
+    f = _sin_vjp(lambda x: (out(x), x), lambda res, g: (g,))
+    with pytest.raises(sg.SrcgradError, match=r"^custom_vjp: fwd <lambda> returned a primal "
+                       r"output.*the function f returns .*test_custom.py:\d+\)$"):
+        f(X32)  # a plain call too: its value would be fwd's
+    with pytest.raises(sg.SrcgradError, match="the function f returns"):
+        sg.grad(lambda x: sg.sum(f(x)))(X32)
+
+
+def test_custom_jvp_rule_of_other_types_is_refused() -> None:
+    @sg.custom_jvp
+    def h(x: Any) -> Any:
+        return sg.sin(x)
+
+    h.defjvp(lambda p, t: (sg.sin(p[0]), sg.astype(t[0], "float64")))
+    with pytest.raises(sg.GradientError, match=r"^custom_jvp: the rule <lambda> returned "
+                       r"f64\[4\] for the tangent of output, which is f32\[4\]"):
+        sg.grad(lambda x: sg.sum(h(x)))(X32)
+    h.defjvp(lambda p, t: (3.0, t[0]))
+    with pytest.raises(sg.GradientError, match=r"returned f32\[\] for the primal output, "
+                       r"which is f32\[4\]"):
+        sg.jvp(h, (X32,), (X32,))

@@ -151,3 +151,36 @@ def test_50_nested_while_loops_forward_and_gradient_match_jax() -> None:
     np.testing.assert_allclose(gx, wx, rtol=1e-10)
     np.testing.assert_allclose(gw, ww, rtol=1e-10)
     _assert_flat(sg.source(sg.grad(nested_whiles, (0, 1)), xv, wv))
+
+
+def _outer_cond(x: Any, w: Any, depth: int) -> Any:
+    """`depth` nested conds under one outer cond written on its own line."""
+    return sg.cond(sg.sum(x) > -1e3, lambda v: nested_conds(v, w, depth - 1),
+                   lambda v: sg.sum(v), x)
+
+
+def test_compiling_past_the_nesting_limit_names_the_limit_and_the_outer_line() -> None:
+    """Compiled (jax.jit), 150 nested conds ended in a raw RecursionError deep inside JAX;
+    past MAX_COMPILED_NESTING levels srcgrad refuses, naming the limit and the outer cond."""
+    from srcgrad.transforms.loading import MAX_COMPILED_NESTING
+    depth = MAX_COMPILED_NESTING + 1
+    outer = f"test_deep_nesting.py:{_outer_cond.__code__.co_firstlineno + 2}"
+    with pytest.raises(sg.SrcgradError, match=rf"nest {depth} deep, past the "
+                       rf"{MAX_COMPILED_NESTING} levels .*the nesting starts at .*{outer}\. "):
+        sg.jit(lambda x, w: _outer_cond(x, w, depth))(X, W)
+
+
+def test_compiled_nesting_within_the_limit_does_not_need_a_higher_recursion_limit() -> None:
+    """JAX's trace of the emitted code recurses about 7 frames per level; srcgrad makes room
+    for it, so a program its own trace could build compiles under the same recursion limit."""
+    here, frame = 0, sys._getframe()
+    while frame is not None:
+        here, frame = here + 1, frame.f_back
+    depth = 50
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(here + 5 * depth + 60)  # srcgrad's trace needs about 4 a level
+    try:
+        got = sg.jit(lambda x, w: nested_conds(x, w, depth))(X, W)
+    finally:
+        sys.setrecursionlimit(old)
+    np.testing.assert_allclose(got, nested_conds_jnp(X, W, depth), rtol=1e-12)

@@ -13,6 +13,7 @@ import functools
 import gc
 import itertools
 import linecache
+import sys
 import threading
 import types
 from collections import OrderedDict
@@ -24,6 +25,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from srcgrad.cache import register
+from srcgrad.errors import SrcgradError, user_location
 
 _counter = itertools.count()
 _counter_lock = threading.Lock()
@@ -63,6 +65,9 @@ def short_locations() -> Any:
     release without the option.)
     """
     return _FULL_TRACEBACKS(False) if _FULL_TRACEBACKS is not None else contextlib.nullcontext()
+
+
+_NOTHING = contextlib.nullcontext()
 
 
 class _CollectorPause:
@@ -142,6 +147,8 @@ class Lowered:
     code: tuple[types.CodeType, ...] = ()  # each top-level function's code, in source order
     namespace: dict[str, Any] = field(default_factory=dict)
     _jitted: Any = field(default=None, repr=False)
+    nesting: int = 0  # how deep the program's blocks nest (JAX traces one call per level)
+    nest_loc: Any = None  # the user's line of the outermost loop or branch of the deepest
 
     def jitted(self) -> Callable[..., Any]:
         """`jax.jit(fn)`, made once (every caller shares its traces and compilations): the
@@ -152,16 +159,29 @@ class Lowered:
             jitted = jax.jit(self.fn)
             first = [True]
 
+            levels = self.nesting if self.nesting > SHALLOW_NESTING else 0
+
             @functools.wraps(self.fn)
             def call(*args: Any) -> Any:
                 if not first[0]:
                     return jitted(*args)
-                with short_locations(), collection_paused():
+                if levels > MAX_COMPILED_NESTING and not jax.config.jax_disable_jit:
+                    raise self._too_deep()
+                with short_locations(), collection_paused(), (
+                        recursion_room(levels) if levels else _NOTHING):
                     first[0] = False
                     return jitted(*args)
             call.jitted = jitted  # type: ignore[attr-defined]
             self._jitted = call
         return self._jitted
+
+    def _too_deep(self) -> SrcgradError:
+        return SrcgradError(
+            f"loops and branches nest {self.nesting} deep, past the {MAX_COMPILED_NESTING} "
+            f"levels srcgrad compiles (XLA's compile time grows steeply with the depth and "
+            f"deeper programs can crash it); the nesting starts at {self.nest_loc}. Flatten "
+            "it (sg.where for branches, one loop over several steps), or run it without "
+            "compiling under `with jax.disable_jit():`", loc=user_location())
 
     def eager_fn(self) -> Callable[..., Any]:
         """The same source run eagerly: loops and branches as Python `while` / `if` over
@@ -169,6 +189,40 @@ class Lowered:
         namespace = dict(self.namespace, lax=EagerLax())
         _define(self.code, namespace)
         return namespace[self.fn.__name__]
+
+
+#: The deepest nesting of loops and branches srcgrad hands to jax.jit: the gradient of 100
+#: nested conds compiles in about a minute, XLA's time grows steeply beyond, and about 300
+#: levels crash it. Deeper programs run under `jax.disable_jit()` (the emitted source, eagerly).
+MAX_COMPILED_NESTING = 100
+#: Up to this nesting depth JAX's trace of the emitted code fits Python's default recursion
+#: limit; a deeper program is called with `recursion_room`.
+SHALLOW_NESTING = 20
+#: Python frames JAX's trace spends per nesting level (lax.cond/while_loop and the emitted
+#: function), with a margin: about 7 are measured.
+FRAMES_PER_LEVEL = 25
+
+
+@contextlib.contextmanager
+def recursion_room(levels: int) -> Iterator[None]:
+    """Python's recursion limit raised, for the `with` body, by what JAX's trace of a program
+    nested `levels` deep needs on top of the current stack (srcgrad refuses programs nested
+    deeper than ir.MAX_NESTING, so this stays far from the C stack's size). The limit is
+    restored after, unless someone else changed it meanwhile."""
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    old = sys.getrecursionlimit()
+    need = depth + levels * FRAMES_PER_LEVEL + 200
+    if need <= old:
+        yield
+        return
+    sys.setrecursionlimit(need)
+    try:
+        yield
+    finally:
+        if sys.getrecursionlimit() == need:
+            sys.setrecursionlimit(old)
 
 
 #: How many compiled sources `load` keeps (see there).

@@ -519,4 +519,7 @@ def lower_program(program: Program, feeds: Sequence[Variable], fetches: Sequence
     """The one entry point from a Program to code: verify (with SRCGRAD_ENABLE_CHECKS=1),
     `emit_program`, then `load`; `Lowered.jitted()` is the one jit wrapper."""
     check(program, "the transforms, before lowering")
-    return load(emit_program(program, feeds, fetches, checks, name, ops))
+    lowered = load(emit_program(program, feeds, fetches, checks, name, ops))
+    deepest = max(program.blocks, key=lambda b: b.depth)
+    lowered.nesting, lowered.nest_loc = deepest.depth, deepest.nest_loc
+    return lowered

@@ -128,11 +128,13 @@ def _g_power(op: Op, g: list, need: list) -> Iterator[Variable | None]:
 
 
 def _g_chooser(op: Op, g: list, need: list) -> Iterator[Variable | None]:
+    """JAX's balanced rule: the input equal to the result takes the gradient, half each on a
+    tie; where the result is NaN neither input equals it, so both take 0 (as jax.grad)."""
     x, y = op.inputs
     out = op.outputs[0]
-    mask = astype(where(x == out, where(y == out, 0.5, 1.0), 0.0), g[0].dtype)
-    yield g[0] * mask if need[0] else None
-    yield g[0] * (1.0 - mask) if need[1] else None
+    x_is, y_is = x == out, y == out
+    yield g[0] * astype(where(x_is, where(y_is, 0.5, 1.0), 0.0), g[0].dtype) if need[0] else None
+    yield g[0] * astype(where(y_is, where(x_is, 0.5, 1.0), 0.0), g[0].dtype) if need[1] else None
 
 
 def _g_where(op: Op, g: list, need: list) -> Iterator[Variable | None]:

@@ -14,7 +14,7 @@ from ..registry import GradSpec, OutType
 from ._rules import jax_dtype, norm_axes, norm_axis
 from .declare import defop, named, public
 from .creation import full
-from .elementwise import astype, divide, equal, exp, logical_and, multiply, where
+from .elementwise import astype, divide, equal, exp, isnan, multiply, where
 from .grad_helpers import expand_reduced, reduced_shape
 
 Axis = int | Sequence[int] | None
@@ -105,24 +105,35 @@ def _arg(name: str, kind: str) -> Any:
 
 
 def _g_chooser(op: Op, g: Variable) -> Variable:
+    """The elements equal to the extreme share its gradient equally; where the extreme is NaN
+    every element of the slice takes NaN (jax.grad's g / 0 * 0), written out so that XLA's
+    rewrite of `mask / count` into a select cannot turn it into 0."""
     x = op.inputs[0]
     out_b = expand_reduced(op.outputs[0], op)
     mask = astype(equal(x, out_b), x.dtype)
     count = sum(mask, op.attrs["axes"], keepdims=True)
-    return multiply(expand_reduced(g, op), divide(mask, count))
+    share = where(isnan(out_b), np.nan, divide(mask, count))
+    return multiply(expand_reduced(g, op), share)
 
 
 def _g_prod(op: Op, g: Variable) -> Variable:
+    """Each element's derivative is the product of the others: the exclusive running products
+    from both ends, multiplied. No division, so it is exact where the slice holds zeros,
+    infinities or NaN (0 * inf is NaN only where jax.grad's is)."""
+    from .shape import reshape, transpose
+    from .sort_scan import _shift, lax_cumprod
     x = op.inputs[0]
     axes = op.attrs["axes"]
-    is_zero = equal(x, 0.0)
-    zeros_in = sum(astype(is_zero, x.dtype), axes, keepdims=True)
-    safe = where(is_zero, 1.0, x)
-    prod_nonzero = prod(safe, axes, keepdims=True)
-    no_zero = prod_nonzero / safe
-    one_zero = where(logical_and(is_zero, equal(zeros_in, 1.0)), prod_nonzero, 0.0)
-    local = where(equal(zeros_in, 0.0), no_zero, one_zero)
-    return multiply(expand_reduced(g, op), local)
+    kept = [a for a in range(x.ndim) if a not in axes]
+    perm = kept + list(axes)
+    moved = transpose(x, perm)
+    n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    flat = reshape(moved, moved.shape[:len(kept)] + (n,))
+    last = flat.ndim - 1
+    before = _shift(lax_cumprod(flat, last), last, 1, 1.0)
+    after = _shift(lax_cumprod(flat, last, True), last, -1, 1.0)
+    others = transpose(reshape(before * after, moved.shape), list(np.argsort(perm)))
+    return multiply(expand_reduced(g, op), others)
 
 
 def _g_logsumexp(op: Op, g: Variable) -> Variable:

@@ -21,7 +21,8 @@ from ..registry import OutType, register
 from ._rules import broadcast_shapes, jax_dtype, norm_axis
 from .creation import arange
 from .declare import Emitted, defop, public
-from .elementwise import astype, equal, greater, less, multiply, not_equal, subtract, where
+from .elementwise import (astype, equal, greater, isnan, less, multiply, not_equal, subtract,
+                          where)
 from .indexing import take
 from .manip import _iota, _scatter_along, _window, moveaxis, ravel
 from .shape import broadcast_to, concatenate, lax_pad, reshape, rev
@@ -70,8 +71,16 @@ def _sorted(name: str, a: Any, axis: int | None, kind: None, order: None, stable
 @public
 def sort(a: Any, axis: int | None = -1, *, kind: None = None, order: None = None,
          stable: bool = True, descending: bool = False) -> Variable:
-    """jnp.sort(a, axis=-1, *, stable=True, descending=False); NaNs sort last."""
-    return _sorted("sort", a, axis, kind, order, stable, descending)[0]
+    """jnp.sort(a, axis=-1, *, stable=True, descending=False); NaNs sort last (first when
+    descending). Descending is the ascending sort reversed, as jnp's, so that the gradient of
+    tied values goes where jax.grad sends it."""
+    if not descending:
+        return _sorted("sort", a, axis, kind, order, stable, False)[0]
+    x = as_var(a)
+    if axis is None:
+        x, axis = ravel(x), 0
+    ax = norm_axis(axis, x.ndim)
+    return rev(_sorted("sort", x, ax, kind, order, stable, False)[0], (ax,))
 
 
 @public
@@ -188,12 +197,15 @@ def _g_cumprod(op: Op, g: Variable) -> Variable:
 
 def _g_cumulative_extreme(op: Op, g: Variable) -> Variable:
     """Each output's gradient goes to the position of its running extreme (the first one
-    where several are equal)."""
+    where several are equal; JAX splits it by its scan tree); a NaN output's goes nowhere."""
     x, out = op.inputs[0], op.outputs[0]
     axis, reverse = op.attrs["axis"], op.attrs["reverse"]
     n = x.shape[axis]
     if n == 0:
         return g
+    if dtypes.is_inexact(out.dtype):  # a NaN result past the first takes no gradient (JAX's)
+        first = equal(_iota(x, axis, dtypes.default_int()), n - 1 if reverse else 0)
+        g = where(isnan(out) & ~first, 0.0, g)
     better = greater if op.type == "cummax" else less
     if reverse:  # the position counted from the end
         x, out = rev(x, (axis,)), rev(out, (axis,))
