@@ -29,7 +29,7 @@ from .ir import Block, Op, Variable
 from .ops.creation import zeros
 from .registry import OutType, register
 from .transforms.accumulate import is_zero
-from .transforms.forward import backward_segment, jvp_rule, retraced
+from .transforms.forward import backward_segment, retraced
 from .analysis import free_vars, live_ops
 from .traceback_filter import api_boundary
 
@@ -273,7 +273,6 @@ def _through_fwd(op: Op, gs: list, need: list) -> list:
     return [got.get(v) for v in op.inputs[:n]]
 
 
-@jvp_rule("custom_vjp")
 def _jvp_custom_vjp(op: Op, ts: list, tangents: Any) -> list:
     a = op.attrs
     res = a["fwd"](*tree_unflatten(a["in_tree"], op.inputs[:a["n_args"]]))
@@ -329,7 +328,6 @@ def _apply_rule(op: Op, tangents: list[Variable]) -> list[Variable]:
     return outs
 
 
-@jvp_rule("custom_jvp")
 def _jvp_custom_jvp(op: Op, ts: list, tangents: Any) -> list:
     n = op.attrs["n_args"]
     _refuse_closure(op, [False] * n + [t is not None for t in ts[n:]])
@@ -357,7 +355,9 @@ def _custom_jvp_grad(op: Op, gs: list, need: list) -> list:
     return grads + [None] * (len(op.inputs) - n)
 
 
-register("custom_vjp", _body_rule, None, _custom_vjp_grad, lower_stmt=_lower_body)
-register("custom_jvp", _body_rule, None, _custom_jvp_grad, lower_stmt=_lower_body)
+register("custom_vjp", _body_rule, None, _custom_vjp_grad, lower_stmt=_lower_body,
+         jvp=_jvp_custom_vjp)
+register("custom_jvp", _body_rule, None, _custom_jvp_grad, lower_stmt=_lower_body,
+         jvp=_jvp_custom_jvp)
 
 __all__ = ["custom_vjp", "custom_jvp"]

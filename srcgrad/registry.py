@@ -29,6 +29,24 @@ ZERO = "zero"
 REMAT_VIEW = "view"
 REMAT_INDEX = "index"
 
+#: `OpDef.jvp` kinds, whose rules transforms/forward.py implements: a linear op (in its float
+#: inputs together) applied to the tangents; a multilinear op, one term per operand.
+LINEAR = "linear"
+MULTILINEAR = "multilinear"
+
+_F32_F64 = frozenset({np.dtype("float32"), np.dtype("float64")})
+
+
+def f32_f64(op: "Op") -> bool:
+    """A fast form's condition: every input is float32 or float64 (where jax.numpy might
+    compute otherwise: it upcasts float16 sums, for one)."""
+    return all(v.dtype in _F32_F64 for v in op.inputs)
+
+
+def always(op: "Op") -> bool:
+    """A fast form's condition: it holds for every input srcgrad's shape rule accepts."""
+    return True
+
 
 @dataclass(frozen=True)
 class OpDef:
@@ -42,7 +60,11 @@ class OpDef:
     ones no input needs. ZERO marks a zero gradient and None an op that cannot be
     differentiated. `public` names the user function (`sg.<public>`), None for internal ops. `remat` says when a
     gradient recomputes the op rather than records it (REMAT_VIEW, REMAT_INDEX; None: never
-    unless it has no inputs).
+    unless it has no inputs). `jvp` is the forward-mode rule: LINEAR, MULTILINEAR or a
+    function `(op, input tangents, tangents) -> output tangents` (None: forward mode
+    differentiates the grad maker's linearization). `fast` is a second lowering
+    `(template, when)` used where `when(op)` holds: the `lax` call jax.numpy would make,
+    which JAX traces in about half the time.
     """
 
     name: str
@@ -52,6 +74,8 @@ class OpDef:
     lower_stmt: Callable[[Any, "Op"], None] | None = None
     public: str | None = None
     remat: str | None = None
+    jvp: Any = None
+    fast: tuple[str, Callable[["Op"], bool]] | None = None
 
     @property
     def differentiable(self) -> bool:
@@ -72,13 +96,14 @@ def per_input(fns: Sequence[InputGrad | None]) -> GradFn:
 
 def register(name: str, infer: InferFn, lower: Any = None, grad: GradSpec = None,
              lower_stmt: Callable[[Any, "Op"], None] | None = None,
-             public: str | None = None) -> OpDef:
+             public: str | None = None, *, remat: str | None = None, jvp: Any = None,
+             fast: tuple[str, Callable[["Op"], bool]] | None = None) -> OpDef:
     """Add a row to the registry; `grad` may be a tuple of per-input gradient functions."""
     if name in REGISTRY:
         raise ValueError(f"op {name!r} is registered twice")
     if isinstance(grad, (tuple, list)):
         grad = per_input(grad)
-    row = OpDef(name, infer, lower, grad, lower_stmt, public)
+    row = OpDef(name, infer, lower, grad, lower_stmt, public, remat, jvp, fast)
     REGISTRY[name] = row
     return row
 
@@ -89,9 +114,3 @@ def grad_maker(name: str) -> Callable[[GradFn], GradFn]:
         REGISTRY[name] = replace(REGISTRY[name], grad=fn)
         return fn
     return deco
-
-
-def set_remat(kind: str, *names: str) -> None:
-    """Mark already registered ops as cheap to recompute (`kind`: REMAT_VIEW or REMAT_INDEX)."""
-    for name in names:
-        REGISTRY[name] = replace(REGISTRY[name], remat=kind)

@@ -7,8 +7,9 @@ do. Loops and branches are transformed in place: a `while` carries the tangents 
 carried values as extra carries (no records: forward mode needs none), a `cond` returns the
 tangents of its outputs from both branches.
 
-Per-op rules live in `JVP_RULES`, keyed by op type. Linear ops apply themselves to the
-tangents, multilinear ones sum one term per operand, and a few ops have explicit rules. Every
+Per-op rules live in each op's registry row (`OpDef.jvp`, set by its declaration): LINEAR
+ops apply themselves to the tangents, MULTILINEAR ones sum one term per operand, and a few
+ops have explicit rules, registered here (`jvp_rule`) or where they are declared. Every
 other differentiable op gets its rule from its grad maker by transposition: the grad maker,
 called on a placeholder cotangent `c`, emits the linear map c -> J^T c as srcgrad ops;
 `backward_block` over those ops with respect to `c`, seeded with the input tangents, emits
@@ -17,6 +18,7 @@ called on a placeholder cotangent `c`, emits the linear map c -> J^T c as srcgra
 from __future__ import annotations
 
 from collections import ChainMap
+from dataclasses import replace
 from typing import Any, Callable, MutableMapping, Sequence
 
 import jax
@@ -30,7 +32,7 @@ from srcgrad.ops.elementwise import divide, exp, multiply, negative, subtract
 from srcgrad.ops.grad_helpers import add_n, broadcasts_to, unbroadcast
 from srcgrad.ops.reduce import sum as reduce_sum
 from srcgrad.ops.shape import broadcast_to, transpose
-from srcgrad.registry import REGISTRY, ZERO
+from srcgrad.registry import LINEAR, MULTILINEAR, REGISTRY, ZERO
 
 from .backward import backward_block, forward_requires
 from .passes import free_vars, live_ops, producer
@@ -40,14 +42,12 @@ Tangents = MutableMapping[Variable, Variable]
 #: (None: zero). Called with `op` just appended to the current block.
 JvpRule = Callable[[Op, list, Tangents], Sequence["Variable | None"]]
 
-JVP_RULES: dict[str, JvpRule] = {}
-
-
 def jvp_rule(*names: str) -> Callable[[JvpRule], JvpRule]:
-    """Register a forward rule for the op types `names`."""
+    """Set the forward rule of the already registered op types `names` (for rules written
+    in this layer or above, as `registry.grad_maker` does for grad makers)."""
     def deco(fn: JvpRule) -> JvpRule:
         for n in names:
-            JVP_RULES[n] = fn
+            REGISTRY[n] = replace(REGISTRY[n], jvp=fn)
         return fn
     return deco
 
@@ -71,7 +71,9 @@ def jvp_ops(ops: Sequence[Op], block: Block, tangents: Tangents) -> None:
             row = REGISTRY[op.type]
             if row.grad is ZERO:
                 continue
-            rule = JVP_RULES.get(op.type)
+            rule = row.jvp
+            if isinstance(rule, str):
+                rule = _KINDS[rule]
             if rule is None and row.grad is None:
                 raise GradientError(
                     f"{op.type} has no derivative, and it lies on the differentiated path "
@@ -158,17 +160,11 @@ def _filled(op: Op, ts: list) -> list[Variable]:
             for v, t in zip(op.inputs, ts)]
 
 
-@jvp_rule("reshape", "transpose", "broadcast_to", "concatenate", "slice", "rev", "pad",
-          "dynamic_slice", "dynamic_update_slice", "dynamic_index", "dynamic_update_index",
-          "take", "scatter_add", "reduce_sum", "negative", "assign", "sum", "convert",
-          "where", "deg2rad", "rad2deg", "radians", "degrees", "real", "conj",
-          "optimization_barrier")
 def _linear(op: Op, ts: list, tangents: Tangents) -> list:
     """A linear op (in its float inputs together): the op itself, applied to the tangents."""
     return emit(op.type, _filled(op, ts), dict(op.attrs))
 
 
-@jvp_rule("multiply", "einsum", "conv")
 def _multilinear(op: Op, ts: list, tangents: Tangents) -> list:
     """A multilinear op: one term per operand with a tangent, that operand replaced by it."""
     terms = []
@@ -359,4 +355,6 @@ def _jvp_checkpoint(op: Op, ts: list, tangents: Tangents) -> list:
     return retraced(op, leaves, tangents)
 
 
-__all__ = ["JVP_RULES", "jvp_rule", "jvp_ops", "retraced", "tangent_name", "backward_segment"]
+_KINDS: dict[str, JvpRule] = {LINEAR: _linear, MULTILINEAR: _multilinear}
+
+__all__ = ["jvp_rule", "jvp_ops", "retraced", "tangent_name", "backward_segment"]

@@ -6,11 +6,10 @@ import math
 import operator
 import re
 import string
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from srcgrad.ir import Block, Op, Program, Variable
 from srcgrad.registry import REGISTRY
@@ -29,30 +28,6 @@ _PAD = "    "  # every emitted function is at top level: its body is indented on
 #: to keep XLA from merging a recomputation with the value it recomputes. (Ops without
 #: inputs, the constants and fills, are also emitted again: each keeps its own name.)
 _NO_CSE = frozenset({"optimization_barrier"})
-_F32_F64 = frozenset({np.dtype("float32"), np.dtype("float64")})
-
-
-def _f32_f64(op: Op) -> bool:
-    return all(v.dtype in _F32_F64 for v in op.inputs)
-
-
-def _sum_fast(op: Op) -> bool:
-    return not op.attrs["keepdims"] and _f32_f64(op)
-
-
-#: Fast forms: op type -> (template, when). Where srcgrad's known shapes and dtypes make
-#: jax.numpy's argument checks and promotion redundant, the `lax` call it would make, which
-#: JAX traces in about half the time to the same jaxpr. Only for float32 / float64 inputs
-#: where jax.numpy might compute otherwise (jnp.sum upcasts float16, for one).
-FAST_FORMS: dict[str, tuple[str, Callable[[Op], bool]]] = {
-    **{name: (f"lax.{name}({{0}})", _f32_f64)
-       for name in ("sin", "cos", "tan", "tanh", "exp", "log", "log1p", "expm1", "sqrt", "abs")},
-    "reshape": ("lax.reshape({0}, {shape})", bool),
-    "transpose": ("lax.transpose({0}, {axes})", bool),
-    "fill_constant": ("lax.full({shape}, {value}, {dtype})", bool),
-}
-if hasattr(lax, "reduce_sum"):  # not public in jax 0.4.30, the floor
-    FAST_FORMS["reduce_sum"] = ("lax.reduce_sum({0}, {axes})", _sum_fast)
 #: A global block of more live ops than SPLIT_OPS is emitted as a chain of functions of
 #: about PART_OPS ops each (see `emit_program` and `part_bounds`).
 SPLIT_OPS = 1000
@@ -297,7 +272,7 @@ class Emitter:
             else:
                 args = [names[v] for v in op.inputs]
                 lower = row.lower
-                fast = FAST_FORMS.get(op.type)
+                fast = row.fast
                 if fast is not None and fast[1](op):
                     lower = fast[0]
                 attrs = _attr_literals(op.attrs) if op.attrs else {}

@@ -25,7 +25,7 @@ import numpy as np
 from ..builder import active_program, as_var, emit
 from ..errors import SrcgradError, user_location
 from ..ir import Op, Variable
-from ..registry import OutType, register
+from ..registry import LINEAR, OutType, register
 from ..analysis import free_vars
 from .control import CHECKPOINTED, _trace_block, _while
 from .creation import arange, full, zeros
@@ -178,7 +178,8 @@ register("checkpoint", _checkpoint_rule, None, None, lower_stmt=_lower_checkpoin
 #: jax 0.4.30 (the declared floor) has the barrier only under its private name.
 _BARRIER = ("lax.optimization_barrier({0})" if hasattr(jax.lax, "optimization_barrier")
             else "jax._src.ad_checkpoint._optimization_barrier({0})")
-register("optimization_barrier", lambda i, a: [(i[0].shape, i[0].dtype)], _BARRIER, _g_barrier)
+register("optimization_barrier", lambda i, a: [(i[0].shape, i[0].dtype)], _BARRIER, _g_barrier,
+         jvp=LINEAR)
 
 __all__ = ["checkpoint"]
 

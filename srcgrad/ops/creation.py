@@ -11,7 +11,7 @@ from .. import dtypes
 from ..builder import as_var, emit1
 from ..errors import ShapeError
 from ..ir import Shape, Variable
-from ..registry import ZERO, OutType, register
+from ..registry import ZERO, OutType, always, register
 from .declare import Emitted, defop, public
 from .shape import broadcast_to
 
@@ -20,7 +20,8 @@ def _attr_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutTyp
     return [(tuple(attrs["shape"]), attrs["dtype"])]
 
 
-@defop("fill_constant", _attr_rule, "jnp.full({shape}, {value}, {dtype})", ZERO, base="full")
+@defop("fill_constant", _attr_rule, "jnp.full({shape}, {value}, {dtype})", ZERO, base="full",
+       fast=("lax.full({shape}, {value}, {dtype})", always))
 def full(shape: Shape | int, fill_value: Any, dtype: Any = None) -> Emitted:
     """jnp.full: `fill_value` (a scalar, or an array or traced value) broadcast to `shape`."""
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)

@@ -69,7 +69,9 @@ def named(fn: Front, name: str, doc: str) -> Front:
 
 
 def defop(name: str, infer: InferFn, lower: Any, grad: GradSpec, *, export: bool | str = True,
-          base: str | None = None, namespace: str | None = None, operands: tuple[str, ...] = ()
+          base: str | None = None, namespace: str | None = None, operands: tuple[str, ...] = (),
+          jvp: Any = None, remat: str | None = None,
+          fast: tuple[str, Callable[..., bool]] | None = None
           ) -> Callable[[Front], Callable[..., Any]]:
     """Register op `name` and make its user function from `front` (see the module doc).
 
@@ -78,7 +80,8 @@ def defop(name: str, infer: InferFn, lower: Any, grad: GradSpec, *, export: bool
     keeps the function internal (grad helpers); a string names the composite user function
     that reaches the op (`integer_pow` is reached by `sg.power`), itself exported by `@public`.
     `namespace` exports the function as `sg.<namespace>.<name>`. `operands` names the
-    front's array parameters (see the module doc).
+    front's array parameters (see the module doc). `jvp`, `remat` and `fast` are the row's
+    forward-mode rule, recompute policy and fast lowering (registry.OpDef).
     """
     def deco(front: Front) -> Callable[..., Any]:
         @functools.wraps(front)
@@ -90,6 +93,6 @@ def defop(name: str, infer: InferFn, lower: Any, grad: GradSpec, *, export: bool
             return emit1(name, inputs, attrs, base=base)
         short = front.__name__ if namespace is None else f"{namespace}.{front.__name__}"
         user = export if isinstance(export, str) else short if export else None
-        register(name, infer, lower, grad, public=user)
+        register(name, infer, lower, grad, public=user, remat=remat, jvp=jvp, fast=fast)
         return _export(_build, short, operands) if export is True else _build
     return deco

@@ -11,7 +11,7 @@ from .. import dtypes
 from ..builder import as_var
 from ..errors import ShapeError
 from ..ir import Op, Variable
-from ..registry import REGISTRY, REMAT_INDEX, ZERO, GradSpec, OutType, set_remat
+from ..registry import LINEAR, MULTILINEAR, REGISTRY, REMAT_INDEX, ZERO, GradSpec, OutType, f32_f64
 from ._rules import broadcast_shapes, jax_dtype, same
 from .creation import zeros_like
 from .declare import defop, named, public
@@ -64,11 +64,13 @@ def _cast_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutTyp
 # ---------------------------------------------------------------- the two op families
 
 def unary(name: str, lower: str, grad: GradSpec, floating: bool = False,
-          like: Callable[..., Any] | None = None) -> Callable[[ArrayLike], Variable]:
+          like: Callable[..., Any] | None = None, fast: bool = False,
+          **knobs: Any) -> Callable[[ArrayLike], Variable]:
     """Declare an elementwise op of one argument.
 
     `floating`: integer and bool inputs are cast to the float dtype JAX gives `like` (default
-    jnp.<name>) on them; otherwise every dtype keeps its own.
+    jnp.<name>) on them; otherwise every dtype keeps its own. `fast`: float32/float64 inputs
+    lower to `lax.<name>`. `knobs`: defop's jvp and remat.
     """
     def front(x: ArrayLike) -> tuple[list[Variable], dict]:
         x = as_var(x)
@@ -77,12 +79,14 @@ def unary(name: str, lower: str, grad: GradSpec, floating: bool = False,
             x = astype(x, REGISTRY[name].infer([x], {})[0][1])
         return [x], {}
     named(front, name, f"Elementwise {name} (jax.numpy semantics).")
+    if fast:
+        knobs["fast"] = (f"lax.{name}({{0}})", f32_f64)
     return defop(name, _unary_rule(like or getattr(jnp, name), floating), lower, grad,
-                 operands=("x",))(front)
+                 operands=("x",), **knobs)(front)
 
 
 def binary(name: str, lower: str, grad: GradSpec, kind: str = "arith", doc: str | None = None,
-           export: bool | str = True) -> Callable[[ArrayLike, ArrayLike], Variable]:
+           export: bool | str = True, **knobs: Any) -> Callable[[ArrayLike, ArrayLike], Variable]:
     """Declare an elementwise op of two broadcasting arguments (`kind` picks the dtype rule).
 
     A Python scalar takes the other argument's dtype, as JAX's weak types do.
@@ -95,7 +99,8 @@ def binary(name: str, lower: str, grad: GradSpec, kind: str = "arith", doc: str 
             x = as_var(x, like=y)
         return [x, y], {}
     named(front, name, doc or f"Elementwise {name} with NumPy broadcasting (jax.numpy semantics).")
-    return defop(name, _binary_rule(kind), lower, grad, export=export, operands=("x", "y"))(front)
+    return defop(name, _binary_rule(kind), lower, grad, export=export, operands=("x", "y"),
+                 **knobs)(front)
 
 
 # ---------------------------------------------------------------- grad makers shared by rows
@@ -151,21 +156,25 @@ def _sum_squares(op: Op) -> Variable:
 
 # ---------------------------------------------------------------- the rows
 
-negative = unary("negative", "-{0}", (lambda op, g: negative(g),))
-exp = unary("exp", "jnp.exp({0})", (lambda op, g: g * op.outputs[0],), floating=True)
-log = unary("log", "jnp.log({0})", (lambda op, g: g / op.inputs[0],), floating=True)
-log1p = unary("log1p", "jnp.log1p({0})", (lambda op, g: g / (op.inputs[0] + 1.0),), floating=True)
-expm1 = unary("expm1", "jnp.expm1({0})", (lambda op, g: g * (op.outputs[0] + 1.0),), floating=True)
-sqrt = unary("sqrt", "jnp.sqrt({0})", (lambda op, g: g * 0.5 / op.outputs[0],), floating=True)
+negative = unary("negative", "-{0}", (lambda op, g: negative(g),), jvp=LINEAR, remat=REMAT_INDEX)
+exp = unary("exp", "jnp.exp({0})", (lambda op, g: g * op.outputs[0],), floating=True, fast=True)
+log = unary("log", "jnp.log({0})", (lambda op, g: g / op.inputs[0],), floating=True, fast=True)
+log1p = unary("log1p", "jnp.log1p({0})", (lambda op, g: g / (op.inputs[0] + 1.0),), floating=True,
+              fast=True)
+expm1 = unary("expm1", "jnp.expm1({0})", (lambda op, g: g * (op.outputs[0] + 1.0),), floating=True,
+              fast=True)
+sqrt = unary("sqrt", "jnp.sqrt({0})", (lambda op, g: g * 0.5 / op.outputs[0],), floating=True,
+             fast=True)
 rsqrt = unary("rsqrt", "lax.rsqrt({0})",
               (lambda op, g: g * (op.outputs[0] / op.inputs[0]) * -0.5,), floating=True,
               like=jnp.sqrt)
 tanh = unary("tanh", "jnp.tanh({0})",
-             (lambda op, g: g * (1.0 - op.outputs[0] * op.outputs[0]),), floating=True)
-sin = unary("sin", "jnp.sin({0})", (lambda op, g: g * cos(op.inputs[0]),), floating=True)
-cos = unary("cos", "jnp.cos({0})", (lambda op, g: negative(g * sin(op.inputs[0])),), floating=True)
+             (lambda op, g: g * (1.0 - op.outputs[0] * op.outputs[0]),), floating=True, fast=True)
+sin = unary("sin", "jnp.sin({0})", (lambda op, g: g * cos(op.inputs[0]),), floating=True, fast=True)
+cos = unary("cos", "jnp.cos({0})", (lambda op, g: negative(g * sin(op.inputs[0])),), floating=True,
+            fast=True)
 abs = unary("abs", "jnp.abs({0})",  # as JAX: slope +1 at 0
-            (lambda op, g: where(op.inputs[0] >= 0, g, negative(g)),))
+            (lambda op, g: where(op.inputs[0] >= 0, g, negative(g)),), fast=True)
 sign = unary("sign", "jnp.sign({0})", ZERO)
 floor = unary("floor", "jnp.floor({0})", ZERO)
 ceil = unary("ceil", "jnp.ceil({0})", ZERO)
@@ -184,10 +193,12 @@ erf = unary("erf", "jax.scipy.special.erf({0})",
             (lambda op, g: g * (exp(negative(op.inputs[0] * op.inputs[0]))
                                 * (2.0 / math.sqrt(math.pi))),), floating=True, like=jnp.exp)
 
-add = binary("add", "{0} + {1}", (lambda op, g: g, lambda op, g: g))
-subtract = binary("subtract", "{0} - {1}", (lambda op, g: g, lambda op, g: negative(g)))
+add = binary("add", "{0} + {1}", (lambda op, g: g, lambda op, g: g), remat=REMAT_INDEX)
+subtract = binary("subtract", "{0} - {1}", (lambda op, g: g, lambda op, g: negative(g)),
+                  remat=REMAT_INDEX)
 multiply = binary("multiply", "{0} * {1}",
-                  (lambda op, g: g * op.inputs[1], lambda op, g: g * op.inputs[0]))
+                  (lambda op, g: g * op.inputs[1], lambda op, g: g * op.inputs[0]),
+                   jvp=MULTILINEAR, remat=REMAT_INDEX)
 divide = binary("divide", "{0} / {1}", _g_divide, "divide")
 remainder = binary("remainder", "jnp.remainder({0}, {1})",
                    (lambda op, g: g,
@@ -196,17 +207,17 @@ remainder = binary("remainder", "jnp.remainder({0}, {1})",
 floor_divide = binary("floor_divide", "jnp.floor_divide({0}, {1})", ZERO, "intdiv")
 maximum = binary("maximum", "jnp.maximum({0}, {1})", _g_chooser)
 minimum = binary("minimum", "jnp.minimum({0}, {1})", _g_chooser)
-less = binary("less", "{0} < {1}", None, "compare")
-less_equal = binary("less_equal", "{0} <= {1}", None, "compare")
-greater = binary("greater", "{0} > {1}", None, "compare")
-greater_equal = binary("greater_equal", "{0} >= {1}", None, "compare")
-equal = binary("equal", "{0} == {1}", None, "compare")
-not_equal = binary("not_equal", "{0} != {1}", None, "compare")
-logical_and = binary("logical_and", "jnp.logical_and({0}, {1})", None, "logic")
-logical_or = binary("logical_or", "jnp.logical_or({0}, {1})", None, "logic")
+less = binary("less", "{0} < {1}", None, "compare", remat=REMAT_INDEX)
+less_equal = binary("less_equal", "{0} <= {1}", None, "compare", remat=REMAT_INDEX)
+greater = binary("greater", "{0} > {1}", None, "compare", remat=REMAT_INDEX)
+greater_equal = binary("greater_equal", "{0} >= {1}", None, "compare", remat=REMAT_INDEX)
+equal = binary("equal", "{0} == {1}", None, "compare", remat=REMAT_INDEX)
+not_equal = binary("not_equal", "{0} != {1}", None, "compare", remat=REMAT_INDEX)
+logical_and = binary("logical_and", "jnp.logical_and({0}, {1})", None, "logic", remat=REMAT_INDEX)
+logical_or = binary("logical_or", "jnp.logical_or({0}, {1})", None, "logic", remat=REMAT_INDEX)
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 tan = unary("tan", "jnp.tan({0})", (lambda op, g: g * (1.0 + op.outputs[0] * op.outputs[0]),),
-            floating=True)
+            floating=True, fast=True)
 sinh = unary("sinh", "jnp.sinh({0})", (lambda op, g: g * cosh(op.inputs[0]),), floating=True)
 cosh = unary("cosh", "jnp.cosh({0})", (lambda op, g: g * sinh(op.inputs[0]),), floating=True)
 arcsin = unary("arcsin", "jnp.arcsin({0})",
@@ -231,11 +242,11 @@ cbrt = unary("cbrt", "jnp.cbrt({0})",
 deg2rad = unary("deg2rad", "jnp.deg2rad({0})", (lambda op, g: g * (math.pi / 180.0),),
                 floating=True)
 radians = unary("radians", "jnp.radians({0})", (lambda op, g: g * (math.pi / 180.0),),
-                floating=True)
+                floating=True, jvp=LINEAR)
 rad2deg = unary("rad2deg", "jnp.rad2deg({0})", (lambda op, g: g * (180.0 / math.pi),),
                 floating=True)
 degrees = unary("degrees", "jnp.degrees({0})", (lambda op, g: g * (180.0 / math.pi),),
-                floating=True)
+                floating=True, jvp=LINEAR)
 fabs = unary("fabs", "jnp.fabs({0})", (lambda op, g: where(op.inputs[0] >= 0, g, negative(g)),),
              floating=True)
 arctan2 = binary("arctan2", "jnp.arctan2({0}, {1})",
@@ -273,7 +284,7 @@ def power(x: ArrayLike, y: ArrayLike) -> Variable:
     return _power(x, y)
 
 
-@defop("logical_not", same, "jnp.logical_not({0})", None)
+@defop("logical_not", same, "jnp.logical_not({0})", None, remat=REMAT_INDEX)
 def logical_not(x: ArrayLike) -> tuple[list[Variable], dict]:
     """Elementwise logical not of a bool array."""
     x = as_var(x)
@@ -282,7 +293,7 @@ def logical_not(x: ArrayLike) -> tuple[list[Variable], dict]:
     return [x], {}
 
 
-@defop("where", _where_rule, "jnp.where({0}, {1}, {2})", _g_where)
+@defop("where", _where_rule, "jnp.where({0}, {1}, {2})", _g_where, jvp=LINEAR, remat=REMAT_INDEX)
 def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> tuple[list[Variable], dict]:
     """jnp.where(condition, x, y) (the three-argument form; a non-bool condition means != 0)."""
     c = astype(as_var(condition), BOOL)
@@ -295,7 +306,7 @@ def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> tuple[list[Variab
 
 
 @defop("convert", _cast_rule, "{0}.astype({dtype})",
-       (lambda op, g: astype(g, op.inputs[0].dtype),))
+       (lambda op, g: astype(g, op.inputs[0].dtype),), jvp=LINEAR, remat=REMAT_INDEX)
 def astype(x: ArrayLike, dtype: Any) -> Variable | tuple[list[Variable], dict]:
     """`x` converted to `dtype` (x.astype(dtype))."""
     x = as_var(x)
@@ -379,9 +390,6 @@ def imag(x: ArrayLike) -> Variable:
     return zeros_like(x)
 
 
-set_remat(REMAT_INDEX, "add", "subtract", "multiply", "negative", "convert", "where", "less",
-          "less_equal", "greater", "greater_equal", "equal", "not_equal", "logical_and",
-          "logical_or", "logical_not")
 
 
 # ---------------------------------------------------------------- fmod, sinc, fmax/fmin, nan_to_num

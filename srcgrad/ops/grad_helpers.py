@@ -9,7 +9,7 @@ from typing import Any, Sequence
 from ..builder import emit1
 from ..errors import ShapeError
 from ..ir import Op, Shape, Variable
-from ..registry import ZERO, OutType
+from ..registry import LINEAR, ZERO, OutType
 from ._rules import broadcast_shapes, same
 from .declare import defop
 
@@ -22,14 +22,14 @@ def _sum_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType
     return [(first.shape, first.dtype)]
 
 
-@defop("assign", same, "{0}", (lambda op, g: g,), export=False)
+@defop("assign", same, "{0}", (lambda op, g: g,), export=False, jvp=LINEAR)
 def assign(x: Variable, base: str | None = None) -> Variable:
     """A copy of `x` under a new name (Fluid's assign)."""
     return emit1("assign", [x], base=base)
 
 
 @defop("sum", _sum_rule, lambda args, attrs: " + ".join(args),
-       lambda op, g, need: [g[0] if n else None for n in need], export=False)
+       lambda op, g, need: [g[0] if n else None for n in need], export=False, jvp=LINEAR)
 def add_n(xs: Sequence[Variable], base: str | None = None) -> Variable:
     """Fluid's `sum` op: the elementwise sum of same-typed values (gradient fan-in)."""
     return emit1("sum", list(xs), base=base)

@@ -13,7 +13,7 @@ from .. import dispatch, dtypes
 from ..builder import as_var
 from ..errors import GradientError, ShapeError
 from ..ir import Op, Variable
-from ..registry import REMAT_VIEW, ZERO, OutType, set_remat
+from ..registry import LINEAR, REMAT_VIEW, ZERO, OutType
 from ._rules import broadcast_shapes, norm_axis
 from .creation import arange, full, ones, zeros
 from .declare import Emitted, defop
@@ -179,7 +179,8 @@ def _index_vars(indices: Sequence[Any]) -> list[Variable]:
     return [astype(v, dt) for v in vs]
 
 
-@defop("dynamic_slice", _dynamic_slice_rule, _lower_dynamic_slice, _g_dynamic_slice)
+@defop("dynamic_slice", _dynamic_slice_rule, _lower_dynamic_slice, _g_dynamic_slice,
+       jvp=LINEAR, remat=REMAT_VIEW)
 def dynamic_slice(x: Any, start_indices: Sequence[Any], slice_sizes: Sequence[int]) -> Emitted:
     """lax.dynamic_slice: a window of static size at traced start indices."""
     x = as_var(x)
@@ -187,7 +188,7 @@ def dynamic_slice(x: Any, start_indices: Sequence[Any], slice_sizes: Sequence[in
     return [x, *starts], {"sizes": tuple(int(s) for s in slice_sizes)}
 
 
-@defop("dynamic_update_slice", _dus_rule, _lower_dus, _g_dus)
+@defop("dynamic_update_slice", _dus_rule, _lower_dus, _g_dus, jvp=LINEAR)
 def dynamic_update_slice(x: Any, update: Any, start_indices: Sequence[Any]) -> Emitted:
     """lax.dynamic_update_slice: `update` written into `x` at traced start indices."""
     x = as_var(x)
@@ -216,7 +217,8 @@ def _lower_dyn_update_index(args: list[str], attrs: dict[str, str]) -> str:
             f"{_negative_flag(attrs)})")
 
 
-@defop("dynamic_index", _dyn_index_rule, _lower_dyn_index, _g_dyn_index)
+@defop("dynamic_index", _dyn_index_rule, _lower_dyn_index, _g_dyn_index,
+       jvp=LINEAR, remat=REMAT_VIEW)
 def dynamic_index(x: Variable, index: Any, axis: int = 0, *,
                   allow_negative_indices: bool = True) -> Emitted:
     """lax.dynamic_index_in_dim without the kept axis.
@@ -230,7 +232,7 @@ def dynamic_index(x: Variable, index: Any, axis: int = 0, *,
 
 
 @defop("dynamic_update_index", _dyn_update_index_rule, _lower_dyn_update_index,
-       _g_dyn_update_index)
+       _g_dyn_update_index, jvp=LINEAR)
 def dynamic_update_index(x: Variable, value: Any, index: Any, axis: int = 0, *,
                          allow_negative_indices: bool = True) -> Emitted:
     """lax.dynamic_update_index_in_dim: write `value` at position `index` along `axis`."""
@@ -239,7 +241,7 @@ def dynamic_update_index(x: Variable, value: Any, index: Any, axis: int = 0, *,
         "axis": norm_axis(axis, x.ndim), "allow_negative_indices": allow_negative_indices}
 
 
-@defop("take", _take_rule, "jnp.take({0}, {1}, axis={axis})", _g_take)
+@defop("take", _take_rule, "jnp.take({0}, {1}, axis={axis})", _g_take, jvp=LINEAR)
 def take(x: Any, indices: Any, axis: int | None = None) -> Emitted:
     """jnp.take along `axis` (None: of the flattened array); out-of-range indices clamp."""
     x = as_var(x)
@@ -250,7 +252,7 @@ def take(x: Any, indices: Any, axis: int | None = None) -> Emitted:
     return [x, idx], {"axis": norm_axis(axis, x.ndim)}
 
 
-@defop("scatter_add", _scatter_add_rule, _lower_scatter_add, _g_scatter_add)
+@defop("scatter_add", _scatter_add_rule, _lower_scatter_add, _g_scatter_add, jvp=LINEAR)
 def scatter_add(x: Variable, indices: Any, updates: Any, axis: int = 0) -> Emitted:
     """`x.at[indices].add(updates)` along `axis` (out-of-range indices are dropped)."""
     x = as_var(x)
@@ -634,6 +636,3 @@ class _At:
 def at(x: Variable) -> _At:
     """`x.at` (installed as a property of traced values)."""
     return _At(x)
-
-
-set_remat(REMAT_VIEW, "dynamic_index", "dynamic_slice")

@@ -14,7 +14,7 @@ from .. import dtypes
 from ..builder import as_var, emit1
 from ..errors import ShapeError
 from ..ir import Op, Variable
-from ..registry import OutType
+from ..registry import MULTILINEAR, OutType
 from ._rules import broadcast_shapes
 from .declare import Emitted, defop, public
 from .elementwise import astype, multiply, where
@@ -154,7 +154,7 @@ def _g_einsum(op: Op, g: list, need: list) -> list:
 
 @defop("einsum", _einsum_rule,
        lambda a, at: f"jnp.einsum({at['subscripts']}, {', '.join(a)})", _g_einsum,
-       export="einsum")
+       export="einsum", jvp=MULTILINEAR)
 def _einsum_op(terms: Sequence[str], out: str, operands: Sequence[Variable]) -> Emitted:
     """One or two operands contracted to `out` (canonical subscripts)."""
     return list(operands), {"subscripts": ",".join(terms) + "->" + out}
@@ -367,7 +367,7 @@ def _lower_conv(args: list[str], attrs: dict[str, str]) -> str:
             f"lax.ConvDimensionNumbers(*{attrs['dimension_numbers']}))")
 
 
-@defop("conv", _conv_rule, _lower_conv, _g_conv)
+@defop("conv", _conv_rule, _lower_conv, _g_conv, jvp=MULTILINEAR)
 def conv(x: Any, w: Any, strides: Sequence[int] = (1, 1), padding: str | Sequence[tuple[int, int]] = "VALID",
          layout: str = "NHWC", rhs_dilation: Sequence[int] = (1, 1)) -> Emitted:
     """2-D convolution. `layout` is NHWC (kernel HWIO) or NCHW (kernel OIHW)."""

@@ -5,12 +5,13 @@ from typing import Any, Sequence
 
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from .. import dtypes
 from ..builder import as_var
 from ..errors import ShapeError
 from ..ir import Op, Variable
-from ..registry import GradSpec, OutType
+from ..registry import LINEAR, GradSpec, OutType, f32_f64
 from ._rules import jax_dtype, norm_axes, norm_axis
 from .declare import defop, named, public
 from .creation import full
@@ -41,7 +42,8 @@ def _no_out(name: str, out: Any) -> None:
                          op=name)
 
 
-def reduction(name: str, public_name: str, lower: str, grad: GradSpec, kind: str) -> Any:
+def reduction(name: str, public_name: str, lower: str, grad: GradSpec, kind: str,
+              **knobs: Any) -> Any:
     """Declare a reduction over `axis` (None, an int or a tuple) with `keepdims`.
 
     NumPy's `dtype=` casts the input first and `out=` must be None, so numpy.sum(traced) works.
@@ -60,7 +62,7 @@ def reduction(name: str, public_name: str, lower: str, grad: GradSpec, kind: str
         return [x], {"axes": axes, "keepdims": bool(keepdims)}
     named(front, public_name, f"jnp.{public_name}(x, axis=None, dtype=None, out=None, keepdims=False).")
     op = defop(name, _reduce_rule(kind), lower + "({0}, axis={axes}, keepdims={keepdims})",
-               grad)(front)
+               grad, **knobs)(front)
     return op
 
 
@@ -141,7 +143,13 @@ def _g_logsumexp(op: Op, g: Variable) -> Variable:
     return multiply(expand_reduced(g, op), exp(x - expand_reduced(op.outputs[0], op)))
 
 
-sum = reduction("reduce_sum", "sum", "jnp.sum", (lambda op, g: expand_reduced(g, op),), "sum")
+def _sum_fast(op: Op) -> bool:
+    return not op.attrs["keepdims"] and f32_f64(op)
+
+
+sum = reduction("reduce_sum", "sum", "jnp.sum", (lambda op, g: expand_reduced(g, op),), "sum",
+                jvp=LINEAR,  # lax.reduce_sum is not public in jax 0.4.30, the floor
+                fast=("lax.reduce_sum({0}, {axes})", _sum_fast) if hasattr(lax, "reduce_sum") else None)
 max = reduction("reduce_max", "max", "jnp.max", (_g_chooser,), "same")
 min = reduction("reduce_min", "min", "jnp.min", (_g_chooser,), "same")
 prod = reduction("reduce_prod", "prod", "jnp.prod", (_g_prod,), "sum")

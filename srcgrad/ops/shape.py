@@ -10,7 +10,7 @@ from .. import dtypes
 from ..builder import as_var
 from ..errors import ShapeError
 from ..ir import Op, Shape, Variable
-from ..registry import REMAT_VIEW, OutType, set_remat
+from ..registry import LINEAR, REMAT_VIEW, OutType, always
 from ._rules import broadcast_shapes, norm_axis, same
 from .declare import Emitted, defop, public
 from .grad_helpers import fill_zeros_like
@@ -120,7 +120,8 @@ def _g_rev(op: Op, g: list, need: list) -> list:
 
 # ---------------------------------------------------------------- user-facing functions
 
-@defop("reshape", _reshape_rule, "jnp.reshape({0}, {shape})", _g_reshape)
+@defop("reshape", _reshape_rule, "jnp.reshape({0}, {shape})", _g_reshape,
+       jvp=LINEAR, remat=REMAT_VIEW, fast=("lax.reshape({0}, {shape})", always))
 def reshape(x: Any, shape: Shape | int) -> Emitted:
     """jnp.reshape(x, shape); one axis may be -1."""
     x = as_var(x)
@@ -140,7 +141,8 @@ def reshape(x: Any, shape: Shape | int) -> Emitted:
     return [x], {"shape": shape}
 
 
-@defop("transpose", _transpose_rule, "jnp.transpose({0}, {axes})", _g_transpose)
+@defop("transpose", _transpose_rule, "jnp.transpose({0}, {axes})", _g_transpose,
+       jvp=LINEAR, remat=REMAT_VIEW, fast=("lax.transpose({0}, {axes})", always))
 def transpose(x: Any, axes: Sequence[int] | None = None) -> Emitted:
     """jnp.transpose(x, axes); None reverses the axes."""
     x = as_var(x)
@@ -160,7 +162,7 @@ def swapaxes(x: Any, axis1: int, axis2: int) -> Variable:
     return transpose(x, perm)
 
 
-@defop("broadcast_to", _broadcast_rule, "jnp.broadcast_to({0}, {shape})", _g_broadcast)
+@defop("broadcast_to", _broadcast_rule, "jnp.broadcast_to({0}, {shape})", _g_broadcast, jvp=LINEAR)
 def broadcast_to(x: Any, shape: Shape | int) -> Emitted:
     """jnp.broadcast_to(x, shape)."""
     x = as_var(x)
@@ -198,7 +200,7 @@ def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Variable:
 
 
 @defop("concatenate", _concat_rule,
-       lambda a, at: f"jnp.concatenate([{', '.join(a)}], axis={at['axis']})", _g_concat)
+       lambda a, at: f"jnp.concatenate([{', '.join(a)}], axis={at['axis']})", _g_concat, jvp=LINEAR)
 def concatenate(xs: Sequence[Any], axis: int = 0) -> Emitted:
     """jnp.concatenate(xs, axis)."""
     vs = [as_var(x) for x in xs]
@@ -220,7 +222,8 @@ def stack(xs: Sequence[Any], axis: int = 0) -> Variable:
     return concatenate([expand_dims(v, axis) for v in vs], axis)
 
 
-@defop("slice", _slice_rule, "lax.slice({0}, {start}, {limit}, {strides})", _g_slice)
+@defop("slice", _slice_rule, "lax.slice({0}, {start}, {limit}, {strides})", _g_slice,
+       jvp=LINEAR, remat=REMAT_VIEW)
 def slice(x: Variable, start: Sequence[int], limit: Sequence[int],
           strides: Sequence[int] | None = None) -> Emitted:
     """lax.slice: a static, strided window of `x`."""
@@ -229,17 +232,14 @@ def slice(x: Variable, start: Sequence[int], limit: Sequence[int],
     return [x], {"start": tuple(start), "limit": tuple(limit), "strides": strides}
 
 
-@defop("rev", same, "lax.rev({0}, {axes})", _g_rev)
+@defop("rev", same, "lax.rev({0}, {axes})", _g_rev, jvp=LINEAR, remat=REMAT_VIEW)
 def rev(x: Variable, axes: Sequence[int]) -> Emitted:
     """lax.rev: `x` reversed along `axes`."""
     return [as_var(x)], {"axes": tuple(axes)}
 
 
 @defop("pad", _pad_rule, "lax.pad({0}, jnp.zeros((), {0}.dtype), {config})", _g_pad,
-       export="pad")
+       export="pad", jvp=LINEAR)
 def lax_pad(x: Variable, config: Sequence[tuple[int, int, int]]) -> Emitted:
     """lax.pad with zeros: `(low, high, interior)` per axis (sg.pad, NumPy's, reaches it)."""
     return [as_var(x)], {"config": tuple(tuple(c) for c in config)}
-
-
-set_remat(REMAT_VIEW, "slice", "reshape", "rev", "transpose")
