@@ -220,6 +220,10 @@ class Transformed:
         self._key = (name, jit, params, self._static) + inner
         self._own: dict[Any, Slot] = {}
         self._own_lock = threading.Lock()
+        #: JAX's dispatch for repeated calls (`_fast_call`): (jax.jit of the pipeline, the
+        #: bindings it was made under); None before the first call, False where it cannot
+        #: serve (captured arrays or loop records sized at run time).
+        self._fast: tuple[Callable[..., Any], tuple] | bool | None = None if jit else False
         self.compilations = 0
         functools.update_wrapper(self, fun, updated=())
 
@@ -227,10 +231,44 @@ class Transformed:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             args = self._positional(args, kwargs)
-        static = self._static_positions(args)
+        static = self._static_positions(args) if self._static else frozenset()
         if tracing(args):
             return self._inline(*[a if i in static else _as_vars(a) for i, a in enumerate(args)])
+        if not static and self._fast is not False:
+            out = self._fast_call(args)
+            if out is not _SLOW:
+                return out
         return self._run(args, static)
+
+    def _fast_call(self, args: tuple) -> Any:
+        """The call served by JAX's own dispatch: a `jax.jit` of this function's pipeline,
+        which runs srcgrad's trace, transform and lowering when JAX traces (once per input
+        signature), so a repeated call costs what a jax.jit call does, plus the check that
+        the globals and closure cells the function reads are the same objects (`bindings`).
+        Calls on JAX tracers, on other leaves than arrays and numbers, and programs that read
+        captured arrays (fed their current values on every call) or size loop records at run
+        time take the full path (`_run`); `_SLOW` says so."""
+        for leaf in jax.tree_util.tree_leaves(args):
+            if type(leaf) not in _FAST_TYPES and not isinstance(leaf, np.generic):
+                return _SLOW
+        now = bindings(self._base)
+        fast = self._fast
+        if fast is None or not same_bindings(fast[1], now):  # type: ignore[index]
+            fast = self._fast = (jax.jit(self._traced), now)
+        try:
+            return fast[0](*args)  # type: ignore[index]
+        except _NotFast:
+            self._fast = False
+            return _SLOW
+        except Exception as e:  # srcgrad's error, without the note JAX adds on its way out
+            notes = getattr(e, "__notes__", None)
+            if notes:
+                notes[:] = [n for n in notes if "JAX has removed its internal frames" not in n]
+            raise
+
+    def _traced(self, *args: Any) -> Any:
+        """`_run` on JAX's tracers of the fast path's jax.jit."""
+        return self._run(args, frozenset(), fast=True)
 
     def records_loops(self) -> bool:
         """True if a program this object compiled sizes its loop records at run time (its
@@ -343,7 +381,7 @@ class Transformed:
                                        "is traced", loc=user_location())
         return entry, fed
 
-    def _run(self, args: tuple, static: frozenset[int]) -> Any:
+    def _run(self, args: tuple, static: frozenset[int], fast: bool = False) -> Any:
         if static:
             statics = tuple(static_key(_hashable(args[i], i, self._name)) for i in sorted(static))
             dynamic = tuple(None if i in static else a for i, a in enumerate(args))
@@ -361,6 +399,8 @@ class Transformed:
         slot = self._slot(key)
         now = bindings(self._base)
         entry, fed = self._entry(slot, call_args, now)
+        if fast and (entry.checks or entry.captures):
+            raise _NotFast
         if entry.checks and any(isinstance(a, jax.core.Tracer) for a in (*arrays, *fed)):
             op = entry.checks[0][2]
             raise SrcgradError(
@@ -379,6 +419,15 @@ class Transformed:
             if not grow:
                 return jax.tree_util.tree_unflatten(entry.out_tree, list(outs))
             entry, fed = self._entry(slot, call_args, now, grow)
+
+
+class _NotFast(Exception):
+    """Raised while JAX traces the fast path, for a program it cannot serve."""
+
+
+_SLOW = object()
+#: The leaf types the fast path takes (concrete arrays and numbers; never a JAX tracer).
+_FAST_TYPES = frozenset({type(jax.numpy.zeros(())), np.ndarray, bool, int, float, complex})
 
 
 def _usable(entry: _Entry | None, now: tuple) -> list[Any] | None:

@@ -87,8 +87,12 @@ def register_tape(run: Interpreter, wants: Callable[[Leaves], bool],
 def tracing(args: Any) -> bool:
     """True when a call on `args` is traced: a program is being built, or a traced value is
     among the arguments. (A transformed function asks this to run inline, not compiled.)"""
-    return current_program() is not None or any(
-        isinstance(leaf, Variable) for leaf in jax.tree_util.tree_leaves(args))
+    if current_program() is not None:
+        return True
+    for leaf in jax.tree_util.tree_leaves(args):
+        if type(leaf) is Variable:
+            return True
+    return False
 
 
 def _is_leaf(x: Any) -> bool:

@@ -75,12 +75,23 @@ def _source_loc(filename: str, lineno: int, function: str) -> SourceLoc:
     return SourceLoc(filename, lineno, function)
 
 
+def _jax_dirs() -> tuple[str, ...]:
+    import jax
+    import jaxlib
+    return tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (jax, jaxlib))
+
+
+_JAX_DIRS = _jax_dirs()
+
+
 def user_location() -> SourceLoc | None:
-    """The innermost stack frame outside srcgrad's own files."""
+    """The innermost stack frame outside srcgrad's own files and JAX's (a srcgrad function
+    that JAX calls, as `jax.vmap` or the fast path of a compiled call do, reports the line
+    that called JAX)."""
     frame = sys._getframe(1)
     while frame is not None:
         fname = frame.f_code.co_filename
-        if not _is_internal(fname):
+        if not _is_internal(fname) and not fname.startswith(_JAX_DIRS):
             return _source_loc(fname, frame.f_lineno, frame.f_code.co_name)
         frame = frame.f_back
     return None

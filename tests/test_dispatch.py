@@ -285,3 +285,45 @@ def test_static_arguments_are_keyed_by_type_and_value() -> None:
     j = sg.jit(f, static_argnums=1)
     x = np.float32(1.0)
     assert [float(j(x, v)) for v in (True, 1, 1.0)] == [2.0, 3.0, 4.0]
+
+
+# ---------------------------------------------------------------- the fast path of compiled calls
+
+SCALE = 2.0
+TABLE = np.array([1.0, 2.0, 3.0])
+
+
+def _scaled(x: Any) -> Any:
+    return sg.sum(x * x) * SCALE
+
+
+def _reads_table(x: Any) -> Any:
+    return sg.sum(x * TABLE)
+
+
+def test_fast_path_sees_a_rebound_global_and_a_mutated_array(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Repeated calls go through JAX's dispatch, yet a global rebound since is read again,
+    and a captured NumPy array mutated in place is fed its new values."""
+    g = sg.grad(_scaled)
+    x = np.array([1.0, -2.0])
+    for _ in range(3):
+        np.testing.assert_allclose(g(x), 4.0 * x)
+    assert g._fast not in (None, False)
+    monkeypatch.setitem(globals(), "SCALE", 3.0)
+    np.testing.assert_allclose(g(x), 6.0 * x)
+    h = sg.grad(_reads_table)
+    np.testing.assert_allclose(h(np.ones(3)), TABLE)
+    TABLE[0] = 10.0
+    try:
+        np.testing.assert_allclose(h(np.ones(3)), [10.0, 2.0, 3.0])
+        assert h._fast is False  # captured arrays take the full path
+    finally:
+        TABLE[0] = 1.0
+
+
+def test_fast_path_errors_name_the_users_line() -> None:
+    def f(x: Any) -> Any:
+        return sg.sum(x.reshape(4, 2))
+    with pytest.raises(sg.ShapeError, match=r"cannot reshape .*\(at .*test_dispatch.py:\d+\)$") as info:
+        sg.grad(f)(np.ones(3))
+    assert not any("JAX has removed" in n for n in getattr(info.value, "__notes__", []))
