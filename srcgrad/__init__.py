@@ -3,6 +3,8 @@
     import srcgrad as sg
     df = sg.grad(f)          # f written over sg ops; df(x) runs compiled JAX code
     print(sg.source(df, x))  # the readable derivative source
+
+Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -2,6 +2,8 @@
 
 Which ops are live for some values, which values a block reads from enclosing blocks, the
 blocks nested in a block, the op that makes a value. Rewriting passes are in transforms/.
+
+Layer L1 (the IR): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The public API: trace → append_backward → lower → jax.jit, cached per input signature."""
+"""The public API: trace → append_backward → lower → jax.jit, cached per input signature.
+
+Layer L6 (front ends): see docs/design.md.
+"""
 from __future__ import annotations
 
 import functools

@@ -15,6 +15,8 @@ not record (inside a composite op). The compiled backward is cached on the tape'
 (op types, input wiring, shapes, dtypes, attrs; never values: srcgrad/tape_compile.py), so a
 training loop over a fixed model compiles it once and then feeds it each iteration's
 recorded values.
+
+Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Appending ops to the block being built: type inference, constants and error context."""
+"""Appending ops to the block being built: type inference, constants and error context.
+
+Layer L2 (registry, builder and dispatch): see docs/design.md.
+"""
 from __future__ import annotations
 
 import threading

@@ -12,6 +12,8 @@ on the function: the key is the function object (for a bound method, its functio
 instance), never its name or code alone, so two closures over different values do not share
 an entry. An entry goes when its function is garbage collected. Each key has a lock, so
 threads making the same first call compile once and wait for it.
+
+Layer L0 (base: errors, dtypes, config, caches): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Library settings (`sg.config`), read when a function is traced and compiled."""
+"""Library settings (`sg.config`), read when a function is traced and compiled.
+
+Layer L0 (base: errors, dtypes, config, caches): see docs/design.md.
+"""
 from __future__ import annotations
 
 import os

@@ -12,6 +12,8 @@ A call of a decorated function is one op holding the function's body as a sub-bl
   and `backward_block` differentiates its tangent outputs with respect to them.
 
 Forward mode through a `custom_vjp` op differentiates `fwd`'s ops (jax refuses jvp there).
+
+Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@
     eager    otherwise: the eager interpreter computes it with JAX.
 
 No other module decides the mode. The eager and tape interpreters live in higher layers
-(srcgrad/eager.py, srcgrad/imperative/) and register themselves here, as JAX's trace types
+(srcgrad/eager.py, srcgrad/autograd.py) and register themselves here, as JAX's trace types
 register with its core.
 
 A Python number passed where the op declares an array operand (`defop(..., operands=...)`)
@@ -16,6 +16,8 @@ JAX) and, outside a trace, it is a runtime input of the compiled call, keyed by 
 and Python type but not by its value, so `3.0 - x` never reuses `x - 3.0`'s program and a
 changing learning rate compiles nothing new. Attribute arguments (axes, shapes, an integer
 exponent) stay static and are keyed by type and value.
+
+Layer L2 (registry, builder and dispatch): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Dtype canonicalization and promotion (JAX's rules, cached)."""
+"""Dtype canonicalization and promotion (JAX's rules, cached).
+
+Layer L0 (base: errors, dtypes, config, caches): see docs/design.md.
+"""
 from __future__ import annotations
 
 from functools import lru_cache

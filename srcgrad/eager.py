@@ -9,6 +9,8 @@ The signature is the argument leaves in order: an array by shape and dtype, a `W
 (a Python number in an operand position) by its Python type -- it is an input of the
 program, fed its value -- and any other value (axes, shapes, flags) by type and value
 (`cache.static_key`). Programs live in one bounded cache of the registry (`cache.py`).
+
+Layer L5 (compiled code): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Exceptions and user source locations."""
+"""Exceptions and user source locations.
+
+Layer L0 (base: errors, dtypes, config, caches): see docs/design.md.
+"""
 from __future__ import annotations
 
 import contextlib

@@ -8,6 +8,8 @@ dtypes of its (pytree) arguments and translates every equation into srcgrad ops 
 being built; the translated ops carry the user's line that called it. Called on arrays it
 compiles and runs the translation (as `sg.jit`). `RULES` is the translation table: one row
 per JAX primitive, `rule(cx, args, params) -> value or list of values`.
+
+Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -5,6 +5,8 @@ not say what to do. `install()` makes JAX's abstractification of a Variable, Num
 and array functions, and `__array__` raise a TraceError that names the srcgrad op to use
 instead and the user's file:line. NumPy's operators (`ndarray + traced`), its reductions
 (`numpy.sum(traced)`) and its functions with an sg twin of the same signature go to srcgrad.
+
+Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 

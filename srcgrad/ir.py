@@ -4,6 +4,8 @@ A `Program` owns a list of `Block`s; `blocks[0]` is the global block. A block ho
 in order, its parameters (values passed in: loop-carried state, branch operands) and its
 results (values passed out). Sub-blocks hang off control-flow ops through their attrs and
 may read variables of enclosing blocks (lexical scoping).
+
+Layer L1 (the IR): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """`sg.linalg`: jax.numpy.linalg's functions (and jax.scipy.linalg's lu and solve_triangular)
 over traced values. Declared in srcgrad/ops/decomp.py and linalg_functions.py with
-`public_in("linalg")`."""
+`public_in("linalg")`.
+
+Layer L3 (the ops): see docs/design.md.
+"""
 from __future__ import annotations
 
 from .ops.declare import exports_of

@@ -10,6 +10,8 @@ A layer holds attached Tensors; calling it inside `sg.autograd.record()` records
 (`x @ w + b` and an activation of `sg.nn` are one eager call, whose result alone the tape
 keeps: backward needs no more).
 The activations are the srcgrad ops of jax.nn's names (`sg.nn.relu` is `sg.relu`).
+
+Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 

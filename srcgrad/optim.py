@@ -2,6 +2,8 @@
 
 optax works too: its updates are pytrees of arrays, and a Tensor is a pytree of its array
 (`optax.sgd(lr).update([p.grad for p in ps], state)`).
+
+Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Deterministic text form of a Program (the main debugging surface)."""
+"""Deterministic text form of a Program (the main debugging surface).
+
+Layer L1 (the IR): see docs/design.md.
+"""
 from __future__ import annotations
 
 from typing import Any

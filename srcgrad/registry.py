@@ -2,6 +2,8 @@
 
 Rows are declared with `srcgrad.ops.declare.defop`, which also makes the op's user function;
 `register` is the bare form for ops whose user function is not one emit (control flow).
+
+Layer L2 (registry, builder and dispatch): see docs/design.md.
 """
 from __future__ import annotations
 

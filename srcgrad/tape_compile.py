@@ -5,6 +5,8 @@ wired to earlier values, shapes, dtypes, attributes, and which values were recor
 built while recording: each recorded call's ops are keyed once, as a step from the tape's
 node in a trie of the structures seen, so equal recordings end on the same node and
 backward looks its compiled program up by that node and the heads, in O(1).
+
+Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 

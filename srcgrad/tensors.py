@@ -5,6 +5,8 @@ computes its value at once and is also appended to the recording's tape (a `Prog
 Tensor then remembers its Variable on that tape. Its operators and methods are installed by
 `srcgrad.autograd` (they are the srcgrad ops). A Tensor is a JAX pytree of one leaf, its
 array, so `jax.jit`, `jax.tree_util` and optax take Tensors where they take arrays.
+
+Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -6,6 +6,8 @@
 `check_grads` needs float64 (`jax.config.update("jax_enable_x64", True)`): it compares
 srcgrad's gradients with central finite differences along random directions, and with
 `jax.grad` of `jax_fun` when one is given. The strategies need `hypothesis` (the `test` extra).
+
+Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 

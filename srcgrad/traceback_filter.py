@@ -6,6 +6,8 @@ removed from its traceback, so that it shows the user's lines: where they called
 below it, their traced function. Frames of the emitted code (`<srcgrad:...>` files) stay.
 `sg.config.traceback_filtering = False`, or the environment variable
 `SRCGRAD_TRACEBACK_FILTERING=off` when srcgrad is imported, keeps every frame.
+
+Layer L0 (base: errors, dtypes, config, caches): see docs/design.md.
 """
 from __future__ import annotations
 

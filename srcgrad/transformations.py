@@ -5,6 +5,8 @@ forward-mode transform (transforms/forward.py) over its ops, so the tangents are
 to the primal ops. The Jacobians push a basis through `jvp` (columns) or pull one through
 reverse mode (rows): on arrays, `jax.vmap` batches the compiled program over the basis;
 inside a srcgrad trace, an `sg.scan` runs over it.
+
+Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 

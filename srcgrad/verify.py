@@ -1,4 +1,7 @@
-"""The verifier: structural and type invariants of a Program, separate from construction."""
+"""The verifier: structural and type invariants of a Program, separate from construction.
+
+Layer L2 (registry, builder and dispatch): see docs/design.md.
+"""
 from __future__ import annotations
 
 import os

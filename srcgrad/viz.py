@@ -8,6 +8,8 @@ forward and backward tapes. An op is a record node listing its inputs and output
 type); an edge runs from the output port that makes a value to each input port that reads
 it; inputs and block parameters are boxes, with a dashed edge from an input `x` to the op
 that makes `x@GRAD`.
+
+Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -139,3 +139,9 @@ def test_the_checks_catch_an_upward_import_and_a_cycle() -> None:
     graph = {m: set(ds) for m, ds in GRAPH.items()}
     graph["srcgrad.ir"].add("srcgrad.ops.elementwise")
     assert any("srcgrad.ir" in c and "srcgrad.ops.elementwise" in c for c in cycles(graph))
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_the_module_docstring_names_its_layer(module: str) -> None:
+    doc = ast.get_docstring(ast.parse(MODULES[module].read_text())) or ""
+    assert f"Layer L{layer(module)} (" in doc, f"{module}'s docstring should say 'Layer L{layer(module)}'"

@@ -1,1 +1,4 @@
-"""Program → Program passes (reverse mode, simplification) and the JAX lowering."""
+"""Program → Program passes (reverse mode, simplification) and the JAX lowering.
+
+Layer L4 (transforms): see docs/design.md.
+"""

@@ -1,6 +1,9 @@
 """Gradient accumulation shared by the loop grad makers (transforms/control_grad.py and
 transforms/treeverse.py): adding a per-iteration gradient to its accumulator, and telling a
-gradient that is all zeros by construction."""
+gradient that is all zeros by construction.
+
+Layer L4 (transforms): see docs/design.md.
+"""
 from __future__ import annotations
 
 from srcgrad.analysis import producer

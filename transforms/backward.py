@@ -6,6 +6,8 @@ in reverse asking each op's grad maker for the gradients of the inputs that need
 each down to its input's shape where the op broadcast it, and merges fan-in
 (`x@GRAD@RENAME@n` + `sum`). Control-flow grad makers (control_grad.py) call it
 recursively on their sub-blocks.
+
+Layer L4 (transforms): see docs/design.md.
 """
 from __future__ import annotations
 

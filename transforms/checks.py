@@ -6,6 +6,8 @@ checks of its sub-blocks when it differentiates them; when the enclosing loop or
 not differentiated itself (an `sg.grad` inside the loop body of an `sg.jit` function), this
 pass carries them out: a loop carries the largest count over its iterations, a branch
 returns the count of the branch taken (0 from the other).
+
+Layer L4 (transforms): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -29,6 +29,8 @@ predicate runs the taken branch's grad block.
 
 Because the grad blocks are made of ordinary ops (and loops of ordinary `while` ops), the
 result can be differentiated again.
+
+Layer L4 (transforms): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -14,6 +14,8 @@ other differentiable op gets its rule from its grad maker by transposition: the 
 called on a placeholder cotangent `c`, emits the linear map c -> J^T c as srcgrad ops;
 `backward_block` over those ops with respect to `c`, seeded with the input tangents, emits
 (J^T)^T t = J t. A new op thus has a forward rule as soon as it has a grad maker.
+
+Layer L4 (transforms): see docs/design.md.
 """
 from __future__ import annotations
 

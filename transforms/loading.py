@@ -5,6 +5,8 @@ Large programs repeat themselves (a layer, a block, a step), and so do the funct
 are emitted as: parts that differ only in their values' names compile to the same bytecode.
 `load` compiles one such part and gives each of the others a copy of its code with their
 own names (`CODE_CACHE_SIZE`), which is what Python's `compile()` of their text would make.
+
+Layer L4 (transforms): see docs/design.md.
 """
 from __future__ import annotations
 

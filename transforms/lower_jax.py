@@ -1,4 +1,7 @@
-"""Lowering: a Program becomes the source of one Python function over jax.numpy / lax."""
+"""Lowering: a Program becomes the source of one Python function over jax.numpy / lax.
+
+Layer L4 (transforms): see docs/design.md.
+"""
 from __future__ import annotations
 
 import functools

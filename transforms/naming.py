@@ -1,4 +1,7 @@
-"""IR names → valid, unique, readable Python identifiers (the one place names are made safe)."""
+"""IR names → valid, unique, readable Python identifiers (the one place names are made safe).
+
+Layer L4 (transforms): see docs/design.md.
+"""
 from __future__ import annotations
 
 import builtins

@@ -5,6 +5,8 @@ layer uses -- live ops, free values, block walks -- are srcgrad/analysis.py, re-
 here): which forward values a grad block reads, renaming uses, and splitting a
 loop body into loop-invariant and per-iteration ops. Nothing here emits source or builds
 gradients, so `backward` and `lower_jax` both import this module and not each other.
+
+Layer L4 (transforms): see docs/design.md.
 """
 from __future__ import annotations
 

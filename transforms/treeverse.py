@@ -13,6 +13,8 @@ and afterwards stores `val` in a free slot when `at` reaches the next planned sn
 midway to `back` (bisection), or every step once the steps left fit in the free slots. A
 snapshot is freed when the turn after the load reaches it. Memory: the k snapshots and
 one body run; time: a few forward runs per step, as in revolve.
+
+Layer L4 (transforms): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -2,6 +2,8 @@
 
 Every user function is declared once (declare.defop / declare.public) and collected in
 `declare.EXPORTS`; this package re-exports exactly those and the control-flow functions.
+
+Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 

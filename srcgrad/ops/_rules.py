@@ -1,4 +1,7 @@
-"""Shared shape and dtype rules for the registry rows."""
+"""Shared shape and dtype rules for the registry rows.
+
+Layer L3 (the ops): see docs/design.md.
+"""
 from __future__ import annotations
 
 from functools import lru_cache

@@ -12,6 +12,8 @@ Moin's dynamic checkpointing, online: the trip count need not be known). The op'
 `treeverse` attr marks it for its gradient (transforms/treeverse.py), which runs the body
 again from the snapshots; memory is k states whatever the trip count, with or without
 `max_iters`.
+
+Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """Arrays built from values: sg.array/asarray over nested lists of traced values, eye,
-identity, tri/tril/triu, diag/diagonal, linspace and the index expressions sg.r_ / sg.c_."""
+identity, tri/tril/triu, diag/diagonal, linspace and the index expressions sg.r_ / sg.c_.
+
+Layer L3 (the ops): see docs/design.md.
+"""
 from __future__ import annotations
 
 from typing import Any

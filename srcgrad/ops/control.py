@@ -4,6 +4,8 @@ A `while` op reads its initial carried values and then the outer values its bloc
 `attrs["cond"]` maps the carried values to a bool scalar and `attrs["body"]` maps them to
 their next values. A `cond` op reads the predicate, the operands and the captures; its
 `true`/`false` blocks map the operands to the results.
+
+Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 

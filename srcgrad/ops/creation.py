@@ -1,4 +1,7 @@
-"""Constants and fills: full/zeros/ones(_like), arange and the builder's constant op."""
+"""Constants and fills: full/zeros/ones(_like), arange and the builder's constant op.
+
+Layer L3 (the ops): see docs/design.md.
+"""
 from __future__ import annotations
 
 from typing import Any, Sequence

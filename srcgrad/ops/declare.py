@@ -14,6 +14,8 @@ and a runtime input of the compiled call, never a new program per value.
 Composite user functions (built from other ops) are exported with `@public`; functions of a
 namespace such as `sg.linalg` with `@public_in("linalg")` (or `defop(..., namespace="linalg")`),
 under the qualified name `linalg.<name>`.
+
+Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 

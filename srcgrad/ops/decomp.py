@@ -5,6 +5,8 @@ on these are in linalg_functions.py.
 
 Each primitive's gradient is the adjoint of the forward-mode rule JAX uses, written in srcgrad
 ops, so it can be differentiated again. Real floating-point inputs; ints are promoted to floats.
+
+Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 

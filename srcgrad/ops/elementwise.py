@@ -1,4 +1,7 @@
-"""Elementwise math, comparisons, logic, `where` and casts: one declaration per op."""
+"""Elementwise math, comparisons, logic, `where` and casts: one declaration per op.
+
+Layer L3 (the ops): see docs/design.md.
+"""
 from __future__ import annotations
 
 import math

@@ -1,6 +1,8 @@
 """Ops and helpers that gradients are built from: fan-in sums, renames, zeros, and the
 reshapes that undo broadcasting and reductions. They emit raw ops (no user functions), so
 every forward-op module can import them without a cycle.
+
+Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 

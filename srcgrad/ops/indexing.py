@@ -1,5 +1,8 @@
 """Indexing: NumPy-style getitem (advanced indexing included), `x.at[...]` updates, dynamic
-slices and indices, take/scatter_add, one_hot."""
+slices and indices, take/scatter_add, one_hot.
+
+Layer L3 (the ops): see docs/design.md.
+"""
 from __future__ import annotations
 
 import builtins

@@ -9,6 +9,8 @@ gather's `(offset_dims, collapsed_slice_dims, start_index_map, operand_batching_
 start_indices_batching_dims)`, scatter's `(update_window_dims, inserted_window_dims,
 scatter_dims_to_operand_dims, operand_batching_dims, scatter_indices_batching_dims)`, the
 same five lists in the same roles. `mode` is "clip", "fill" or "promise_in_bounds".
+
+Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """Linear algebra: matmul (batched, broadcasting), dot, einsum and convolution (decompositions:
-decomp.py; solves and the functions built on them: linalg_functions.py)."""
+decomp.py; solves and the functions built on them: linalg_functions.py).
+
+Layer L3 (the ops): see docs/design.md.
+"""
 from __future__ import annotations
 
 import re

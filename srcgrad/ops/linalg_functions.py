@@ -2,6 +2,8 @@
 primitive), inv, det, slogdet, pinv, matrix_power, norm and trace.
 
 As in decomp.py, each gradient is written in srcgrad ops, so it can be differentiated again.
+
+Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -4,6 +4,8 @@ products.py).
 
 They are composites of static slices, `rev`, reshapes, broadcasts, `concatenate` and
 `take`, so their gradients come from those ops.
+
+Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 

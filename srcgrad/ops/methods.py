@@ -3,6 +3,8 @@
 `install(cls)` puts the same table on traced values (`Variable`, by srcgrad.ops) and on
 imperative `Tensor`s (by srcgrad.imperative), so the two classes cannot drift: every entry
 is an sg user function, which dispatches each call (traced, recorded or eager) itself.
+
+Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 

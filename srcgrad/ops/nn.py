@@ -1,4 +1,7 @@
-"""Neural-network ops: softmax, log_softmax, activations (as jax.nn) and pooling."""
+"""Neural-network ops: softmax, log_softmax, activations (as jax.nn) and pooling.
+
+Layer L3 (the ops): see docs/design.md.
+"""
 from __future__ import annotations
 
 from typing import Any, Sequence

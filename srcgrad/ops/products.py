@@ -1,5 +1,7 @@
 """The products in jax.numpy's names: outer, tensordot, inner, kron and cross, as
 composites of reshapes, broadcasts and matmul (whose gradients they take).
+
+Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 

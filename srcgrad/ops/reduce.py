@@ -1,4 +1,7 @@
-"""Reductions with `axis`/`keepdims`: sum, mean, max, min, prod, logsumexp, argmax, argmin."""
+"""Reductions with `axis`/`keepdims`: sum, mean, max, min, prod, logsumexp, argmax, argmin.
+
+Layer L3 (the ops): see docs/design.md.
+"""
 from __future__ import annotations
 
 from typing import Any, Sequence

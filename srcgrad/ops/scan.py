@@ -4,6 +4,8 @@ The loop carries the step index `i` (0, 1, ..., length-1), the user's carry and 
 per per-step output; the body reads `xs[t]` and writes `ys[t]` at `t = i` (or
 `length-1-i` with `reverse`). So the gradient needs no new machinery: `xs[t]` is a view the
 grad body recomputes, the stacks of `ys` double as records, and the trip count is static.
+
+Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Shape ops: reshape, transpose, broadcast, concatenate, static slices, pad and rev."""
+"""Shape ops: reshape, transpose, broadcast, concatenate, static slices, pad and rev.
+
+Layer L3 (the ops): see docs/design.md.
+"""
 from __future__ import annotations
 
 import math

@@ -4,6 +4,8 @@ and diff.
 The rows declared here: `sort` (values and the permutation, one lax.sort), the cumulative
 `cumsum`, `cumprod`, `cummax`, `cummin` (lax's, with `axis` and `reverse`), and the internal
 `linear_scan` that cumprod's gradient is built from.
+
+Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 
