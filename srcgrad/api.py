@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
-from . import dtypes
+from . import dtypes, hooks
 from .builder import active_program, as_var
 from .cache import CACHE, Slot, bindings, same_bindings
 from .config import config
@@ -230,7 +230,7 @@ class Transformed:
             args = self._positional(args, kwargs)
         static = self._static_positions(args)
         if _tracing(args) or current_program() is not None:
-            return self._inline(*[a if i in static else _as_vars(a) for i, a in enumerate(args)])
+            return hooks.user_fn(self._inline)(*[a if i in static else _as_vars(a) for i, a in enumerate(args)])
         return self._run(args, static)
 
     def records_loops(self) -> bool:
@@ -264,7 +264,11 @@ class Transformed:
         return frozenset(out)
 
     def trace(self, *args: Any, capacities: dict[int, int] | None = None) -> tuple[Program, list, Any, Any]:
-        """The Program for these example arguments, its inputs, output leaves and output tree."""
+        """The Program for these example arguments, its inputs, output leaves and output tree
+        (traced again with its Python control flow converted if it needs it: srcgrad.convert)."""
+        return hooks.trace_converting(lambda: self._trace(args, capacities))
+
+    def _trace(self, args: tuple, capacities: dict[int, int] | None) -> tuple[Program, list, Any, Any]:
         static = self._static_positions(args)
         dynamic = tuple(None if i in static else a for i, a in enumerate(args))
         leaves, tree = jax.tree_util.tree_flatten(dynamic)
@@ -278,7 +282,7 @@ class Transformed:
             for v in ins:
                 v.stop_gradient = False
             traced = jax.tree_util.tree_unflatten(tree, ins)
-            out = self._inline(*[args[i] if i in static else a for i, a in enumerate(traced)])
+            out = hooks.user_fn(self._inline)(*[args[i] if i in static else a for i, a in enumerate(traced)])
             out_leaves, out_tree = jax.tree_util.tree_flatten(out)
             out_vars = [as_var(v) for v in out_leaves]
         check(prog, "tracing")
@@ -367,7 +371,8 @@ class Transformed:
             raise SrcgradError(
                 f"{self._name}: this while loop has a data-dependent trip count and no max_iters, "
                 "so its gradient needs concrete inputs to size its records; inside jax.jit (or "
-                "vmap) pass max_iters=N to sg.while_loop (or sg.fori_loop)", op="while", loc=op.loc)
+                "vmap) pass max_iters=N to sg.while_loop (or sg.fori_loop)" + hooks.loop_hint(op.loc),
+                op="while", loc=op.loc)
         if self._jit and _in_jit_trace(arrays):
             # The ops join the caller's jaxpr, as jax.grad's would: a nested jit would be one
             # more call for XLA to compile and inline. Under an eager vmap or jax.grad the
@@ -505,7 +510,7 @@ def _value_and_grad_inline(fun: Callable[..., Any], argnums: int | Sequence[int]
 
     def inline(*args: Any) -> Any:
         args, wrt = _diff_copies(args, nums, who, fun)
-        out = fun(*args)
+        out = hooks.user_fn(fun)(*args)
         aux = None
         if has_aux:
             if not isinstance(out, (tuple, list)) or len(out) != 2:
@@ -567,7 +572,7 @@ def _check_static(argnums: int | Sequence[int], static_argnums: int | Sequence[i
 
 def _vjp_inline(fun: Callable[..., Any], primals: tuple) -> tuple[Any, Callable[[Any], tuple]]:
     primals, wrt = _diff_copies(tuple(primals), tuple(range(len(primals))), "vjp", fun)
-    out = fun(*primals)
+    out = hooks.user_fn(fun)(*primals)
     out_leaves, out_tree = jax.tree_util.tree_flatten(out)
     out_vars = [as_var(v) for v in out_leaves]
     for o in out_vars:

@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
+from .. import hooks
 from ..builder import active_program, as_var, emit
 from ..errors import SrcgradError, user_location
 from ..ir import Block, Op, Variable
@@ -27,6 +28,7 @@ def _trace_block(block: Block, fn: Callable[..., Any], args: Sequence[Variable],
     prog = block.program
     with prog.block_guard(block):
         tree_args = jax.tree_util.tree_unflatten(tree, list(args))
+        fn = hooks.user_fn(fn)
         out = fn(*tree_args) if splat else fn(tree_args)
         leaves, out_tree = jax.tree_util.tree_flatten(out)
         return [as_var(v, like=a if isinstance(a, Variable) else None)
