@@ -16,7 +16,7 @@ from .. import hooks
 from ..errors import SrcgradError, TraceError, user_location
 from ..ir import Variable, current_program
 from .loader import converted, missing, no_convert
-from . import runtime
+from . import items, runtime  # noqa: F401  (items installs Tensor.__setitem__)
 
 
 class Converted:

@@ -4,6 +4,7 @@ closure and defaults. Conversions are cached per code object."""
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import itertools
 import os
@@ -30,6 +31,7 @@ _codes: dict[types.CodeType, types.CodeType | None] = {}
 _ours: set[types.CodeType] = set()
 _functions: "weakref.WeakKeyDictionary[Callable[..., Any], Callable[..., Any]]" = weakref.WeakKeyDictionary()
 _counter = itertools.count()
+LAMBDA = "_sg_lambda"
 
 
 class _Missing(threading.local):
@@ -71,6 +73,9 @@ def converted(fn: Callable[..., Any], force: bool = False) -> Callable[..., Any]
         if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
             f = converted(fn.__func__, force)
             return fn if f is fn.__func__ else types.MethodType(f, fn.__self__)
+        if isinstance(fn, functools.partial):
+            f = converted(fn.func, force)
+            return fn if f is fn.func else functools.partial(f, *fn.args, **fn.keywords)
         return fn
     done = _functions.get(fn)
     if done is not None:
@@ -95,7 +100,7 @@ def converted(fn: Callable[..., Any], force: bool = False) -> Callable[..., Any]
 
 def converted_call(f: Any) -> Any:
     """The function converted code calls in place of `f`."""
-    if isinstance(f, (types.FunctionType, types.MethodType)):
+    if isinstance(f, (types.FunctionType, types.MethodType, functools.partial)):
         return converted(f)
     return f
 
@@ -110,13 +115,11 @@ def _convert_code(fn: types.FunctionType) -> types.CodeType | None:
     except (OSError, TypeError):
         raise SourceUnavailable(f"its source is not available (it was defined in "
                                 f"{original.co_filename}, which cannot be read)") from None
-    tree = ast.parse(textwrap.dedent(src))
-    node = tree.body[0] if tree.body else None
-    if not isinstance(node, ast.FunctionDef) or node.name != original.co_name:
+    node = _definition(textwrap.dedent(src), original)
+    if node is None:
         with _lock:
-            _codes[original] = None  # a lambda or a generated function: traced as it is
+            _codes[original] = None  # no single definition found: traced as it is
         return None
-    ast.increment_lineno(tree, original.co_firstlineno - 1)
     node.decorator_list = []
     _strip_annotations(node)
     a = node.args
@@ -140,6 +143,32 @@ def _convert_code(fn: types.FunctionType) -> types.CodeType | None:
     return code
 
 
+def _definition(src: str, code: types.CodeType) -> ast.FunctionDef | None:
+    """The `def` of `code` in its source (a lambda becomes a `def` returning its body), with
+    the file's line numbers; None if it cannot be found unambiguously."""
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return None
+    ast.increment_lineno(tree, code.co_firstlineno - 1)
+    node = tree.body[0] if tree.body else None
+    if isinstance(node, ast.FunctionDef) and node.name == code.co_name:
+        return node
+    if code.co_name != "<lambda>":
+        return None
+    names = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == code.co_firstlineno
+             and [a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs] == names]
+    if len(found) != 1:
+        return None
+    lam = found[0]
+    fn = ast.FunctionDef(name=LAMBDA, args=lam.args, body=[ast.Return(value=lam.body)],
+                         decorator_list=[], returns=None)
+    ast.copy_location(fn, lam)
+    ast.copy_location(fn.body[0], lam)
+    return fn
+
+
 def _strip_annotations(node: ast.AST) -> None:
     """Drop annotations: they would be evaluated in the factory's namespace, not the module's."""
     for n in ast.walk(node):
@@ -153,10 +182,10 @@ def _rename(code: types.CodeType, outer: str) -> types.CodeType:
     """Generated functions (branch and loop bodies, thunks) take the name of the user function
     they come from, so that locations and tracebacks name it."""
     generated = code.co_name.startswith(GEN) or "_sgt" in code.co_varnames[:code.co_argcount]
-    name = outer if generated else code.co_name
+    name = outer if generated else "<lambda>" if code.co_name == LAMBDA else code.co_name
     consts = tuple(_rename(c, name) if isinstance(c, types.CodeType) else c for c in code.co_consts)
     kw: dict[str, Any] = {"co_name": name, "co_consts": consts}
-    if generated and sys.version_info >= (3, 11):
+    if (generated or code.co_name == LAMBDA) and sys.version_info >= (3, 11):
         kw["co_qualname"] = name
     new = code.replace(**kw)
     _ours.add(new)
