@@ -64,6 +64,8 @@ def _wants_conversion(e: BaseException) -> bool:
     msg = str(e)
     if isinstance(e, TraceError):
         return "has no Python truth value" in msg
+    if isinstance(e, ValueError):  # NumPy storing a traced value into an array
+        return "setting an array element with a sequence" in msg
     return isinstance(e, TypeError) and "'Variable' object" in msg
 
 
@@ -74,7 +76,7 @@ def _explain(e: BaseException) -> BaseException | None:
     names = ", ".join(f"{f.__qualname__} ({f.__code__.co_filename}:{f.__code__.co_firstlineno})"
                       for f in dict.fromkeys(fns))
     loc = getattr(e, "loc", None)
-    return SrcgradError(f"{e}; srcgrad could not convert this Python control flow into "
+    return SrcgradError(f"{getattr(e, 'detail', e)}; srcgrad could not convert this Python control flow into "
                         f"srcgrad ops: the source of {names} is not available (a function "
                         "defined in a REPL string or by exec); define it in a file or rewrite "
                         "it with sg.cond / sg.while_loop", loc=loc)

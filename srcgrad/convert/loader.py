@@ -32,6 +32,7 @@ _ours: set[types.CodeType] = set()
 _functions: "weakref.WeakKeyDictionary[Callable[..., Any], Callable[..., Any]]" = weakref.WeakKeyDictionary()
 _counter = itertools.count()
 LAMBDA = "_sg_lambda"
+DEF = "_sg_def"
 
 
 class _Missing(threading.local):
@@ -126,6 +127,7 @@ def _convert_code(fn: types.FunctionType) -> types.CodeType | None:
     a.defaults = [ast.Constant(None) for _ in a.defaults]
     a.kw_defaults = [None if d is None else ast.Constant(None) for d in a.kw_defaults]
     Converter(_counter).function(node)
+    node.name = DEF  # so that a recursive call reaches the module's function, not this one
     freevars = list(original.co_freevars)
     params = ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in ["ag__"] + freevars],
                            kwonlyargs=[], kw_defaults=[], defaults=[])
@@ -137,7 +139,8 @@ def _convert_code(fn: types.FunctionType) -> types.CodeType | None:
     ns: dict[str, Any] = {}
     exec(compile(module, original.co_filename, "exec", dont_inherit=True), ns)
     inner = ns["_sg_factory"](*[None] * (1 + len(freevars))).__code__
-    code = _rename(inner, original.co_name)
+    code = _rename(inner.replace(co_name=original.co_name, co_qualname=original.co_qualname),
+                   original.co_name)
     with _lock:
         _codes[original] = code
     return code
@@ -182,10 +185,10 @@ def _rename(code: types.CodeType, outer: str) -> types.CodeType:
     """Generated functions (branch and loop bodies, thunks) take the name of the user function
     they come from, so that locations and tracebacks name it."""
     generated = code.co_name.startswith(GEN) or "_sgt" in code.co_varnames[:code.co_argcount]
-    name = outer if generated else "<lambda>" if code.co_name == LAMBDA else code.co_name
+    name = outer if generated else code.co_name
     consts = tuple(_rename(c, name) if isinstance(c, types.CodeType) else c for c in code.co_consts)
     kw: dict[str, Any] = {"co_name": name, "co_consts": consts}
-    if (generated or code.co_name == LAMBDA) and sys.version_info >= (3, 11):
+    if generated and sys.version_info >= (3, 11):
         kw["co_qualname"] = name
     new = code.replace(**kw)
     _ours.add(new)

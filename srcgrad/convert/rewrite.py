@@ -141,9 +141,22 @@ class Converter:
             return [s]
         if isinstance(s, ast.Assign) and len(s.targets) == 1 and _subscript_of_name(s.targets[0]):
             return [_setitem(s.targets[0], self.expr(s.value), None)]
+        if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], (ast.Tuple, ast.List))
+                and any(_subscript_of_name(t) for t in s.targets[0].elts)
+                and not any(isinstance(t, ast.Starred) for t in s.targets[0].elts)):
+            return self._unpack(s)
         if isinstance(s, ast.AugAssign) and _subscript_of_name(s.target) and type(s.op) in _OPS:
             return [_setitem(s.target, self.expr(s.value), _OPS[type(s.op)])]
         return [self.exprs.visit(s)]
+
+    def _unpack(self, s: ast.Assign) -> list[ast.stmt]:
+        """`a[i], b = u, v` -> `_sg_t = (u, v); a = setitem(a, i, _sg_t[0]); b = _sg_t[1]`."""
+        tmp = f"_sg_unpack_{next(self.counter)}"
+        out: list[ast.stmt] = [assign(tmp, self.expr(s.value))]
+        for k, t in enumerate(s.targets[0].elts):
+            item = ast.Subscript(value=name(tmp), slice=ast.Constant(k), ctx=ast.Load())
+            out.extend(self.stmt(ast.copy_location(ast.Assign(targets=[t], value=item), s)))
+        return out
 
     def _state(self, names: list[str]) -> ast.expr:
         return _call(ag("state"), _call(name("locals")), _strs(names))
@@ -185,12 +198,12 @@ class Converter:
     def for_(self, s: ast.For) -> list[ast.stmt]:
         k = next(self.counter)
         info_mod = assigned([s.target] + s.body)
-        info = self._loop_info(s, info_mod, [])
+        extra = getattr(s, "_sg_extra", None)
+        info = self._loop_info(s, info_mod, [extra] if extra is not None else [])
         it = self.expr(s.iter)
         if (isinstance(s.iter, ast.Call) and isinstance(s.iter.func, ast.Name)
                 and s.iter.func.id == "range" and not s.iter.keywords):
             it = _call(ag("range_"), name("range"), *[self.expr(a) for a in s.iter.args])
-        extra = getattr(s, "_sg_extra", None)
         body = self.block([ast.copy_location(ast.Assign(targets=[s.target], value=name("_sg_it")), s)]
                           + s.body)
         mod = [n for n in assigned(body) if n != "_sg_it"]

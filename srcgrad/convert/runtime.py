@@ -147,13 +147,14 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., tuple], values: tup
 
 
 class TracedRange:
-    """`range(lo, hi, step)` with a traced bound (the step is a Python int)."""
+    """`range(lo, hi, step)` run as a traced loop: a bound is traced, or (`length`) the rest of
+    a Python range whose loop became data-dependent (the step is a Python int)."""
 
-    def __init__(self, lo: Any, hi: Any, step: Any):
+    def __init__(self, lo: Any, hi: Any, step: Any, length: int | None = None):
         if not isinstance(step, (int, np.integer)) or step == 0:
             raise SrcgradError(f"range() over traced bounds needs a nonzero Python int step, got "
                                f"{step!r}", op="for", loc=user_location())
-        self.lo, self.hi, self.step = lo, hi, int(step)
+        self.lo, self.hi, self.step, self.length = lo, hi, int(step), length
 
 
 def range_(range_fn: Callable[..., Any], *args: Any) -> Any:
@@ -176,8 +177,12 @@ def for_stmt(iterable: Any, extra: Callable[..., Any] | None, body: Callable[...
             raise SrcgradError(f"cannot iterate over a 0-d traced value ({iterable.type_str()})",
                                op="for", loc=user_location())
         return _for_traced(None, iterable, extra, body, values, names, info)
-    for it in iterable:
+    for k, it in enumerate(iterable):
         ok = extra(*values) if extra is not None else True
+        if _traced(ok) and isinstance(iterable, range):
+            rest = iterable[k:]  # a break on a traced value: the rest is one traced loop
+            return _for_traced(TracedRange(rest.start, rest.stop, rest.step, len(rest)), None,
+                               extra, body, values, names, info)
         if _traced(ok):
             values = traced_if(ok, lambda *s, it=it: body(it, *s), lambda *s: s, values, names,
                                user_location())
@@ -205,7 +210,10 @@ def _for_traced(rng: TracedRange | None, xs: Variable | None, extra: Callable[..
         def in_range(k: Variable) -> Variable:
             i = item(k)
             return less(i, hi) if step > 0 else less(hi, i)
-        bound, counter = options.max_iters, options.max_iters is not None
+        if rng.length is not None:
+            bound, counter = rng.length, False
+        else:
+            bound, counter = options.max_iters, options.max_iters is not None
     else:
         n = xs.shape[0]
 
@@ -261,7 +269,8 @@ def _mask(index: Any, x: Variable) -> Any:
     dt = getattr(index, "dtype", None)
     if dt is None and isinstance(index, list) and index and all(isinstance(b, bool) for b in index):
         return np.asarray(index)
-    if dt is not None and np.dtype(dt) == np.dtype(bool) and 0 < np.ndim(index) <= x.ndim:
+    ndim = index.ndim if isinstance(index, Variable) else np.ndim(index)
+    if dt is not None and np.dtype(dt) == np.dtype(bool) and 0 < ndim <= x.ndim:
         return index
     return None
 

@@ -1,0 +1,112 @@
+"""The conversion corpus (tests/convert_corpus.py): each function differentiated by srcgrad
+with no hand rewrite -- sg.grad (first and second order), sg.jvp and jax.jit(sg.grad(...)) --
+against jax.grad / jax.jvp of its JAX twin run eagerly, and float64 finite differences.
+
+A representative slice runs by default; the whole corpus with `-m slow`."""
+from __future__ import annotations
+
+import inspect
+import os
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import srcgrad as sg
+
+import convert_corpus as corpus
+
+_IMPORT = "import srcgrad as sg  # the twin replaces this line: import jax.numpy as sg"
+
+
+def _twins() -> dict[str, Any]:
+    """The corpus module's source run with `sg` bound to jax.numpy (TWIN = True)."""
+    src = inspect.getsource(corpus)
+    assert _IMPORT in src
+    src = src.replace(_IMPORT, "import jax.numpy as sg").replace("TWIN = False", "TWIN = True")
+    ns: dict[str, Any] = {"__name__": "convert_corpus_twin"}
+    exec(compile(src, os.path.join(os.path.dirname(corpus.__file__), "convert_corpus_twin"), "exec"), ns)
+    return ns
+
+
+TWINS = _twins()
+FAST = ["relu_square", "piecewise3", "cond_expression", "huber", "many_returns", "newton_cbrt",
+        "bisection_sqrt", "power_iteration", "sum_until_exceeds", "first_crossing",
+        "traced_range_bound", "fill_buffer", "mask_assign", "append_then_stack",
+        "recursion_branch_on_value", "rnn_over_rows", "list_of_numbers_and_arrays", "deep_nesting"]
+SLOW = [n for n in corpus.CASES if n not in FAST]
+
+
+def _twin(name: str) -> Callable[..., Any]:
+    return TWINS.get(name + "_jax") or TWINS[name]
+
+
+def _split(args: tuple) -> tuple[list, tuple[int, ...]]:
+    """The call arguments (Python ints as int32 arrays: traced loop bounds) and the positions
+    of the static ones (strings)."""
+    out, static = [], []
+    for i, a in enumerate(args):
+        if isinstance(a, str):
+            static.append(i)
+            out.append(a)
+        elif isinstance(a, int) and i > 0:
+            out.append(np.int32(a))
+        else:
+            out.append(np.asarray(a, np.float64) if i == 0 else a)
+    return out, tuple(static)
+
+
+def _close(a: Any, b: Any, what: str, rtol: float = 1e-6) -> None:
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=1e-9, err_msg=what)
+
+
+def check_case(name: str) -> None:
+    fn, args, max_iters, second = corpus.CASES[name]
+    twin = _twin(name)
+    call, static = _split(args)
+    x, rest = call[0], call[1:]
+    jrest = [int(a) if isinstance(a, np.int32) else a for a in rest]
+    v = np.random.default_rng(len(name)).standard_normal(np.shape(x))
+
+    g = sg.grad(fn, static_argnums=static)(*call)
+    jg = jax.grad(twin)(jnp.asarray(x), *jrest)
+    _close(g, jg, f"{name}: sg.grad vs jax.grad")
+
+    bounded = sg.convert(fn, max_iters=max_iters) if max_iters else fn
+    jitted = jax.jit(sg.grad(bounded, static_argnums=static), static_argnums=static)
+    _close(jitted(*call), jg, f"{name}: jax.jit(sg.grad) vs jax.grad")
+
+    f_of_x = lambda x: fn(x, *rest)  # noqa: E731  (the closure is what a user writes)
+    out, tangent = sg.jvp(f_of_x, (x,), (v,))
+    jout, jtangent = jax.jvp(lambda x: twin(x, *jrest), (jnp.asarray(x),), (jnp.asarray(v),))
+    _close(out, jout, f"{name}: value")
+    _close(tangent, jtangent, f"{name}: sg.jvp vs jax.jvp")
+
+    f_jit = sg.jit(f_of_x)
+    eps = 1e-6
+    fd = (float(f_jit(x + eps * v)) - float(f_jit(x - eps * v))) / (2 * eps)
+    ad = float(np.vdot(np.asarray(g), v))
+    assert abs(fd - ad) <= 1e-5 * max(1.0, abs(fd)), f"{name}: finite differences {fd}, sg.grad {ad}"
+
+    if second:
+        hv = sg.grad(lambda x: sg.sum(sg.grad(f_of_x)(x) * v))(x)
+        jhv = jax.grad(lambda x: jnp.sum(jax.grad(lambda y: twin(y, *jrest))(x) * v))(jnp.asarray(x))
+        _close(hv, jhv, f"{name}: second order vs jax", rtol=1e-5)
+
+
+def test_corpus_size() -> None:
+    assert len(corpus.CASES) >= 80
+    assert set(FAST) <= set(corpus.CASES)
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_corpus(name: str) -> None:
+    check_case(name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SLOW)
+def test_corpus_full(name: str) -> None:
+    check_case(name)
