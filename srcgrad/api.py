@@ -377,7 +377,7 @@ class Transformed:
             # The ops join the caller's jaxpr, as jax.grad's would: a nested jit would be one
             # more call for XLA to compile and inline. Under an eager vmap or jax.grad the
             # nested jit stays, so that the gradient still runs as one compiled program.
-            outs, _ = entry.lowered.fn(*arrays, *fed)
+            outs, _ = entry.lowered.fn(*arrays, *map(jax.numpy.asarray, fed))  # no NumPy inside a trace
             return jax.tree_util.tree_unflatten(entry.out_tree, list(outs))
         while True:
             outs, counts = entry.call(*arrays, *fed)

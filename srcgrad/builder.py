@@ -175,11 +175,10 @@ def _sequence(x: list | tuple) -> Variable:
     leaves = jax.tree_util.tree_leaves(x)
     first = next((v for v in leaves if isinstance(v, Variable)), None)
     if first is None:
-        arr = np.asarray(x)
-        if arr.dtype == object:
+        if np.asarray(x).dtype.kind not in "biufc":
             raise TraceError(f"cannot use this {type(x).__name__} as an array: {x!r:.80}",
                              loc=user_location())
-        return constant(arr)
+        return constant(x)  # a program constant (an ndarray would be a captured input)
     from .ops.shape import stack  # the ops are built on this module
     return stack([as_var(e, like=first) for e in x])
 

@@ -15,7 +15,7 @@ import jax
 from .. import hooks
 from ..errors import SrcgradError, TraceError, user_location
 from ..ir import Variable, current_program
-from .loader import converted, missing, no_convert
+from .loader import converted, converted_source, missing, no_convert
 from . import items, runtime  # noqa: F401  (items installs Tensor.__setitem__)
 
 
@@ -58,6 +58,9 @@ def convert(fn: Callable[..., Any] | None = None, *, max_iters: int | None = Non
     if isinstance(fn, Converted):
         fn = fn.fn
     return Converted(fn, max_iters)
+
+
+convert.source = converted_source  # type: ignore[attr-defined]
 
 
 def _wants_conversion(e: BaseException) -> bool:

@@ -31,6 +31,12 @@ def assigned(nodes: Iterable[ast.AST]) -> list[str]:
     for node in _walk_scope(nodes):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             out[node.id] = None
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            base = node.value  # `x[i] = v` rebinds x (the conversion makes it `x = setitem(...)`)
+            while isinstance(base, ast.Subscript):
+                base = base.value
+            if isinstance(base, ast.Name):
+                out[base.id] = None
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             out[node.name] = None
         elif isinstance(node, (ast.Import, ast.ImportFrom)):

@@ -148,7 +148,7 @@ def traced_loop(test: Callable[..., Any], body: Callable[..., tuple], state: tup
     for i in keep:
         _leaves(state[i], names[i], "loop", loc)
     init = [as_var(l) for l in leaves]
-    kinds = [(v.shape, v.dtype) for v in init]
+    kinds = [(v.shape, v.dtype, v.type_str()) for v in init]
 
     def full(carry: tuple) -> list:
         s = list(state)
@@ -172,11 +172,11 @@ def traced_loop(test: Callable[..., Any], body: Callable[..., tuple], state: tup
                                f"{tree} before, {got_tree} after one iteration (a list that grows "
                                "in a loop on a traced value cannot be carried: preallocate an array "
                                "and assign its items)", op="loop", loc=loc)
-        for leaf, (shape, dt), nm in zip(got, kinds, _leaf_names(keep, state, names)):
+        for leaf, (shape, dt, ts), nm in zip(got, kinds, _leaf_names(keep, state, names)):
             v = as_var(leaf, like=None) if isinstance(leaf, Variable) else leaf
             if isinstance(v, Variable) and (v.shape, v.dtype) != (shape, dt):
                 raise SrcgradError(
-                    f"the loop carries `{nm}` as {_ts(shape, dt)} but one iteration makes it "
+                    f"the loop carries `{nm}` as {ts} but one iteration makes it "
                     f"{v.type_str()}; a value carried by a loop on a traced value must keep its "
                     "shape and dtype (give it its final shape and dtype before the loop)",
                     op="loop", loc=loc)
@@ -184,7 +184,8 @@ def traced_loop(test: Callable[..., Any], body: Callable[..., tuple], state: tup
 
     if counter:
         init.append(as_var(np.int32(0)))
-    outs = _while(cond_fun, body_fun, init, tree, loc, max_iters, counter=counter, splat=False)
+    outs = _while(cond_fun, body_fun, init, tree, loc, max_iters, counter=counter, splat=False,
+                  names=[n.lstrip("_") for n in _leaf_names(keep, state, names)])
     done = jax.tree_util.tree_unflatten(tree, outs[:len(leaves)])
     result: list[Any] = [Undefined(nm, f"is assigned only inside the loop at {loc}, which runs "
                                        "on a traced value, and is read after it: assign it "
@@ -192,10 +193,6 @@ def traced_loop(test: Callable[..., Any], body: Callable[..., tuple], state: tup
     for i, v in zip(keep, done):
         result[i] = v
     return tuple(result)
-
-
-def _ts(shape: tuple, dt: np.dtype) -> str:
-    return f"{np.dtype(dt).name}{list(shape)}"
 
 
 def _leaf_names(keep: Sequence[int], state: list, names: Sequence[str]) -> list[str]:

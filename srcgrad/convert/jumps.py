@@ -36,6 +36,18 @@ def needs_return_lowering(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any(isinstance(n, ast.Return) and id(n) not in top for n in _walk_scope(fn.body))
 
 
+def falls_through(stmts: list[ast.stmt]) -> bool:
+    """True if running `stmts` may reach their end (not every path returns or raises)."""
+    if not stmts:
+        return True
+    last = stmts[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return False
+    if isinstance(last, ast.If):
+        return falls_through(last.body) or falls_through(last.orelse)
+    return True
+
+
 class Jumps:
     """Lowers the jumps of one function body."""
 
@@ -49,8 +61,9 @@ class Jumps:
             first, last = fn.body[0], fn.body[-1]
             body = ([ast.copy_location(assign(DID_RET, ast.Constant(False)), first),
                      ast.copy_location(assign(RET, ag("UNDEF_RET")), first)] + body
-                    + [ast.copy_location(ast.Return(value=ast.Call(func=ag("ret"), args=[name(RET)],
-                                                                   keywords=[])), last)])
+                    + [ast.copy_location(ast.Return(value=ast.Call(
+                        func=ag("ret"), args=[name(RET), name(DID_RET), ast.Constant(falls_through(fn.body))],
+                        keywords=[])), last)])
         fn.body = body
 
     def block(self, stmts: list[ast.stmt], loop: tuple[str, str] | None) -> tuple[list[ast.stmt], set[str]]:
@@ -69,6 +82,7 @@ class Jumps:
     def stmt(self, s: ast.stmt, loop: tuple[str, str] | None) -> tuple[list[ast.stmt], set[str]]:
         if isinstance(s, ast.Return) and self.lower_returns:
             value = s.value if s.value is not None else ast.Constant(None)
+            value = ast.Call(func=ag("checked"), args=[value], keywords=[])
             return [assign(RET, value), assign(DID_RET, ast.Constant(True))], {DID_RET}
         if isinstance(s, ast.Break) and loop is not None:
             return [assign(loop[0], ast.Constant(True))], {loop[0]}

@@ -29,6 +29,7 @@ _LIBRARY_PARTS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + 
 _lock = threading.Lock()
 _codes: dict[types.CodeType, types.CodeType | None] = {}
 _ours: set[types.CodeType] = set()
+_sources: dict[types.CodeType, str] = {}
 _functions: "weakref.WeakKeyDictionary[Callable[..., Any], Callable[..., Any]]" = weakref.WeakKeyDictionary()
 _counter = itertools.count()
 LAMBDA = "_sg_lambda"
@@ -127,6 +128,7 @@ def _convert_code(fn: types.FunctionType) -> types.CodeType | None:
     a.defaults = [ast.Constant(None) for _ in a.defaults]
     a.kw_defaults = [None if d is None else ast.Constant(None) for d in a.kw_defaults]
     Converter(_counter).function(node)
+    text = ast.unparse(node)
     node.name = DEF  # so that a recursive call reaches the module's function, not this one
     freevars = list(original.co_freevars)
     params = ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in ["ag__"] + freevars],
@@ -143,7 +145,18 @@ def _convert_code(fn: types.FunctionType) -> types.CodeType | None:
                    original.co_name)
     with _lock:
         _codes[original] = code
+        _sources[original] = text
     return code
+
+
+def converted_source(fn: Callable[..., Any]) -> str:
+    """The Python source srcgrad runs in place of `fn` when it converts it (as AutoGraph's
+    `to_code`): the rewritten statements call the operators of srcgrad.convert.runtime."""
+    fn = getattr(fn, "fn", fn)
+    if converted(fn, force=True) is fn:
+        raise SrcgradError(f"{getattr(fn, '__qualname__', fn)!r} is not converted (library code, "
+                           "sg.no_convert, or not a Python function)", loc=user_location())
+    return _sources[fn.__code__]
 
 
 def _definition(src: str, code: types.CodeType) -> ast.FunctionDef | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import itertools
 from collections import Counter
 
@@ -122,6 +123,8 @@ class Converter:
             self.total = saved
             return [s]
         if isinstance(s, ast.ClassDef):
+            s.body = [self.stmt(b)[0] if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) else b
+                      for b in s.body]
             return [s]
         if isinstance(s, ast.If):
             return self.if_(s)
@@ -147,6 +150,9 @@ class Converter:
             return self._unpack(s)
         if isinstance(s, ast.AugAssign) and _subscript_of_name(s.target) and type(s.op) in _OPS:
             return [_setitem(s.target, self.expr(s.value), _OPS[type(s.op)])]
+        if isinstance(s, ast.Return) and s.value is not None:
+            s.value = _call(ag("checked"), self.expr(s.value))
+            return [s]
         return [self.exprs.visit(s)]
 
     def _unpack(self, s: ast.Assign) -> list[ast.stmt]:
@@ -236,7 +242,10 @@ def _subscript_of_name(t: ast.expr) -> bool:
 
 def _load(e: ast.expr) -> ast.expr:
     """A copy of the target expression `e` in load context."""
-    e = ast.parse(ast.unparse(e), mode="eval").body
+    e = copy.deepcopy(e)
+    for n in ast.walk(e):
+        if hasattr(n, "ctx"):
+            n.ctx = ast.Load()
     return e
 
 

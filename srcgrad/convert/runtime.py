@@ -20,7 +20,7 @@ from .blocks import predicate, traced_if, traced_loop
 from .undefined import UNDEF_RET, Undefined, undefined
 from .loader import converted_call as call  # noqa: F401  (the operator converted calls use)
 
-__all__ = ["UNDEF_RET", "LoopInfo", "state", "ret", "and_", "or_", "not_", "if_exp", "if_stmt",
+__all__ = ["UNDEF_RET", "LoopInfo", "state", "ret", "checked", "and_", "or_", "not_", "if_exp", "if_stmt",
            "while_stmt", "for_stmt", "range_", "setitem", "setitem_op", "call", "options"]
 
 
@@ -48,8 +48,21 @@ def state(local: dict[str, Any], names: Sequence[str]) -> tuple:
     return tuple(local[n] if n in local else Undefined(n) for n in names)
 
 
-def ret(value: Any) -> Any:
-    return None if value is UNDEF_RET else value
+def ret(value: Any, did_return: Any, falls_through: bool) -> Any:
+    """The value of a function whose `return`s were lowered (None if none ran)."""
+    if _traced(did_return) and falls_through:
+        raise SrcgradError("this function returns a value on some paths and None on others, "
+                           "and a traced condition chooses between them; return a value on "
+                           "every path", loc=user_location())
+    return None if value is UNDEF_RET or did_return is False else value
+
+
+def checked(value: Any) -> Any:
+    """A returned value, refused (at the `return`) if part of it has no value."""
+    for leaf in jax.tree_util.tree_leaves(value):
+        if undefined(leaf) and leaf is not UNDEF_RET:
+            leaf.fail()
+    return value
 
 
 def _traced(v: Any) -> bool:
