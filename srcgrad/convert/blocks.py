@@ -215,6 +215,23 @@ def _recast(value: Any, types: Any) -> Any:
     return jax.tree_util.tree_unflatten(tree, out)
 
 
+def test_becomes_traced(test: Callable[..., Any], body: Callable[..., tuple], state: tuple) -> bool:
+    """True if the loop's test is a traced value after one run of the body (from a trace in a
+    scratch block that is then dropped): then the loop is traced from its first iteration
+    instead of running that one in Python."""
+    prog = active_program("while")
+    n_blocks, n_loops = len(prog.blocks), prog.loop_count
+    blk = prog.create_block(prog.current_block())
+    with prog.block_guard(blk):
+        try:
+            t = test(*body(*state))
+        except Exception:  # noqa: BLE001 (the loop then runs in Python and raises there)
+            t = None
+    del prog.blocks[n_blocks:]
+    prog.loop_count = n_loops
+    return isinstance(t, Variable)
+
+
 def _body_types(body: Callable[..., tuple], state: list, names: Sequence[str],
                 carried: list[int], loc: SourceLoc | None) -> dict[int, Any]:
     """The (shape, dtype) trees the body gives each name, from one trace of it in a scratch

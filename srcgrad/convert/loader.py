@@ -48,6 +48,14 @@ class SourceUnavailable(Exception):
     """The source of a function cannot be read (defined in a REPL string, exec, or C)."""
 
 
+def clear() -> None:
+    """Forget every conversion (the next trace converts again)."""
+    with _lock:
+        _codes.clear()
+        _sources.clear()
+        _functions.clear()
+
+
 def is_user_code(code: types.CodeType) -> bool:
     """True for code the user wrote: not srcgrad, JAX, NumPy, the standard library or an
     installed package."""

@@ -16,7 +16,7 @@ from ..ir import Variable
 from ..ops.elementwise import add, less, logical_and, logical_not, logical_or, multiply
 from ..tensors import Tensor
 from .. import hooks
-from .blocks import predicate, traced_if, traced_loop
+from .blocks import predicate, test_becomes_traced, traced_if, traced_loop
 from .undefined import UNDEF_RET, Undefined, undefined
 from .loader import converted_call as call  # noqa: F401  (the operator converted calls use)
 
@@ -148,14 +148,17 @@ def _loop(test: Callable[..., Any], body: Callable[..., tuple], values: tuple,
 def while_stmt(test: Callable[..., Any], body: Callable[..., tuple], values: tuple,
                names: Sequence[str], info: LoopInfo) -> tuple:
     """A `while` loop: Python iterations while its test is a Python value; from the first
-    traced test on, one `while` op over the rest."""
+    traced test on, one `while` op over the rest (from the start when the test turns traced
+    after the first iteration, as `err = 1.0; while err > tol:`)."""
+    first = not info.python_only and any(_traced(l) for l in jax.tree_util.tree_leaves(values))
     while True:
         t = test(*values)
-        if _traced(t):
+        if _traced(t) or (t and first and test_becomes_traced(test, body, values)):
             m = options.max_iters
             return _loop(test, body, values, names, info, m, m is not None)
         if not t:
             return values
+        first = False
         values = body(*values)
 
 
@@ -190,8 +193,13 @@ def for_stmt(iterable: Any, extra: Callable[..., Any] | None, body: Callable[...
             raise SrcgradError(f"cannot iterate over a 0-d traced value ({iterable.type_str()})",
                                op="for", loc=user_location())
         return _for_traced(None, iterable, extra, body, values, names, info)
+    first = (extra is not None and isinstance(iterable, range) and not info.python_only
+             and any(_traced(l) for l in jax.tree_util.tree_leaves(values)))
     for k, it in enumerate(iterable):
         ok = extra(*values) if extra is not None else True
+        if first and ok is True and test_becomes_traced(extra, lambda *s: body(it, *s), values):
+            ok = as_var(True)  # a break that depends on the data: the whole range is one loop
+        first = False
         if _traced(ok) and isinstance(iterable, range):
             rest = iterable[k:]  # a break on a traced value: the rest is one traced loop
             return _for_traced(TracedRange(rest.start, rest.stop, rest.step, len(rest)), None,
@@ -210,15 +218,17 @@ def _for_traced(rng: TracedRange | None, xs: Variable | None, extra: Callable[..
                 body: Callable[..., tuple], values: tuple, names: Sequence[str], info: LoopInfo) -> tuple:
     """The traced `for`: a `while` op carrying an int32 step count `k` from 0."""
     if rng is not None:
-        lo = as_var(rng.lo, like=as_var(rng.hi)) if not _traced(rng.lo) else rng.lo
-        hi = as_var(rng.hi, like=lo)
+        zero = isinstance(rng.lo, (int, np.integer)) and rng.lo == 0
+        hi = as_var(rng.hi)
+        lo = rng.lo if _traced(rng.lo) else as_var(rng.lo, like=hi)
         if lo.dtype.kind not in "iu" or lo.shape != () or hi.dtype.kind not in "iu" or hi.shape != ():
             raise SrcgradError(f"range() bounds must be integer scalars, got {lo.type_str()} and "
                                f"{hi.type_str()}", op="for", loc=user_location())
         step = rng.step
 
         def item(k: Variable) -> Variable:
-            return add(lo, multiply(k, step)) if step != 1 else add(lo, k)
+            i = k if step == 1 else multiply(k, step)
+            return i if zero else add(lo, i)
 
         def in_range(k: Variable) -> Variable:
             i = item(k)
