@@ -1,4 +1,4 @@
-"""The conversion corpus (tests/convert_corpus.py): each function differentiated by srcgrad
+"""The conversion corpus (tests/convert_corpus*.py): each function differentiated by srcgrad
 with no hand rewrite -- sg.grad (first and second order), sg.jvp and jax.jit(sg.grad(...)) --
 against jax.grad / jax.jvp of its JAX twin run eagerly, and float64 finite differences.
 
@@ -6,7 +6,6 @@ A representative slice runs by default; the whole corpus with `-m slow`."""
 from __future__ import annotations
 
 import inspect
-import os
 from typing import Any, Callable
 
 import jax
@@ -16,31 +15,35 @@ import pytest
 
 import srcgrad as sg
 
-import convert_corpus as corpus
+import convert_corpus
+import convert_corpus_items
+import convert_corpus_loops
 
 _IMPORT = "import srcgrad as sg  # the twin replaces this line: import jax.numpy as sg"
+MODULES = (convert_corpus, convert_corpus_loops, convert_corpus_items)
 
 
-def _twins() -> dict[str, Any]:
+def _twins(module: Any) -> dict[str, Any]:
     """The corpus module's source run with `sg` bound to jax.numpy (TWIN = True)."""
-    src = inspect.getsource(corpus)
+    src = inspect.getsource(module)
     assert _IMPORT in src
     src = src.replace(_IMPORT, "import jax.numpy as sg").replace("TWIN = False", "TWIN = True")
-    ns: dict[str, Any] = {"__name__": "convert_corpus_twin"}
-    exec(compile(src, os.path.join(os.path.dirname(corpus.__file__), "convert_corpus_twin"), "exec"), ns)
+    ns: dict[str, Any] = {"__name__": module.__name__ + "_twin"}
+    exec(compile(src, module.__file__ + ":twin", "exec"), ns)
     return ns
 
 
-TWINS = _twins()
+CASES = {name: (case, _twins(m)) for m in MODULES for name, case in m.CASES.items()}
 FAST = ["relu_square", "piecewise3", "cond_expression", "huber", "many_returns", "newton_cbrt",
         "bisection_sqrt", "power_iteration", "sum_until_exceeds", "first_crossing",
         "traced_range_bound", "fill_buffer", "mask_assign", "append_then_stack",
         "recursion_branch_on_value", "rnn_over_rows", "list_of_numbers_and_arrays", "deep_nesting"]
-SLOW = [n for n in corpus.CASES if n not in FAST]
+SLOW = [n for n in CASES if n not in FAST]
 
 
 def _twin(name: str) -> Callable[..., Any]:
-    return TWINS.get(name + "_jax") or TWINS[name]
+    twins = CASES[name][1]
+    return twins.get(name + "_jax") or twins[name]
 
 
 def _split(args: tuple) -> tuple[list, tuple[int, ...]]:
@@ -63,7 +66,7 @@ def _close(a: Any, b: Any, what: str, rtol: float = 1e-6) -> None:
 
 
 def check_case(name: str) -> None:
-    fn, args, max_iters, second = corpus.CASES[name]
+    fn, args, max_iters, second = CASES[name][0]
     twin = _twin(name)
     call, static = _split(args)
     x, rest = call[0], call[1:]
@@ -97,8 +100,8 @@ def check_case(name: str) -> None:
 
 
 def test_corpus_size() -> None:
-    assert len(corpus.CASES) >= 80
-    assert set(FAST) <= set(corpus.CASES)
+    assert len(CASES) == sum(len(m.CASES) for m in MODULES) >= 80
+    assert set(FAST) <= set(CASES)
 
 
 @pytest.mark.parametrize("name", FAST)

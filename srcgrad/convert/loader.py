@@ -33,6 +33,8 @@ _sources: dict[types.CodeType, str] = {}
 _functions: "weakref.WeakKeyDictionary[Callable[..., Any], Callable[..., Any]]" = weakref.WeakKeyDictionary()
 _counter = itertools.count()
 LAMBDA = "_sg_lambda"
+#: Generators and coroutines are traced as they are.
+_NOT_CONVERTED = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 DEF = "_sg_def"
 
 
@@ -73,6 +75,7 @@ def no_convert(fn: Callable[..., Any]) -> Callable[..., Any]:
         fn.__sg_no_convert__ = True  # type: ignore[attr-defined]
     except (AttributeError, TypeError):
         raise SrcgradError(f"sg.no_convert: cannot mark a {type(fn).__name__}", loc=user_location()) from None
+    _functions.pop(fn, None)
     return fn
 
 
@@ -90,7 +93,9 @@ def converted(fn: Callable[..., Any], force: bool = False) -> Callable[..., Any]
     done = _functions.get(fn)
     if done is not None:
         return done
-    if getattr(fn, "__sg_no_convert__", False) or not is_user_code(fn.__code__):
+    if (getattr(fn, "__sg_no_convert__", False) or not is_user_code(fn.__code__)
+            or fn.__code__.co_flags & _NOT_CONVERTED):
+        _functions[fn] = fn  # remembered: library code is looked at once
         return fn
     try:
         code = _convert_code(fn)
