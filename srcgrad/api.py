@@ -230,7 +230,8 @@ class Transformed:
             args = self._positional(args, kwargs)
         static = self._static_positions(args)
         if _tracing(args) or current_program() is not None:
-            return hooks.user_fn(self._inline)(*[a if i in static else _as_vars(a) for i, a in enumerate(args)])
+            inline = hooks.user_fn(self._inline)
+            return inline(*[a if i in static else _as_vars(a) for i, a in enumerate(args)])
         return self._run(args, static)
 
     def records_loops(self) -> bool:
@@ -282,7 +283,8 @@ class Transformed:
             for v in ins:
                 v.stop_gradient = False
             traced = jax.tree_util.tree_unflatten(tree, ins)
-            out = hooks.user_fn(self._inline)(*[args[i] if i in static else a for i, a in enumerate(traced)])
+            inline = hooks.user_fn(self._inline)
+            out = inline(*[args[i] if i in static else a for i, a in enumerate(traced)])
             out_leaves, out_tree = jax.tree_util.tree_flatten(out)
             out_vars = [as_var(v) for v in out_leaves]
         check(prog, "tracing")
@@ -377,7 +379,7 @@ class Transformed:
             # The ops join the caller's jaxpr, as jax.grad's would: a nested jit would be one
             # more call for XLA to compile and inline. Under an eager vmap or jax.grad the
             # nested jit stays, so that the gradient still runs as one compiled program.
-            outs, _ = entry.lowered.fn(*arrays, *map(jax.numpy.asarray, fed))  # no NumPy inside a trace
+            outs, _ = entry.lowered.fn(*arrays, *map(jax.numpy.asarray, fed))  # no NumPy in a trace
             return jax.tree_util.tree_unflatten(entry.out_tree, list(outs))
         while True:
             outs, counts = entry.call(*arrays, *fed)

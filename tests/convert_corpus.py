@@ -1,5 +1,5 @@
-"""The conversion corpus, part 1: branches on values: `if`/`elif`/`else`, conditional expressions, `and`/`or`/`not`,
-early returns, written as people write NumPy code.
+"""The conversion corpus, part 1: branches on values (`if`/`elif`/`else`, conditional
+expressions, `and`/`or`/`not`, early returns), written as people write NumPy code.
 srcgrad converts them (srcgrad.convert); tests/test_convert_corpus.py checks each against JAX.
 
 The JAX twin of a function is this same source run by JAX eagerly with `sg` bound to

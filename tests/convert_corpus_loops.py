@@ -1,5 +1,6 @@
-"""The conversion corpus, part 2: loops to a tolerance (Newton, bisection, fixed points), `break`, `continue`
-and `return` in loops, traced `range` bounds, written as people write NumPy code.
+"""The conversion corpus, part 2: loops to a tolerance (Newton, bisection, fixed points),
+`break`, `continue` and `return` in loops, traced `range` bounds, written as people write
+NumPy code.
 srcgrad converts them (srcgrad.convert); tests/test_convert_corpus.py checks each against JAX.
 
 The JAX twin of a function is this same source run by JAX eagerly with `sg` bound to

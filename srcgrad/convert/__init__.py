@@ -16,7 +16,7 @@ from .. import hooks
 from ..errors import SrcgradError, TraceError, user_location
 from ..ir import Variable, current_program
 from .loader import converted, converted_source, missing, no_convert
-from . import items, runtime  # noqa: F401  (items installs Tensor.__setitem__)
+from . import items, runtime
 
 
 class Converted:
@@ -94,5 +94,6 @@ def _hook(fn: Any) -> Any:
 hooks.convert_fn = _hook
 hooks.wants_conversion = _wants_conversion
 hooks.explain_failure = _explain
+items.install()
 
 __all__ = ["convert", "no_convert", "Converted"]

@@ -129,7 +129,7 @@ def traced_loop(test: Callable[..., Any], body: Callable[..., tuple], state: tup
 
     `test(*state)` and `body(*state)` take and return the whole state. Returns the state after
     the loop: carried names get the loop's outputs; the body's temporaries are undefined."""
-    prog = active_program("while")
+    active_program("while")
     state = list(state)
     numbers = [i for i in carried
                if not all(isinstance(l, Variable) for l in jax.tree_util.tree_leaves(state[i]))]

@@ -1,7 +1,7 @@
 """Item assignment on imperative Tensors: `t[i] = v` replaces `t`'s value by the functional
 update `t.at[i].set(v)` and, under `record()`, rebinds its recorded variable to the update's,
-so that the gradient reaches both the old value of `t` and `v`. (Installed as
-`Tensor.__setitem__`.)"""
+so that the gradient reaches both the old value of `t` and `v` (`install()` makes it
+`Tensor.__setitem__`)."""
 from __future__ import annotations
 
 from typing import Any
@@ -48,4 +48,6 @@ def tensor_setitem(t: Tensor, index: Any, value: Any) -> None:
     t._value, t._tape, t._var = new._value, new._tape, new._var
 
 
-Tensor.__setitem__ = tensor_setitem  # type: ignore[attr-defined]
+def install() -> None:
+    """Make `t[i] = v` work on Tensors (Tensor's other methods are installed by autograd)."""
+    Tensor.__setitem__ = tensor_setitem  # type: ignore[attr-defined]

@@ -9,7 +9,6 @@ import ast
 import builtins
 import copy
 import itertools
-from collections import Counter
 
 from .analysis import GEN, assigned, has_mutation, live_in, read_counts
 from .jumps import Jumps, ag, assign, name, needs_return_lowering
