@@ -58,7 +58,8 @@ def call_leaves(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
             avals.append((leaf.shape, leaf.dtype))
         else:
             statics.append(_static_key(leaf))
-    key = (fn, tree, tuple(statics), tuple(avals), dtypes.x64())
+    where = tuple(_is_array(leaf) for leaf in leaves)  # sg.subtract(1.0, a) vs (a, 1.0)
+    key = (fn, tree, where, tuple(statics), tuple(avals), dtypes.x64())
     entry = _CACHE.get(key)
     if entry is None:
         if len(_CACHE) >= _CACHE_LIMIT:

@@ -268,3 +268,30 @@ def test_methods_and_helpers_are_converted_not_libraries() -> None:
     assert not loader.is_user_code(pytest.raises.__code__)  # an installed package
     assert not loader.is_user_code(sg.grad.__code__)
     assert loader.is_user_code(branchy.__code__)
+
+
+def signed_cubes(x):
+    s = 0.0
+    for v in x:
+        if v > 0:
+            s = s + v ** 3
+        else:
+            s = s - v
+    return s
+
+
+def test_every_transformation_converts() -> None:
+    x = np.array([0.5, -1.0, 2.0])
+    want = jax.grad(signed_cubes)(jnp.asarray(x))
+    value, g = sg.value_and_grad(signed_cubes)(x)
+    np.testing.assert_allclose([value], [signed_cubes(x)])
+    np.testing.assert_allclose(g, want)
+    np.testing.assert_allclose(sg.vjp(signed_cubes, x)[1](1.0)[0], want)
+    np.testing.assert_allclose(sg.jacfwd(signed_cubes)(x), want)
+    np.testing.assert_allclose(sg.jacrev(signed_cubes)(x), want)
+    np.testing.assert_allclose(sg.hessian(signed_cubes)(x), jax.hessian(signed_cubes)(jnp.asarray(x)))
+    batch = np.stack([x, -x])
+    np.testing.assert_allclose(jax.vmap(sg.grad(signed_cubes))(batch),  # jax.vmap(jax.grad) fails
+                               [jax.grad(signed_cubes)(jnp.asarray(row)) for row in batch])
+    bounded = sg.convert(newton, max_iters=40)
+    np.testing.assert_allclose(jax.vmap(sg.grad(bounded))(np.array([4.0, 9.0])), [0.25, 1 / 6])
