@@ -29,6 +29,7 @@ from .verify import VerifyError, verify
 from . import autograd, nn, optim
 from .tensors import Tensor, tensor
 from .viz import render, to_dot
+from .convert import convert, no_convert
 
 _errors.register_internal_dir(_os.path.dirname(_os.path.abspath(__import__("srcgrad.transforms", fromlist=["_"]).__file__)))
 
@@ -39,6 +40,7 @@ __all__ = [
     "grad", "value_and_grad", "vjp", "jit", "trace", "source", "Transformed",
     "from_jax",
     "jvp", "linearize", "jacfwd", "jacrev", "hessian", "hvp", "custom_vjp", "custom_jvp",
+    "convert", "no_convert",
     # Fluid-style programs
     "Program", "Block", "Op", "Variable", "program_guard", "data", "parameter", "gradients",
     "append_backward", "compile", "verify",

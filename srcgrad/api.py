@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
-from . import dtypes
+from . import dtypes, hooks
 from .builder import active_program, as_var
 from .cache import CACHE, Slot, bindings, same_bindings, static_key
 from .config import config
@@ -236,7 +236,8 @@ class Transformed:
             args = self._positional(args, kwargs)
         static = self._static_positions(args) if self._static else frozenset()
         if tracing(args):
-            return self._inline(*[a if i in static else _as_vars(a) for i, a in enumerate(args)])
+            inline = hooks.user_fn(self._inline)
+            return inline(*[a if i in static else _as_vars(a) for i, a in enumerate(args)])
         if not static and self._fast is not False:
             out = self._fast_call(args)
             if out is not _SLOW:
@@ -304,7 +305,11 @@ class Transformed:
         return frozenset(out)
 
     def trace(self, *args: Any, capacities: dict[int, int] | None = None) -> tuple[Program, list, Any, Any]:
-        """The Program for these example arguments, its inputs, output leaves and output tree."""
+        """The Program for these example arguments, its inputs, output leaves and output tree
+        (traced again with its Python control flow converted if it needs it: srcgrad.convert)."""
+        return hooks.trace_converting(lambda: self._trace(args, capacities))
+
+    def _trace(self, args: tuple, capacities: dict[int, int] | None) -> tuple[Program, list, Any, Any]:
         static = self._static_positions(args)
         dynamic = tuple(None if i in static else a for i, a in enumerate(args))
         leaves, tree = jax.tree_util.tree_flatten(dynamic)
@@ -318,7 +323,8 @@ class Transformed:
             for v in ins:
                 v.stop_gradient = False
             traced = jax.tree_util.tree_unflatten(tree, ins)
-            out = self._inline(*[args[i] if i in static else a for i, a in enumerate(traced)])
+            inline = hooks.user_fn(self._inline)
+            out = inline(*[args[i] if i in static else a for i, a in enumerate(traced)])
             out_leaves, out_tree = jax.tree_util.tree_flatten(out)
             out_vars = [as_var(v) for v in out_leaves]
         check(prog, "tracing")
@@ -409,12 +415,13 @@ class Transformed:
             raise SrcgradError(
                 f"{self._name}: this while loop has a data-dependent trip count and no max_iters, "
                 "so its gradient needs concrete inputs to size its records; inside jax.jit (or "
-                "vmap) pass max_iters=N to sg.while_loop (or sg.fori_loop)", op="while", loc=op.loc)
+                "vmap) pass max_iters=N to sg.while_loop (or sg.fori_loop)" + hooks.loop_hint(op.loc),
+                op="while", loc=op.loc)
         if self._jit and _in_jit_trace(arrays):
             # The ops join the caller's jaxpr, as jax.grad's would: a nested jit would be one
             # more call for XLA to compile and inline. Under an eager vmap or jax.grad the
             # nested jit stays, so that the gradient still runs as one compiled program.
-            outs, _ = entry.lowered.fn(*arrays, *fed)
+            outs, _ = entry.lowered.fn(*arrays, *map(jax.numpy.asarray, fed))  # no NumPy in a trace
             return jax.tree_util.tree_unflatten(entry.out_tree, list(outs))
         while True:
             outs, counts = entry.call(*arrays, *fed)
@@ -556,7 +563,7 @@ def _value_and_grad_inline(fun: Callable[..., Any], argnums: int | Sequence[int]
 
     def inline(*args: Any) -> Any:
         args, wrt = _diff_copies(args, nums, who, fun)
-        out = fun(*args)
+        out = hooks.user_fn(fun)(*args)
         aux = None
         if has_aux:
             if not isinstance(out, (tuple, list)) or len(out) != 2:
@@ -620,7 +627,7 @@ def _check_static(argnums: int | Sequence[int], static_argnums: int | Sequence[i
 
 def _vjp_inline(fun: Callable[..., Any], primals: tuple) -> tuple[Any, Callable[[Any], tuple]]:
     primals, wrt = _diff_copies(tuple(primals), tuple(range(len(primals))), "vjp", fun)
-    out = fun(*primals)
+    out = hooks.user_fn(fun)(*primals)
     out_leaves, out_tree = jax.tree_util.tree_flatten(out)
     out_vars = [as_var(v) for v in out_leaves]
     for o in out_vars:

@@ -5,7 +5,7 @@ Layer L2 (registry, builder and dispatch): see docs/design.md.
 from __future__ import annotations
 
 import threading
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
@@ -175,8 +175,33 @@ def as_var(x: Any, like: Variable | None = None) -> Variable:
         return constant(x, dtypes.scalar_dtype(x, like.dtype if like is not None else None))
     if isinstance(x, (np.ndarray, np.generic, jax.Array)) or hasattr(x, "__array__"):
         return constant(x)
+    if isinstance(x, (list, tuple)) and x:
+        return _sequence(x)
     raise TraceError(f"cannot use a {type(x).__name__} as an array in a traced program",
                      loc=user_location())
+
+
+class _Sequences:
+    """How a list with traced elements becomes one array: `sg.stack`, registered by
+    srcgrad/ops/shape.py (the ops are built on this module)."""
+
+    stack: Callable[[list[Variable]], Variable]
+
+
+SEQUENCES = _Sequences()
+
+
+def _sequence(x: list | tuple) -> Variable:
+    """A list or tuple of numbers and arrays as one array, as NumPy reads it; with a traced
+    element, the elements are stacked (Python numbers take that element's dtype)."""
+    leaves = jax.tree_util.tree_leaves(x)
+    first = next((v for v in leaves if isinstance(v, Variable)), None)
+    if first is None:
+        if np.asarray(x).dtype.kind not in "biufc":
+            raise TraceError(f"cannot use this {type(x).__name__} as an array: {x!r:.80}",
+                             loc=user_location())
+        return constant(x)  # a program constant (an ndarray would be a captured input)
+    return SEQUENCES.stack([as_var(e, like=first) for e in x])
 
 
 def fail(message: str, op: str | None = None, loc: SourceLoc | None = None) -> SrcgradError:

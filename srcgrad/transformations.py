@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import dtypes
+from . import dtypes, hooks
 from .api import Transformed, _argnums, _leaf_dtype, grad
 from .dispatch import tracing
 from .builder import active_program, as_var
@@ -78,7 +78,7 @@ def _jvp_inline(fun: Callable[..., Any], primals: Sequence[Any], tangents: Seque
             copies.append(v)
         args[i] = tree_unflatten(tree, copies)
     start = len(block.ops)
-    out, aux = _split_aux(fun(*args), has_aux, "jvp")
+    out, aux = _split_aux(hooks.user_fn(fun)(*args), has_aux, "jvp")
     leaves, out_tree = tree_flatten(out)
     outs = [as_var(v) for v in leaves]
     ops = block.ops[start:]
@@ -298,7 +298,7 @@ class _Jacobian(Transformed):
     def _rev_arrays(self, args: tuple) -> Any:
         basis = _Basis(args, self.nums, self.who)
         fun, nums, has_aux, n = self.fun, self.nums, self.has_aux, len(args)
-        out = jax.eval_shape(Transformed(lambda *a: _split_aux(fun(*a), has_aux, "jacrev"),
+        out = jax.eval_shape(Transformed(lambda *a: _split_aux(hooks.user_fn(fun)(*a), has_aux, "jacrev"),
                                          fun, "jacrev_shape", params=(has_aux,)), *args)
         rows = _Basis((out[0],), (0,), "jacrev", outputs=True)
 
@@ -318,7 +318,7 @@ class _Jacobian(Transformed):
     def _fwd_traced(self, args: tuple) -> Any:
         basis = _Basis(args, self.nums, self.who)
         fun, nums, has_aux = self.fun, self.nums, self.has_aux
-        out, aux = _split_aux(fun(*args), has_aux, "jacfwd")
+        out, aux = _split_aux(hooks.user_fn(fun)(*args), has_aux, "jacfwd")
 
         def step(carry: Any, row: Variable) -> Any:
             t_out = _jvp_inline(fun, args, basis.split(row), nums, has_aux)[1]
@@ -393,7 +393,7 @@ def _pullback(fun: Callable[..., Any], args: Sequence[Any], cts: Sequence[Any] |
         copies = [assign(as_var(v), base=as_var(v).name.split("@")[0]) for v in leaves]
         wrt += copies
         args[i] = tree_unflatten(tree, copies)
-    out, aux = _split_aux(fun(*args), has_aux, "jacrev")
+    out, aux = _split_aux(hooks.user_fn(fun)(*args), has_aux, "jacrev")
     outs = [as_var(v) for v in tree_flatten(out)[0]]
     for o in outs:
         if not _is_float(o):

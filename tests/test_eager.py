@@ -73,3 +73,12 @@ def test_traced_calls_are_unchanged() -> None:
     """Inside a trace the op is recorded, not computed."""
     prog = sg.trace(lambda x: sg.sin(x), np.ones(3))
     assert [op.type for op in prog.global_block().ops] == ["sin"]
+
+
+def test_a_python_number_in_either_operand_position() -> None:
+    """The eager cache tells `op(1.0, a)` from `op(a, 1.0)` (same shapes, same number)."""
+    a = jnp.array(0.5)
+    assert float(sg.subtract(1.0, a)) == 0.5
+    assert float(sg.subtract(a, 1.0)) == -0.5
+    x = sg.tensor(np.float64(0.5))
+    assert float(np.asarray(1 - x)) == 0.5 and float(np.asarray(x - 1)) == -0.5

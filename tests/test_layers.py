@@ -20,7 +20,7 @@ PACKAGES = {"srcgrad": ROOT / "srcgrad", "srcgrad.transforms": ROOT / "transform
 #: Layer of each module (docs/design.md, "Layers"); packages by prefix, the rest are L6.
 LAYERS: dict[int, tuple[str, ...]] = {
     0: ("srcgrad.errors", "srcgrad.dtypes", "srcgrad.config", "srcgrad.cache",
-        "srcgrad.traceback_filter"),
+        "srcgrad.traceback_filter", "srcgrad.hooks"),
     1: ("srcgrad.ir", "srcgrad.printer", "srcgrad.analysis"),
     2: ("srcgrad.registry", "srcgrad.builder", "srcgrad.dispatch", "srcgrad.verify"),
     3: ("srcgrad.ops", "srcgrad.linalg", "srcgrad.habits"),

@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
+from .. import hooks
 from ..builder import active_program, as_var, emit
 from ..errors import SrcgradError, user_location
 from ..ir import Block, Op, Variable
@@ -29,14 +30,16 @@ def _trace_block(block: Block, fn: Callable[..., Any], args: Sequence[Variable],
     prog = block.program
     with prog.block_guard(block):
         tree_args = jax.tree_util.tree_unflatten(tree, list(args))
+        fn = hooks.user_fn(fn)
         out = fn(*tree_args) if splat else fn(tree_args)
         leaves, out_tree = jax.tree_util.tree_flatten(out)
         return [as_var(v, like=a if isinstance(a, Variable) else None)
                 for v, a in zip(leaves, list(args) + [None] * len(leaves))], out_tree
 
 
-def _new_params(block: Block, like: Sequence[Variable]) -> list[Variable]:
-    return [block.add_param(v.name.split("@")[0], v.shape, v.dtype) for v in like]
+def _new_params(block: Block, like: Sequence[Variable], names: Sequence[str] = ()) -> list[Variable]:
+    names = list(names) + [v.name.split("@")[0] for v in like[len(names):]]
+    return [block.add_param(n, v.shape, v.dtype) for n, v in zip(names, like)]
 
 
 def _types(vs: Sequence[Variable]) -> str:
@@ -84,12 +87,13 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
 
 
 def _while(cond_fun: Callable[..., Any], body_fun: Callable[..., Any], init: list[Variable], tree: Any,
-           loc: Any, max_iters: int | None, counter: bool, splat: bool) -> list[Variable]:
+           loc: Any, max_iters: int | None, counter: bool, splat: bool,
+           names: Sequence[str] = ()) -> list[Variable]:
     prog = active_program("while_loop")
     parent = prog.current_block()
     n_user = len(init) - counter
     cond_b = prog.create_block(parent)
-    params = _new_params(cond_b, init)
+    params = _new_params(cond_b, init, names)
     pred, _ = _trace_block(cond_b, cond_fun, params[:n_user], tree, splat)
     if len(pred) != 1 or pred[0].shape != () or pred[0].dtype != BOOL:
         raise SrcgradError(f"the loop condition must return a bool scalar, got {_types(pred)}",
@@ -99,7 +103,7 @@ def _while(cond_fun: Callable[..., Any], body_fun: Callable[..., Any], init: lis
             pred = [logical_and(pred[0], less(params[-1], int(max_iters)))]
     cond_b.results = pred
     body_b = prog.create_block(parent)
-    params = _new_params(body_b, init)
+    params = _new_params(body_b, init, names)
     res, out_tree = _trace_block(body_b, body_fun, params[:n_user], tree, splat)
     if out_tree != tree:
         raise SrcgradError(f"the loop body must return the structure of its carried state: "

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
+from .. import hooks
 from ..builder import active_program, as_var, emit
 from ..errors import SrcgradError, user_location
 from ..ir import Variable
@@ -84,7 +85,7 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
         # with no steps the body never runs, but XLA refuses to index an empty axis
         x_t = [dynamic_index(v, t, allow_negative_indices=False) if n else zeros(v.shape[1:], v.dtype)
                for v in xv]
-        out = f(jax.tree_util.tree_unflatten(c_tree, params), jax.tree_util.tree_unflatten(x_tree, x_t))
+        out = hooks.user_fn(f)(jax.tree_util.tree_unflatten(c_tree, params), jax.tree_util.tree_unflatten(x_tree, x_t))
         if not isinstance(out, (tuple, list)) or len(out) != 2:
             raise SrcgradError("the scanned function must return a pair (carry, y)", op="scan", loc=loc)
         new_leaves, new_tree = jax.tree_util.tree_flatten(out[0])

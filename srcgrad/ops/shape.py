@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes
-from ..builder import as_var
+from ..builder import SEQUENCES, as_var
 from ..errors import ShapeError
 from ..ir import Op, Shape, Variable
 from ..registry import LINEAR, REMAT_VIEW, OutType, always
@@ -223,6 +223,9 @@ def stack(xs: Sequence[Any], axis: int = 0) -> Variable:
         raise ShapeError("stack needs at least one array", op="stack")
     axis = norm_axis(axis, vs[0].ndim + 1)
     return concatenate([expand_dims(v, axis) for v in vs], axis)
+
+
+SEQUENCES.stack = stack
 
 
 @defop("slice", _slice_rule, "lax.slice({0}, {start}, {limit}, {strides})", _g_slice,

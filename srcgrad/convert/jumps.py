@@ -1,0 +1,135 @@
+"""First rewrite: `break`, `continue` and `return` inside loops and branches become flag
+variables, and the statements after them run under `if not flag:` (as AutoGraph's
+break/continue/return canonicalisation). Loops stop on the flags through their test.
+
+Layer L6 (front ends): see docs/design.md.
+"""
+from __future__ import annotations
+
+import ast
+import itertools
+
+from .analysis import _walk_scope
+
+RET, DID_RET = "_sg_ret", "_sg_did_ret"
+AG = "ag__"
+
+
+def name(id_: str, store: bool = False) -> ast.Name:
+    return ast.Name(id=id_, ctx=ast.Store() if store else ast.Load())
+
+
+def assign(id_: str, value: ast.expr) -> ast.Assign:
+    return ast.Assign(targets=[name(id_, True)], value=value)
+
+
+def ag(attr: str) -> ast.Attribute:
+    return ast.Attribute(value=name(AG), attr=attr, ctx=ast.Load())
+
+
+def not_any(flags: list[str]) -> ast.expr:
+    """`not (f1 or f2 ...)`."""
+    inner = name(flags[0]) if len(flags) == 1 else ast.BoolOp(op=ast.Or(), values=[name(f) for f in flags])
+    return ast.UnaryOp(op=ast.Not(), operand=inner)
+
+
+def needs_return_lowering(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """True if a `return` sits inside a branch or loop of `fn` (not only at its top level)."""
+    top = {id(s) for s in fn.body if isinstance(s, ast.Return)}
+    return any(isinstance(n, ast.Return) and id(n) not in top for n in _walk_scope(fn.body))
+
+
+def falls_through(stmts: list[ast.stmt]) -> bool:
+    """True if running `stmts` may reach their end (not every path returns or raises)."""
+    if not stmts:
+        return True
+    last = stmts[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return False
+    if isinstance(last, ast.If):
+        return falls_through(last.body) or falls_through(last.orelse)
+    return True
+
+
+class Jumps:
+    """Lowers the jumps of one function body."""
+
+    def __init__(self, counter: itertools.count, lower_returns: bool):
+        self.counter = counter
+        self.lower_returns = lower_returns
+
+    def function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        body, _ = self.block(fn.body, None)
+        if self.lower_returns:
+            first, last = fn.body[0], fn.body[-1]
+            body = ([ast.copy_location(assign(DID_RET, ast.Constant(False)), first),
+                     ast.copy_location(assign(RET, ag("UNDEF_RET")), first)] + body
+                    + [ast.copy_location(ast.Return(value=ast.Call(
+                        func=ag("ret"), args=[name(RET), name(DID_RET), ast.Constant(falls_through(fn.body))],
+                        keywords=[])), last)])
+        fn.body = body
+
+    def block(self, stmts: list[ast.stmt], loop: tuple[str, str] | None) -> tuple[list[ast.stmt], set[str]]:
+        out: list[ast.stmt] = []
+        for i, s in enumerate(stmts):
+            new, flags = self.stmt(s, loop)
+            out.extend(ast.copy_location(n, s) for n in new)
+            if flags:
+                rest, more = self.block(stmts[i + 1:], loop)
+                if rest:
+                    out.append(ast.copy_location(ast.If(test=not_any(sorted(flags)), body=rest, orelse=[]),
+                                                 stmts[i + 1]))
+                return out, flags | more
+        return out, set()
+
+    def stmt(self, s: ast.stmt, loop: tuple[str, str] | None) -> tuple[list[ast.stmt], set[str]]:
+        if isinstance(s, ast.Return) and self.lower_returns:
+            value = s.value if s.value is not None else ast.Constant(None)
+            value = ast.Call(func=ag("checked"), args=[value], keywords=[])
+            return [assign(RET, value), assign(DID_RET, ast.Constant(True))], {DID_RET}
+        if isinstance(s, ast.Break) and loop is not None:
+            return [assign(loop[0], ast.Constant(True))], {loop[0]}
+        if isinstance(s, ast.Continue) and loop is not None:
+            return [assign(loop[1], ast.Constant(True))], {loop[1]}
+        if isinstance(s, ast.If):
+            body, fb = self.block(s.body, loop)
+            orelse, fo = self.block(s.orelse, loop)
+            s.body, s.orelse = body or [ast.Pass()], orelse
+            return [s], fb | fo
+        if isinstance(s, (ast.While, ast.For)):
+            return self.loop(s, loop)
+        if isinstance(s, (ast.With, ast.AsyncWith)):
+            s.body, f = self.block(s.body, loop)
+            return [s], f
+        if isinstance(s, ast.Try):
+            flags: set[str] = set()
+            for part in ("body", "orelse", "finalbody"):
+                new, f = self.block(getattr(s, part), loop)
+                setattr(s, part, new)
+                flags |= f
+            for h in s.handlers:
+                h.body, f = self.block(h.body, loop)
+                flags |= f
+            return [s], flags
+        return [s], set()
+
+    def loop(self, s: ast.While | ast.For, outer: tuple[str, str] | None) -> tuple[list[ast.stmt], set[str]]:
+        k = next(self.counter)
+        brk, cont = f"_sg_break_{k}", f"_sg_continue_{k}"
+        body, f = self.block(s.body, (brk, cont))
+        if cont in f:
+            body = [ast.copy_location(assign(cont, ast.Constant(False)), s.body[0])] + body
+        s.body = body or [ast.Pass()]
+        stop = [x for x in (brk, DID_RET) if x in f]
+        if stop:
+            if isinstance(s, ast.While):
+                s.test = ast.BoolOp(op=ast.And(), values=[not_any(stop), s.test])
+            else:
+                s._sg_extra = not_any(stop)  # type: ignore[attr-defined]
+        orelse, fo = self.block(s.orelse, outer)
+        s.orelse = []
+        pre = [assign(brk, ast.Constant(False))] if brk in f else []
+        post: list[ast.stmt] = []
+        if orelse:
+            post = [ast.If(test=not_any(stop), body=orelse, orelse=[])] if stop else orelse
+        return pre + [s] + post, (f & {DID_RET}) | fo

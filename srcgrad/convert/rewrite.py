@@ -1,0 +1,269 @@
+"""Second rewrite: `if`/`while`/`for` become calls of the runtime operators (`if_stmt`,
+`while_stmt`, `for_stmt`) on generated functions of the names each statement assigns;
+`and`/`or`/`not`, conditional expressions and chained comparisons become `and_`/`or_`/
+`not_`/`if_exp`; `x[i] = v` becomes `x = setitem(x, i, v)`; calls go through `call`,
+which converts user functions.
+
+Layer L6 (front ends): see docs/design.md.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import itertools
+
+from .analysis import GEN, assigned, has_mutation, live_in, read_counts
+from .jumps import Jumps, ag, assign, name, needs_return_lowering
+
+_BUILTINS = set(dir(builtins))
+_OPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.Pow: "pow",
+        ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.MatMult: "matmul", ast.BitAnd: "and_",
+        ast.BitOr: "or_", ast.BitXor: "xor", ast.LShift: "lshift", ast.RShift: "rshift"}
+
+
+def _call(func: ast.expr, *args: ast.expr) -> ast.Call:
+    return ast.Call(func=func, args=list(args), keywords=[])
+
+
+def _thunk(body: ast.expr) -> ast.Lambda:
+    """`lambda _sgt=0: body` (the `_sgt` parameter marks the lambda as generated)."""
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(arg="_sgt")], kwonlyargs=[],
+                         kw_defaults=[], defaults=[ast.Constant(0)])
+    return ast.Lambda(args=args, body=body)
+
+
+def _strs(names: list[str]) -> ast.Tuple:
+    return ast.Tuple(elts=[ast.Constant(n) for n in names], ctx=ast.Load())
+
+
+def _names(names: list[str], store: bool = False) -> ast.Tuple:
+    return ast.Tuple(elts=[name(n, store) for n in names], ctx=ast.Store() if store else ast.Load())
+
+
+def _def(fname: str, params: list[str], body: list[ast.stmt], ret: ast.expr) -> ast.FunctionDef:
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=p) for p in params], kwonlyargs=[],
+                         kw_defaults=[], defaults=[])
+    return ast.FunctionDef(name=fname, args=args, body=body + [ast.Return(value=ret)],
+                           decorator_list=[], returns=None)
+
+
+class Exprs(ast.NodeTransformer):
+    """The expression rewrites (nested function definitions are left to `Converter`)."""
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.expr:
+        self.generic_visit(node)
+        op = "and_" if isinstance(node.op, ast.And) else "or_"
+        return ast.copy_location(_call(ag(op), *[_thunk(v) for v in node.values]), node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.expr:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return ast.copy_location(_call(ag("not_"), node.operand), node)
+        return node
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.expr:
+        self.generic_visit(node)
+        return ast.copy_location(_call(ag("if_exp"), node.test, _thunk(node.body), _thunk(node.orelse)), node)
+
+    def visit_Compare(self, node: ast.Compare) -> ast.expr:
+        self.generic_visit(node)
+        if len(node.ops) == 1:
+            return node
+        parts, left = [], node.left
+        for op, right in zip(node.ops, node.comparators):
+            parts.append(_thunk(ast.copy_location(ast.Compare(left=left, ops=[op], comparators=[right]), node)))
+            left = right
+        return ast.copy_location(_call(ag("and_"), *parts), node)
+
+    def visit_Call(self, node: ast.Call) -> ast.expr:
+        self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Name) and f.id in _BUILTINS:
+            return node
+        node.func = ast.copy_location(_call(ag("call"), f), f)
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        return node
+
+
+class Converter:
+    """Converts one function definition (and the functions defined inside it)."""
+
+    def __init__(self, counter: itertools.count):
+        self.counter = counter
+        self.exprs = Exprs()
+
+    def function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        Jumps(self.counter, needs_return_lowering(fn)).function(fn)
+        self.total = read_counts(fn.body)
+        fn.body = self.block(fn.body)
+
+    def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for s in stmts:
+            new = self.stmt(s)
+            for n in new:
+                _locate(n, s)
+            out.extend(new)
+        return out or [ast.Pass()]
+
+    def expr(self, e: ast.expr) -> ast.expr:
+        return self.exprs.visit(e)
+
+    def stmt(self, s: ast.stmt) -> list[ast.stmt]:
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            saved = self.total
+            s.decorator_list = [self.expr(d) for d in s.decorator_list]
+            self.function(s)
+            self.total = saved
+            return [s]
+        if isinstance(s, ast.ClassDef):
+            s.body = [self.stmt(b)[0] if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) else b
+                      for b in s.body]
+            return [s]
+        if isinstance(s, ast.If):
+            return self.if_(s)
+        if isinstance(s, ast.While):
+            return self.while_(s)
+        if isinstance(s, ast.For):
+            return self.for_(s)
+        if isinstance(s, (ast.With, ast.AsyncWith)):
+            s.items = [self.exprs.visit(i) for i in s.items]
+            s.body = self.block(s.body)
+            return [s]
+        if isinstance(s, ast.Try):
+            s.body, s.orelse = self.block(s.body), self.block(s.orelse) if s.orelse else []
+            s.finalbody = self.block(s.finalbody) if s.finalbody else []
+            for h in s.handlers:
+                h.body = self.block(h.body)
+            return [s]
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and _subscript_of_name(s.targets[0]):
+            return [_setitem(s.targets[0], self.expr(s.value), None)]
+        if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], (ast.Tuple, ast.List))
+                and any(_subscript_of_name(t) for t in s.targets[0].elts)
+                and not any(isinstance(t, ast.Starred) for t in s.targets[0].elts)):
+            return self._unpack(s)
+        if isinstance(s, ast.AugAssign) and _subscript_of_name(s.target) and type(s.op) in _OPS:
+            return [_setitem(s.target, self.expr(s.value), _OPS[type(s.op)])]
+        if isinstance(s, ast.Return) and s.value is not None:
+            s.value = _call(ag("checked"), self.expr(s.value))
+            return [s]
+        return [self.exprs.visit(s)]
+
+    def _unpack(self, s: ast.Assign) -> list[ast.stmt]:
+        """`a[i], b = u, v` -> `_sg_t = (u, v); a = setitem(a, i, _sg_t[0]); b = _sg_t[1]`."""
+        tmp = f"_sg_unpack_{next(self.counter)}"
+        out: list[ast.stmt] = [assign(tmp, self.expr(s.value))]
+        for k, t in enumerate(s.targets[0].elts):
+            item = ast.Subscript(value=name(tmp), slice=ast.Constant(k), ctx=ast.Load())
+            out.extend(self.stmt(ast.copy_location(ast.Assign(targets=[t], value=item), s)))
+        return out
+
+    def _state(self, names: list[str]) -> ast.expr:
+        return _call(ag("state"), _call(name("locals")), _strs(names))
+
+    def _result(self, names: list[str], call: ast.expr) -> list[ast.stmt]:
+        if not names:
+            return [ast.Expr(value=call)]
+        return [ast.Assign(targets=[_names(names, True)], value=call)]
+
+    def if_(self, s: ast.If) -> list[ast.stmt]:
+        k = next(self.counter)
+        test = self.expr(s.test)
+        body, orelse = self.block(s.body), self.block(s.orelse) if s.orelse else [ast.Pass()]
+        mod = assigned(body + orelse)
+        t = _def(f"{GEN}if_true_{k}", mod, body, _names(mod))
+        f = _def(f"{GEN}if_false_{k}", mod, orelse, _names(mod))
+        call = _call(ag("if_stmt"), test, name(t.name), name(f.name), self._state(mod), _strs(mod))
+        return [t, f] + self._result(mod, call)
+
+    def _loop_info(self, s: ast.While | ast.For, mod: list[str], first: list[ast.AST]) -> ast.expr:
+        inside = read_counts([s])
+        live = live_in(s.body, first, assigned([s.target]) if isinstance(s, ast.For) else ())
+        out = [n for n in mod if self.total[n] > inside[n]]
+        return _call(ag("LoopInfo"), _strs([n for n in mod if n in live]), _strs(out),
+                     ast.Constant(has_mutation(s.body)))
+
+    def while_(self, s: ast.While) -> list[ast.stmt]:
+        k = next(self.counter)
+        info_mod = assigned(s.body)
+        info = self._loop_info(s, info_mod, [s.test])
+        test = self.expr(s.test)
+        body = self.block(s.body)
+        mod = assigned(body)
+        t = _def(f"{GEN}while_test_{k}", mod, [], test)
+        b = _def(f"{GEN}while_body_{k}", mod, body, _names(mod))
+        call = _call(ag("while_stmt"), name(t.name), name(b.name), self._state(mod), _strs(mod), info)
+        return [t, b] + self._result(mod, call)
+
+    def for_(self, s: ast.For) -> list[ast.stmt]:
+        k = next(self.counter)
+        info_mod = assigned([s.target] + s.body)
+        extra = getattr(s, "_sg_extra", None)
+        info = self._loop_info(s, info_mod, [extra] if extra is not None else [])
+        it = self.expr(s.iter)
+        if (isinstance(s.iter, ast.Call) and isinstance(s.iter.func, ast.Name)
+                and s.iter.func.id == "range" and not s.iter.keywords):
+            it = _call(ag("range_"), name("range"), *[self.expr(a) for a in s.iter.args])
+        body = self.block([ast.copy_location(ast.Assign(targets=[s.target], value=name("_sg_it")), s)]
+                          + s.body)
+        mod = [n for n in assigned(body) if n != "_sg_it"]
+        out: list[ast.stmt] = []
+        extra_fn: ast.expr = ast.Constant(None)
+        if extra is not None:
+            e = _def(f"{GEN}for_extra_{k}", mod, [], self.expr(extra))
+            out.append(e)
+            extra_fn = name(e.name)
+        b = _def(f"{GEN}for_body_{k}", ["_sg_it"] + mod, body, _names(mod))
+        call = _call(ag("for_stmt"), it, extra_fn, name(b.name), self._state(mod), _strs(mod), info)
+        return out + [b] + self._result(mod, call)
+
+
+def _locate(node: ast.AST, at: ast.stmt) -> None:
+    """Give the generated nodes under `node` the location of the statement `at`."""
+    for n in ast.walk(node):
+        if "lineno" in n._attributes and getattr(n, "lineno", None) is None:
+            ast.copy_location(n, at)
+            n.end_lineno, n.end_col_offset = at.lineno, at.col_offset
+
+
+def _subscript_of_name(t: ast.expr) -> bool:
+    if not isinstance(t, ast.Subscript):
+        return False
+    while isinstance(t, ast.Subscript):
+        t = t.value
+    return isinstance(t, ast.Name) and not isinstance(t, ast.Starred)
+
+
+def _load(e: ast.expr) -> ast.expr:
+    """A copy of the target expression `e` in load context."""
+    e = copy.deepcopy(e)
+    for n in ast.walk(e):
+        if hasattr(n, "ctx"):
+            n.ctx = ast.Load()
+    return e
+
+
+def _setitem(target: ast.Subscript, value: ast.expr, op: str | None) -> ast.stmt:
+    """`a[i][j] = v` -> `a = setitem(a, i, setitem(a[i], j, v))` (`op` for `a[i] op= v`)."""
+    expr_ = Exprs()
+    idx = expr_.visit(_load(target.slice))
+    base = target.value
+    if op is None:
+        new = _call(ag("setitem"), _load(base), idx, value)
+    else:
+        new = _call(ag("setitem_op"), _load(base), idx, value, ast.Constant(op))
+    while isinstance(base, ast.Subscript):
+        new = _call(ag("setitem"), _load(base.value), expr_.visit(_load(base.slice)), new)
+        base = base.value
+    return assign(base.id, new)
+
+
+__all__ = ["Converter", "Exprs", "assign"]

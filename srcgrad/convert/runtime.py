@@ -1,0 +1,325 @@
+"""The operators converted code calls (as `ag__.<name>`): each dispatches at trace time --
+on Python values it runs plain Python, on traced values it builds the srcgrad op.
+
+Layer L6 (front ends): see docs/design.md.
+"""
+from __future__ import annotations
+
+import sys
+
+import builtins
+import operator
+import threading
+from typing import Any, Callable, Sequence
+
+import jax
+import numpy as np
+
+from ..builder import as_var
+from ..errors import SrcgradError, user_location
+from ..ir import Variable
+from ..ops.elementwise import add, less, logical_and, logical_not, logical_or, multiply
+from ..tensors import Tensor
+from .. import hooks
+from .blocks import predicate, test_becomes_traced, traced_if, traced_loop
+from .undefined import UNDEF_RET, Undefined, undefined
+from .loader import RUNTIME
+from .loader import converted_call as call  # noqa: F401  (the operator converted calls use)
+
+__all__ = ["UNDEF_RET", "LoopInfo", "state", "ret", "checked", "and_", "or_", "not_", "if_exp", "if_stmt",
+           "while_stmt", "for_stmt", "range_", "setitem", "setitem_op", "call", "options"]
+
+
+class _Options(threading.local):
+    def __init__(self) -> None:
+        self.max_iters: int | None = None
+
+
+options = _Options()
+
+
+class LoopInfo:
+    """What the static analysis found about a loop: the names it assigns that it reads before
+    assigning them (`live_in`), that are read outside it (`live_out`), and whether it mutates a
+    Python container (then it stays a Python loop when its iterable is static)."""
+
+    __slots__ = ("live_in", "live_out", "python_only")
+
+    def __init__(self, live_in: tuple, live_out: tuple, python_only: bool):
+        self.live_in, self.live_out, self.python_only = set(live_in), set(live_out), python_only
+
+
+def state(local: dict[str, Any], names: Sequence[str]) -> tuple:
+    """The current values of `names` (Undefined for an unbound one)."""
+    return tuple(local[n] if n in local else Undefined(n) for n in names)
+
+
+def ret(value: Any, did_return: Any, falls_through: bool) -> Any:
+    """The value of a function whose `return`s were lowered (None if none ran)."""
+    if _traced(did_return) and falls_through:
+        raise SrcgradError("this function returns a value on some paths and None on others, "
+                           "and a traced condition chooses between them; return a value on "
+                           "every path", loc=user_location())
+    return None if value is UNDEF_RET or did_return is False else value
+
+
+def checked(value: Any) -> Any:
+    """A returned value, refused (at the `return`) if part of it has no value."""
+    for leaf in jax.tree_util.tree_leaves(value):
+        if undefined(leaf) and leaf is not UNDEF_RET:
+            leaf.fail()
+    return value
+
+
+def _traced(v: Any) -> bool:
+    return isinstance(v, Variable)
+
+
+def _bool(v: Variable) -> Variable:
+    return predicate(v, "boolean operator", user_location()) if v.dtype != np.dtype(bool) else v
+
+
+def and_(*thunks: Callable[[], Any]) -> Any:
+    """`a and b and ...`: Python's on Python values, `logical_and` once a value is traced."""
+    v = thunks[0]()
+    for t in thunks[1:]:
+        if _traced(v):
+            v = logical_and(_bool(v), _bool(as_var(t())))
+        elif not v:
+            return v
+        else:
+            v = t()
+    return v
+
+
+def or_(*thunks: Callable[[], Any]) -> Any:
+    """`a or b or ...`: Python's on Python values, `logical_or` once a value is traced."""
+    v = thunks[0]()
+    for t in thunks[1:]:
+        if _traced(v):
+            v = logical_or(_bool(v), _bool(as_var(t())))
+        elif v:
+            return v
+        else:
+            v = t()
+    return v
+
+
+def not_(v: Any) -> Any:
+    return logical_not(_bool(v)) if _traced(v) else not v
+
+
+def if_exp(test: Any, body: Callable[[], Any], orelse: Callable[[], Any]) -> Any:
+    """`body() if test else orelse()`; on a traced `test`, a `cond` op."""
+    if not _traced(test):
+        return body() if test else orelse()
+    return traced_if(test, lambda: (body(),), lambda: (orelse(),), (), ("_sg_ret_ifexp",),
+                     user_location())[0]
+
+
+def if_stmt(test: Any, true_fn: Callable[..., tuple], false_fn: Callable[..., tuple],
+            values: tuple, names: Sequence[str]) -> tuple:
+    """An `if` statement: the branch functions take and return the names it assigns."""
+    if not _traced(test):
+        return true_fn(*values) if test else false_fn(*values)
+    return traced_if(test, true_fn, false_fn, values, names, user_location())
+
+
+def _carried(values: tuple, names: Sequence[str], info: LoopInfo) -> tuple[list[int], list[int]]:
+    """The positions a traced loop carries (defined and live), and those it must give a value
+    first (assigned in the loop and read after it, but unbound before it)."""
+    carried, pending = [], []
+    for i, (v, n) in enumerate(zip(values, names)):
+        live = n in info.live_in or n in info.live_out
+        if not live:
+            continue
+        if not undefined(v):
+            carried.append(i)
+        elif n in info.live_in and n not in info.live_out:
+            raise SrcgradError(f"`{n}` is read in this loop on a traced value before it is "
+                               "assigned: assign it before the loop", op="loop", loc=user_location())
+        else:
+            pending.append(i)
+    return carried, pending
+
+
+def _loop(test: Callable[..., Any], body: Callable[..., tuple], values: tuple,
+          names: Sequence[str], info: LoopInfo, max_iters: int | None, counter: bool) -> tuple:
+    loc = user_location()
+    hooks.converted_loops.add(loc)
+    carried, pending = _carried(values, names, info)
+    return traced_loop(test, body, values, names, carried, pending, loc, max_iters, counter)
+
+
+def while_stmt(test: Callable[..., Any], body: Callable[..., tuple], values: tuple,
+               names: Sequence[str], info: LoopInfo) -> tuple:
+    """A `while` loop: Python iterations while its test is a Python value; from the first
+    traced test on, one `while` op over the rest (from the start when the test turns traced
+    after the first iteration, as `err = 1.0; while err > tol:`)."""
+    first = not info.python_only and any(_traced(l) for l in jax.tree_util.tree_leaves(values))
+    while True:
+        t = test(*values)
+        if _traced(t) or (t and first and test_becomes_traced(test, body, values)):
+            m = options.max_iters
+            return _loop(test, body, values, names, info, m, m is not None)
+        if not t:
+            return values
+        first = False
+        values = body(*values)
+
+
+class TracedRange:
+    """`range(lo, hi, step)` run as a traced loop: a bound is traced, or (`length`) the rest of
+    a Python range whose loop became data-dependent (the step is a Python int)."""
+
+    def __init__(self, lo: Any, hi: Any, step: Any, length: int | None = None):
+        if not isinstance(step, (int, np.integer)) or step == 0:
+            raise SrcgradError(f"range() over traced bounds needs a nonzero Python int step, got "
+                               f"{step!r}", op="for", loc=user_location())
+        self.lo, self.hi, self.step, self.length = lo, hi, int(step), length
+
+
+def range_(range_fn: Callable[..., Any], *args: Any) -> Any:
+    """`range(*args)`; a TracedRange when a bound is traced."""
+    if range_fn is not builtins.range or not any(_traced(a) for a in args):
+        return range_fn(*args)
+    lo, hi, step = (0, args[0], 1) if len(args) == 1 else (tuple(args) + (1,))[:3]
+    return TracedRange(lo, hi, step)
+
+
+def for_stmt(iterable: Any, extra: Callable[..., Any] | None, body: Callable[..., tuple],
+             values: tuple, names: Sequence[str], info: LoopInfo) -> tuple:
+    """A `for` loop: a Python loop over a Python iterable; one `while` op over a traced
+    range or the leading axis of a traced array. `extra` is the test a `break` or `return`
+    adds."""
+    if isinstance(iterable, TracedRange):
+        return _for_traced(iterable, None, extra, body, values, names, info)
+    if _traced(iterable) and not info.python_only:
+        if iterable.ndim == 0:
+            raise SrcgradError(f"cannot iterate over a 0-d traced value ({iterable.type_str()})",
+                               op="for", loc=user_location())
+        return _for_traced(None, iterable, extra, body, values, names, info)
+    first = (extra is not None and isinstance(iterable, range) and not info.python_only
+             and any(_traced(l) for l in jax.tree_util.tree_leaves(values)))
+    for k, it in enumerate(iterable):
+        ok = extra(*values) if extra is not None else True
+        if first and ok is True and test_becomes_traced(extra, lambda *s: body(it, *s), values):
+            ok = as_var(True)  # a break that depends on the data: the whole range is one loop
+        first = False
+        if _traced(ok) and isinstance(iterable, range):
+            rest = iterable[k:]  # a break on a traced value: the rest is one traced loop
+            return _for_traced(TracedRange(rest.start, rest.stop, rest.step, len(rest)), None,
+                               extra, body, values, names, info)
+        if _traced(ok):
+            values = traced_if(ok, lambda *s, it=it: body(it, *s), lambda *s: s, values, names,
+                               user_location())
+        elif not ok:
+            break
+        else:
+            values = body(it, *values)
+    return values
+
+
+def _for_traced(rng: TracedRange | None, xs: Variable | None, extra: Callable[..., Any] | None,
+                body: Callable[..., tuple], values: tuple, names: Sequence[str], info: LoopInfo) -> tuple:
+    """The traced `for`: a `while` op carrying an int32 step count `k` from 0."""
+    if rng is not None:
+        zero = isinstance(rng.lo, (int, np.integer)) and rng.lo == 0
+        hi = as_var(rng.hi)
+        lo = rng.lo if _traced(rng.lo) else as_var(rng.lo, like=hi)
+        if lo.dtype.kind not in "iu" or lo.shape != () or hi.dtype.kind not in "iu" or hi.shape != ():
+            raise SrcgradError(f"range() bounds must be integer scalars, got {lo.type_str()} and "
+                               f"{hi.type_str()}", op="for", loc=user_location())
+        step = rng.step
+
+        def item(k: Variable) -> Variable:
+            i = k if step == 1 else multiply(k, step)
+            return i if zero else add(lo, i)
+
+        def in_range(k: Variable) -> Variable:
+            i = item(k)
+            return less(i, hi) if step > 0 else less(hi, i)
+        if rng.length is not None:
+            bound, counter = rng.length, False
+        else:
+            bound, counter = options.max_iters, options.max_iters is not None
+    else:
+        n = xs.shape[0]
+
+        def item(k: Variable) -> Variable:
+            return xs[k]
+
+        def in_range(k: Variable) -> Variable:
+            return less(k, n)
+        bound, counter = n, False
+
+    def test(k: Any, *s: Any) -> Any:
+        ok = in_range(k)
+        return ok if extra is None else and_(lambda: ok, lambda: extra(*s))
+
+    def step_body(k: Any, *s: Any) -> tuple:
+        return (add(k, 1),) + tuple(body(item(k), *s))
+
+    k0 = as_var(np.int32(0))
+    full_info = LoopInfo(tuple(info.live_in | {"_sg_k"}), tuple(info.live_out), False)
+    out = _loop(test, step_body, (k0,) + tuple(values), ("_sg_k",) + tuple(names), full_info,
+                bound, counter)
+    return out[1:]
+
+
+def setitem(x: Any, index: Any, value: Any) -> Any:
+    """`x[index] = value`, as the converted code rebinds it: `x = setitem(x, index, value)`.
+
+    A traced `x` (or a traced value stored into an array) gives the functional update
+    `x.at[index].set(value)` (a boolean mask: `where`); Python containers, NumPy arrays of
+    concrete values and Tensors are updated in place."""
+    if _traced(x) or (isinstance(x, (np.ndarray, np.generic, jax.Array, float, int))
+                      and (_traced(value) or _has_traced(index))):
+        v = as_var(x)
+        mask = _mask(index, v)
+        if mask is not None:
+            from ..ops.elementwise import where
+            from ..ops.shape import broadcast_to
+            m = as_var(mask)
+            if m.shape != v.shape:
+                m = broadcast_to(m.reshape(m.shape + (1,) * (v.ndim - m.ndim)), v.shape)
+            return where(m, as_var(value, like=v), v)
+        return v.at[index].set(value)
+    x[index] = value
+    return x
+
+
+def _has_traced(index: Any) -> bool:
+    return any(_traced(l) for l in jax.tree_util.tree_leaves(index))
+
+
+def _mask(index: Any, x: Variable) -> Any:
+    """`index` if it is a boolean mask over the leading axes of `x`, else None."""
+    dt = getattr(index, "dtype", None)
+    if dt is None and isinstance(index, list) and index and all(isinstance(b, bool) for b in index):
+        return np.asarray(index)
+    ndim = index.ndim if isinstance(index, Variable) else np.ndim(index)
+    if dt is not None and np.dtype(dt) == np.dtype(bool) and 0 < ndim <= x.ndim:
+        return index
+    return None
+
+
+_BINOPS = {n: getattr(operator, n) for n in ("add", "sub", "mul", "truediv", "pow", "floordiv",
+                                             "mod", "matmul", "and_", "or_", "xor", "lshift",
+                                             "rshift")}
+
+
+def setitem_op(x: Any, index: Any, value: Any, op: str) -> Any:
+    """`x[index] op= value`: `x[index] = x[index] op value` (as NumPy: a repeated index
+    updates once)."""
+    if isinstance(x, (list, dict, Tensor)) or not (_traced(x) or _traced(value) or _has_traced(index)):
+        x[index] = _BINOPS[op](x[index], value)
+        return x
+    mask = _mask(index, as_var(x))
+    if mask is not None:
+        v = as_var(x)
+        return setitem(v, mask, _BINOPS[op](v, value))
+    return setitem(x, index, _BINOPS[op](x[index], value))
+
+
+RUNTIME.module = sys.modules[__name__]
