@@ -106,8 +106,10 @@ def test_compile_fetches_by_name_as_by_variable() -> None:
 # ---------------------------------------------------------------- error messages
 
 def test_truth_value_of_a_traced_value_names_the_line() -> None:
-    run = lambda: sg.grad(lambda x: x if x > 0 else -x)(1.0)  # noqa: E731
+    # converted by default (srcgrad.convert); no_convert keeps Python's truth test
+    run = lambda: sg.grad(sg.no_convert(lambda x: x if x > 0 else -x))(1.0)  # noqa: E731
     _raises(sg.TraceError, run, "has no Python truth value", "sg.cond")
+    assert sg.grad(lambda x: x if x > 0 else -x)(-1.0) == -1.0
 
 
 def test_forgotten_has_aux_hints_at_it() -> None:
