@@ -120,6 +120,37 @@ class Tensor:
                                f"shape {self.shape}", loc=user_location())
         self._value = new.astype(self.dtype)
 
+    @property
+    def requires_grad(self) -> bool:
+        """PyTorch's name: True once `attach_grad` asked for a gradient (grad_req not "null").
+        Setting True attaches (if not yet attached); False detaches (`.grad` is dropped)."""
+        return self.grad_req in ("write", "add")
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        if flag and not self.requires_grad:
+            self.attach_grad()
+        elif not flag and self.grad_req is not None:
+            self.grad_req, self.grad = None, None
+            _autograd["forget"](self)
+
+    def requires_grad_(self, flag: bool = True) -> "Tensor":
+        """Set `requires_grad` and return the Tensor (PyTorch's spelling)."""
+        self.requires_grad = flag
+        return self
+
+    def __isub__(self, other: Any) -> "Tensor":
+        return _autograd["inplace"](self, other, "sub")
+
+    def __iadd__(self, other: Any) -> "Tensor":
+        return _autograd["inplace"](self, other, "add")
+
+    def __imul__(self, other: Any) -> "Tensor":
+        return _autograd["inplace"](self, other, "mul")
+
+    def __itruediv__(self, other: Any) -> "Tensor":
+        return _autograd["inplace"](self, other, "truediv")
+
     def detach(self) -> "Tensor":
         """The same array as a new Tensor that is not recorded."""
         return Tensor(self._value, self.name)
