@@ -86,3 +86,6 @@ def _export_activations() -> None:
 _export_activations()
 
 __all__ = ["Linear", *[n for n in ACTIVATIONS if n in EXPORTS]]
+from .layers import Dropout, Embedding, LayerNorm, Linear, Module, Sequential  # noqa: E402,F811
+from .conv_layers import Conv1d, Conv2d, Conv3d  # noqa: E402
+__all__ += ["Module", "Sequential", "Conv1d", "Conv2d", "Conv3d", "LayerNorm", "Embedding", "Dropout"]
