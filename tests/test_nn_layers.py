@@ -21,7 +21,9 @@ CONV_DN = {1: ("NCH", "OIH", "NCH"), 2: ("NCHW", "OIHW", "NCHW"), 3: ("NCDHW", "
 
 
 @pytest.mark.parametrize("rank,stride,padding,dilation", [
-    (1, 2, 1, 1), (2, 1, "same", 2), (2, (2, 1), (1, 0), 1), (3, 2, 1, 1), (3, 1, 0, (2, 1, 1))])
+    (1, 2, 1, 1), (2, 1, "same", 2), (3, 2, 1, 1),
+    pytest.param(2, (2, 1), (1, 0), 1, marks=pytest.mark.slow),
+    pytest.param(3, 1, 0, (2, 1, 1), marks=pytest.mark.slow)])
 def test_conv_layers_match_lax(rank, stride, padding, dilation):
     layer = {1: sg.nn.Conv1d, 2: sg.nn.Conv2d, 3: sg.nn.Conv3d}[rank](
         2, 3, 3, stride=stride, padding=padding, dilation=dilation, seed=3, dtype="float64")
@@ -40,10 +42,11 @@ def test_conv_layers_match_lax(rank, stride, padding, dilation):
                                      dimension_numbers=CONV_DN[rank])
         return y + b.reshape((-1,) + (1,) * rank)
 
-    out = _grads_of(layer, sg.tensor(x))
-    want = ref(w, b)
-    np.testing.assert_allclose(layer(sg.tensor(x)).numpy(), want, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(out.item(), jnp.sum(want ** 2), rtol=1e-10)
+    with sg.autograd.record():
+        y = layer(sg.tensor(x))
+        loss = sg.sum(y * y)
+    loss.backward()
+    np.testing.assert_allclose(y.numpy(), ref(w, b), rtol=1e-10, atol=1e-12)
     gw, gb = jax.grad(lambda w, b: jnp.sum(ref(w, b) ** 2), argnums=(0, 1))(w, b)
     np.testing.assert_allclose(layer.weight.grad.numpy(), gw, rtol=1e-9, atol=1e-10)
     np.testing.assert_allclose(layer.bias.grad.numpy(), gb, rtol=1e-9, atol=1e-10)
