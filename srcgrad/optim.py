@@ -19,6 +19,7 @@ from typing import Any, Iterable, Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .errors import SrcgradError, user_location
 from .tensors import Tensor
@@ -29,7 +30,8 @@ class Optimizer:
     Subclasses give `init(value)` (a parameter's state, a pytree of arrays) and a pure
     `rule(value, grad, state, step, **hyper) -> (value, state)`; the numeric hyperparameters
     (`self.hyper`) are runtime inputs of the jitted step, so changing `opt.lr` (a schedule)
-    compiles nothing new; boolean options (nesterov, centered) are fixed at construction.
+    compiles nothing new; boolean options (nesterov, centered) are fixed at construction, and
+    so is whether SGD keeps a momentum buffer (momentum 0 or not).
     """
 
     def __init__(self, params: Iterable[Tensor] | None, **hyper: Any):
@@ -38,6 +40,8 @@ class Optimizer:
         self.state: dict[int, Any] = {}  # id(param) -> its state
         self.steps: dict[int, int] = {}  # id(param) -> updates made
         self._jitted = jax.jit(self._update)
+        self._hyper_key: tuple = ()
+        self._hyper_arrays: dict[str, jax.Array] = {}
 
     @property
     def lr(self) -> Any:
@@ -54,11 +58,19 @@ class Optimizer:
              **hyper: Any) -> tuple[jax.Array, Any]:
         raise NotImplementedError
 
-    def _update(self, values: list, grads: list, states: list, steps: list,
+    def _update(self, values: list, grads: list, states: list, steps: jax.Array,
                 hyper: dict[str, Any]) -> tuple[list, list]:
-        out = [self.rule(v, g.astype(v.dtype), s, t, **hyper)
-               for v, g, s, t in zip(values, grads, states, steps)]
+        out = [self.rule(v, g.astype(v.dtype), s, steps[i], **hyper)
+               for i, (v, g, s) in enumerate(zip(values, grads, states))]
         return [v.astype(v0.dtype) for (v, _), v0 in zip(out, values)], [s for _, s in out]
+
+    def _hyper(self) -> dict[str, Any]:
+        """The hyperparameters as weakly typed arrays (converted again only on a change)."""
+        key = tuple((k, v if isinstance(v, (int, float)) else id(v)) for k, v in self.hyper.items())
+        if self._hyper_key != key:
+            self._hyper_key = key
+            self._hyper_arrays = {k: jnp.asarray(v) for k, v in self.hyper.items()}
+        return self._hyper_arrays
 
     def step(self, params: Sequence[Tensor] | None = None) -> None:
         """Update `params` (default: the optimizer's) from their `.grad`, in place."""
@@ -71,11 +83,10 @@ class Optimizer:
                 self.state[id(p)] = self.init(p._value)
                 self.steps[id(p)] = 0
             self.steps[id(p)] += 1
-        hyper = {k: jnp.asarray(v) for k, v in self.hyper.items()}  # weakly typed
+        steps = np.array([self.steps[id(p)] for p in ps], np.int32)
         values, states = self._jitted(
             [p._value for p in ps], [p.grad._value for p in ps],  # type: ignore[union-attr]
-            [self.state[id(p)] for p in ps],
-            [jnp.asarray(self.steps[id(p)], jnp.int32) for p in ps], hyper)
+            [self.state[id(p)] for p in ps], steps, self._hyper())
         for p, v, s in zip(ps, values, states):
             p._value = v
             p._tape = p._var = None
@@ -117,10 +128,12 @@ class SGD(Optimizer):
         self.nesterov = bool(nesterov)
 
     def init(self, value: jax.Array) -> Any:
-        return jnp.zeros_like(value)
+        return jnp.zeros_like(value) if self.hyper["momentum"] else ()
 
     def rule(self, p, g, buf, step, lr, momentum, dampening, weight_decay):
         g = g + weight_decay * p
+        if isinstance(buf, tuple):  # no momentum (at the first step): no buffer
+            return p - lr * g, buf
         buf = jnp.where(step == 1, g, momentum * buf + (1 - dampening) * g)
         d = g + momentum * buf if self.nesterov else buf
         d = jnp.where(momentum == 0, g, d)
