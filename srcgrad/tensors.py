@@ -161,9 +161,10 @@ class Tensor:
         _autograd["_backward"]([self], [head_grad], None, retain_graph, create_graph)
 
 
-def tensor(array: Any, dtype: Any = None, name: str | None = None) -> Tensor:
+def tensor(array: Any, dtype: Any = None, name: str | None = None,
+           requires_grad: bool = False) -> Tensor:
     """An eager Tensor holding `array` as a `jax.Array` (Python floats become float32, as
-    srcgrad's inputs do)."""
+    srcgrad's inputs do); `requires_grad=True` attaches it (PyTorch's spelling)."""
     if isinstance(array, Tensor):
         array = array._value
     if dtype is None:
@@ -171,7 +172,10 @@ def tensor(array: Any, dtype: Any = None, name: str | None = None) -> Tensor:
             dtype = dtypes.scalar_dtype(array, None)
         elif not isinstance(array, jax.Array):
             dtype = dtypes.canonical(np.asarray(array).dtype)
-    return Tensor(jnp.asarray(array, dtype), name)
+    out = Tensor(jnp.asarray(array, dtype), name)
+    if requires_grad:
+        out.attach_grad()
+    return out
 
 
 def _unflatten(_: None, leaves: Any) -> Any:

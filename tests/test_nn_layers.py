@@ -173,3 +173,32 @@ def test_linear_keeps_its_signature():
                                np.maximum(x @ a.weight.numpy() + a.bias.numpy(), 0), rtol=1e-6)
     with pytest.raises(sg.SrcgradError, match="unknown activation 'nope'"):
         sg.nn.Linear(3, 2, act="nope")
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda: sg.nn.Conv3d(2, 3, 3, stride=2, padding=1, seed=0, dtype="float64"),  # as above
+     (2, 2, 7, 7, 7)),
+    (lambda: sg.nn.Sequential(sg.nn.Linear(3, 4, act="gelu", seed=1, dtype="float64"),
+                              sg.nn.LayerNorm(4, dtype="float64")), (2, 3))])
+def test_gradients_match_finite_differences(make, shape):
+    """d loss along a random direction of every parameter: backward vs central differences."""
+    model = make()
+    rng = np.random.default_rng(5)
+    x = sg.tensor(rng.standard_normal(shape))
+    params = model.parameters()
+    dirs = [rng.standard_normal(p.shape) for p in params]
+
+    def loss() -> sg.Tensor:
+        return sg.sum(sg.sin(model(x)))
+
+    with sg.autograd.record():
+        out = loss()
+    out.backward()
+    analytic = sum(float(np.sum(p.grad.numpy() * d)) for p, d in zip(params, dirs))
+    base = [p.numpy().copy() for p in params]
+    eps, vals = 1e-6, []
+    for sign in (1, -1):
+        for p, b, d in zip(params, base, dirs):
+            p.assign(b + sign * eps * d)
+        vals.append(loss().item())
+    np.testing.assert_allclose(analytic, (vals[0] - vals[1]) / (2 * eps), rtol=1e-6)

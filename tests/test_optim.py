@@ -143,7 +143,8 @@ def test_requires_grad():
     np.testing.assert_allclose(x.grad.numpy(), [3.0, 12.0])
     x.requires_grad = False
     assert x.grad is None and x.grad_req is None
-    assert sg.tensor([1.0]).requires_grad_() .requires_grad
+    assert sg.tensor([1.0]).requires_grad_().requires_grad
+    assert sg.tensor([1.0], requires_grad=True).grad_req == "write"
     with pytest.raises(sg.SrcgradError, match="floating-point"):
         sg.tensor([1, 2]).requires_grad = True
 
