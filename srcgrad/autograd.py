@@ -301,6 +301,9 @@ def inplace(t: Tensor, other: Any, op: str) -> Tensor:
     if new.shape != t.shape:
         raise SrcgradError(f"{sym}: the result has shape {new.shape}, but the tensor updated in "
                            f"place has shape {t.shape}", loc=user_location())
+    if not np.can_cast(new.dtype, t.dtype, "same_kind"):
+        raise SrcgradError(f"{sym}: the result is {new.dtype.name}, which the {t.dtype.name} "
+                           "tensor updated in place cannot hold", loc=user_location())
     t._value = new._value.astype(t.dtype)
     t._tape = t._var = None
     return t

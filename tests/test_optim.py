@@ -191,6 +191,11 @@ def test_inplace_errors():
     w.attach_grad()
     with pytest.raises(sg.SrcgradError, match=r"-=: the result has shape \(2, 2\)"):
         w -= sg.tensor([[1.0], [2.0]])
+    i = sg.tensor([1, 2])
+    with pytest.raises(sg.SrcgradError, match="the result is float.*int.*cannot hold"):
+        i -= 0.5
+    i += 1
+    np.testing.assert_array_equal(i.numpy(), [2, 3])
     with sg.autograd.record():
         _ = w * 2.0
         with sg.autograd.no_grad(), pytest.raises(sg.SrcgradError, match="recording in progress"):
