@@ -202,3 +202,16 @@ def test_gradients_match_finite_differences(make, shape):
             p.assign(b + sign * eps * d)
         vals.append(loss().item())
     np.testing.assert_allclose(analytic, (vals[0] - vals[1]) / (2 * eps), rtol=1e-6)
+
+
+def test_dropout_mask_is_no_structure():
+    """A new mask each step is a new tape input value: the backward compiles once."""
+    model = sg.nn.Sequential(sg.nn.Linear(3, 4, seed=0), sg.nn.Dropout(0.5, seed=0))
+    x = sg.tensor(np.ones((2, 3), np.float32))
+    counts = []
+    for _ in range(3):
+        with sg.autograd.record():
+            loss = sg.sum(model(x))
+        loss.backward()
+        counts.append(sg.autograd.compile_count())
+    assert counts[0] == counts[1] == counts[2]
