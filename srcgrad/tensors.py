@@ -113,12 +113,14 @@ class Tensor:
 
     def assign(self, value: Any) -> None:
         """Replace the array in place (an optimizer's update), keeping `attach_grad`; the
-        shape and dtype stay. Recorded tapes keep the value they read."""
+        shape and dtype stay. Recorded tapes keep the value they read; a recorded result
+        loses its history (later recordings read its new value as a constant)."""
         new = value._value if isinstance(value, Tensor) else jnp.asarray(value)
         if tuple(new.shape) != self.shape:
             raise SrcgradError(f"assign: a value of shape {tuple(new.shape)} for a tensor of "
                                f"shape {self.shape}", loc=user_location())
         self._value = new.astype(self.dtype)
+        self._tape = self._var = None
 
     @property
     def requires_grad(self) -> bool:

@@ -212,3 +212,18 @@ def test_inplace_on_recorded_result_drops_history():
         loss = sg.sum(y * x)
     loss.backward()
     np.testing.assert_allclose(x.grad.numpy(), [4.0, 7.0])
+
+
+def test_assign_on_recorded_result_drops_history():
+    """assign used to keep the old history: the forward read the new value, the gradient
+    the old history's (6 x here instead of the constant's [4, 7])."""
+    x = sg.tensor([1.0, 2.0])
+    x.attach_grad()
+    with sg.autograd.record():
+        y = x * 3.0
+    y.assign(y.numpy() + 1.0)
+    with sg.autograd.record():
+        loss = sg.sum(y * x)
+    loss.backward()
+    assert loss.item() == 18.0
+    np.testing.assert_allclose(x.grad.numpy(), [4.0, 7.0])
