@@ -280,6 +280,37 @@ def forget(t: Tensor) -> None:
     t._tape = t._var = None
 
 
+#: PyTorch's name for `pause`: `with sg.autograd.no_grad(): w -= lr * w.grad`.
+no_grad = pause
+
+_INPLACE = {"sub": "-=", "add": "+=", "mul": "*=", "truediv": "/="}
+
+
+def inplace(t: Tensor, other: Any, op: str) -> Tensor:
+    """`t -= other` (and `+=`, `*=`, `/=`): recorded like `t - other` (a new Tensor) while
+    recording; otherwise `t`'s array is replaced in place, keeping its shape, dtype and
+    `attach_grad` (an optimizer's step under `no_grad()`). A recorded result updated in
+    place loses its history: later recordings read its new value as a constant."""
+    new = methods.BINARY[op](t, other)
+    if _state.recording:
+        return new
+    sym = _INPLACE[op]
+    tape = _state.tape
+    if _state.depth and tape is not None and not tape.freed and id(t) in tape.leaves:
+        raise SrcgradError(f"{t.name or 'tensor'} {sym} ...: the recording in progress read this "
+                           "tensor; update it after backward or outside `record()`",
+                           loc=user_location())
+    if new.shape != t.shape:
+        raise SrcgradError(f"{sym}: the result has shape {new.shape}, but the tensor updated in "
+                           f"place has shape {t.shape}", loc=user_location())
+    if not np.can_cast(new.dtype, t.dtype, "same_kind"):
+        raise SrcgradError(f"{sym}: the result is {new.dtype.name}, which the {t.dtype.name} "
+                           "tensor updated in place cannot hold", loc=user_location())
+    t._value = new._value.astype(t.dtype)
+    t._tape = t._var = None
+    return t
+
+
 def is_recording() -> bool:
     """True inside `record()` (and not inside `pause()`)."""
     return _state.recording
@@ -517,8 +548,8 @@ def _run_recorded(tape: Tape, heads: list[Variable], seeds: list,
 
 # ---------------------------------------------------------------- Tensor methods
 
-tensors._autograd.update(_backward=_backward, forget=forget)
+tensors._autograd.update(_backward=_backward, forget=forget, inplace=inplace)
 methods.install(Tensor)
 register_tape(apply, _takes, (Tensor,))
 
-__all__ = ["record", "pause", "is_recording", "backward", "grad", "tape", "compile_count", "Tape"]
+__all__ = ["record", "pause", "no_grad", "is_recording", "backward", "grad", "tape", "compile_count", "Tape"]

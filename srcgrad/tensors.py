@@ -115,12 +115,45 @@ class Tensor:
 
     def assign(self, value: Any) -> None:
         """Replace the array in place (an optimizer's update), keeping `attach_grad`; the
-        shape and dtype stay. Recorded tapes keep the value they read."""
+        shape and dtype stay. Recorded tapes keep the value they read; a recorded result
+        loses its history (later recordings read its new value as a constant)."""
         new = value._value if isinstance(value, Tensor) else jnp.asarray(value)
         if tuple(new.shape) != self.shape:
             raise SrcgradError(f"assign: a value of shape {tuple(new.shape)} for a tensor of "
                                f"shape {self.shape}", loc=user_location())
         self._value = new.astype(self.dtype)
+        self._tape = self._var = None
+
+    @property
+    def requires_grad(self) -> bool:
+        """PyTorch's name: True once `attach_grad` asked for a gradient (grad_req not "null").
+        Setting True attaches (if not yet attached); False detaches (`.grad` is dropped)."""
+        return self.grad_req in ("write", "add")
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        if flag and not self.requires_grad:
+            self.attach_grad()
+        elif not flag and self.grad_req is not None:
+            self.grad_req, self.grad = None, None
+            _autograd["forget"](self)
+
+    def requires_grad_(self, flag: bool = True) -> "Tensor":
+        """Set `requires_grad` and return the Tensor (PyTorch's spelling)."""
+        self.requires_grad = flag
+        return self
+
+    def __isub__(self, other: Any) -> "Tensor":
+        return _autograd["inplace"](self, other, "sub")
+
+    def __iadd__(self, other: Any) -> "Tensor":
+        return _autograd["inplace"](self, other, "add")
+
+    def __imul__(self, other: Any) -> "Tensor":
+        return _autograd["inplace"](self, other, "mul")
+
+    def __itruediv__(self, other: Any) -> "Tensor":
+        return _autograd["inplace"](self, other, "truediv")
 
     def detach(self) -> "Tensor":
         """The same array as a new Tensor that is not recorded."""
@@ -132,9 +165,10 @@ class Tensor:
         _autograd["_backward"]([self], [head_grad], None, retain_graph, create_graph)
 
 
-def tensor(array: Any, dtype: Any = None, name: str | None = None) -> Tensor:
+def tensor(array: Any, dtype: Any = None, name: str | None = None,
+           requires_grad: bool = False) -> Tensor:
     """An eager Tensor holding `array` as a `jax.Array` (Python floats become float32, as
-    srcgrad's inputs do)."""
+    srcgrad's inputs do); `requires_grad=True` attaches it (PyTorch's spelling)."""
     if isinstance(array, Tensor):
         array = array._value
     if dtype is None:
@@ -142,7 +176,10 @@ def tensor(array: Any, dtype: Any = None, name: str | None = None) -> Tensor:
             dtype = dtypes.scalar_dtype(array, None)
         elif not isinstance(array, jax.Array):
             dtype = dtypes.canonical(np.asarray(array).dtype)
-    return Tensor(jnp.asarray(array, dtype), name)
+    out = Tensor(jnp.asarray(array, dtype), name)
+    if requires_grad:
+        out.attach_grad()
+    return out
 
 
 def _unflatten(_: None, leaves: Any) -> Any:
