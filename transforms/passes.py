@@ -14,6 +14,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from srcgrad.ir import Block, Op, Variable
+from srcgrad.registry import REGISTRY, REMAT_INDEX, REMAT_VIEW
 
 
 def walk_blocks(block: Block) -> Iterator[Block]:
@@ -125,6 +126,55 @@ def replace_op(old: Op, new: Op, made: Sequence[Block]) -> None:
     prog = block.program
     prog.capacity_checks = [(lid, v, new if op is old else op)
                             for lid, v, op in prog.capacity_checks]
+
+
+def recomputable(op: Op) -> bool:
+    """A constant, a view (REMAT_VIEW), or index arithmetic over integers (REMAT_INDEX): an
+    op a gradient computes again rather than records."""
+    if op.sub_blocks():
+        return False
+    remat = REGISTRY[op.type].remat
+    if not op.inputs or remat == REMAT_VIEW:
+        return True
+    return remat == REMAT_INDEX and all(o.dtype.kind in "biu" for o in op.outputs)
+
+
+#: Ops that stay where they were traced: a barrier orders a computation inside its block.
+_PINNED = ("optimization_barrier", "fill_zeros_like")
+
+
+def hoist_invariants(body: Block, parent: Block) -> list[Op]:
+    """Move the loop-invariant work out of a just-traced loop body, to the end of `parent`
+    (where the loop op is emitted next): each op that reads only values that do not change in
+    the loop and that a gradient would record rather than recompute (`exp(a)` or a `solve`
+    of captured arrays), with the invariant ops it reads. The body then reads its value as it
+    reads any enclosing value, so a gradient reads it too instead of recording it every
+    iteration; the forward computes it once (XLA hoists it out of the loop anyway).
+    Returns the moved ops, in order."""
+    varying = set(body.params)
+    invariant: dict[Variable, Op] = {}
+    for op in body.ops:
+        if (op.sub_blocks() or op.type in _PINNED
+                or any(v in varying for v in op.inputs)):
+            varying.update(op.outputs)
+        else:
+            invariant.update(dict.fromkeys(op.outputs, op))
+    need: set[Op] = set()
+    todo = [op for op in dict.fromkeys(invariant.values()) if op.inputs and not recomputable(op)]
+    while todo:
+        op = todo.pop()
+        if op not in need:
+            need.add(op)
+            todo.extend(invariant[v] for v in op.inputs if v in invariant)
+    moved = [op for op in body.ops if op in need]
+    if moved:
+        body.ops = [op for op in body.ops if op not in need]
+        for op in moved:
+            op.block = parent
+            for v in op.outputs:
+                v.block = parent
+        parent.ops.extend(moved)
+    return moved
 
 
 def loop_invariant(ops: Sequence[Op], body: Block) -> tuple[list[Op], list[Op]]:

@@ -16,7 +16,7 @@ from ..builder import active_program, as_var, emit
 from ..errors import SrcgradError, user_location
 from ..ir import Block, Op, Variable
 from ..registry import OutType, register
-from ..transforms.passes import free_vars
+from ..transforms.passes import free_vars, hoist_invariants
 from .elementwise import add, less, logical_and
 
 BOOL = np.dtype(bool)
@@ -102,6 +102,7 @@ def _while(cond_fun: Callable[..., Any], body_fun: Callable[..., Any], init: lis
         with prog.block_guard(body_b):
             res.append(add(params[-1], 1))
     body_b.results = res
+    hoist_invariants(body_b, parent)
     captures = list(dict.fromkeys(free_vars(cond_b) + free_vars(body_b)))
     attrs = {"cond": cond_b, "body": body_b, "max_iters": None if max_iters is None else int(max_iters),
              "loop_id": prog.loop_count}

@@ -15,7 +15,7 @@ import numpy as np
 from ..builder import active_program, as_var, emit
 from ..errors import SrcgradError, user_location
 from ..ir import Variable
-from ..transforms.passes import free_vars
+from ..transforms.passes import free_vars, hoist_invariants
 from .checkpoint import _positive, checkpoint
 from .control import _types
 from .creation import zeros
@@ -106,6 +106,7 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
     with prog.block_guard(cond_b):
         cond_b.results = [less(cond_b.params[0], n)]
     inits = [zeros((n,) + y.shape, y.dtype) for y in ys]
+    hoist_invariants(body, parent)
     captures = list(dict.fromkeys(free_vars(cond_b) + free_vars(body)))
     attrs = {"cond": cond_b, "body": body, "max_iters": n, "loop_id": prog.loop_count}
     prog.loop_count += 1
