@@ -89,7 +89,7 @@ def _output_types(fun: Callable[..., Any], args: tuple) -> tuple[Any, list[str]]
     """The pytree structure and the leaf types (`float32[3]`) of `fun(*args)`, traced into a
     scratch block of the current program that is dropped afterwards."""
     prog = active_program("custom_vjp")
-    n_blocks, n_checks = len(prog.blocks), len(prog.capacity_checks)
+    n_blocks, n_checks, n_caps = len(prog.blocks), len(prog.capacity_checks), len(prog.captures)
     leaves, in_tree = tree_flatten(args)
     blk = prog.create_block(prog.current_block())
     try:
@@ -97,9 +97,13 @@ def _output_types(fun: Callable[..., Any], args: tuple) -> tuple[Any, list[str]]
             params = [blk.add_param("arg", v.shape, v.dtype) for v in map(as_var, leaves)]
             out, tree = tree_flatten(fun(*tree_unflatten(in_tree, params)))
             return tree, [as_var(v).type_str() for v in out]
-    finally:
+    finally:  # forget the scratch block, and the arrays only it captured
         del prog.blocks[n_blocks:]
         del prog.capacity_checks[n_checks:]
+        dropped = set(prog.captures[n_caps:])
+        del prog.captures[n_caps:], prog.capture_values[n_caps:]
+        for key in [k for k, (v, _) in prog.captured.items() if v in dropped]:
+            del prog.captured[key]
 
 
 def _paths(tree: Any) -> list[str]:

@@ -116,3 +116,14 @@ def grad_maker(name: str) -> Callable[[GradFn], GradFn]:
         REGISTRY[name] = replace(REGISTRY[name], grad=fn)
         return fn
     return deco
+
+
+def recomputable(op: Op) -> bool:
+    """A constant, a view (REMAT_VIEW), or index arithmetic over integers (REMAT_INDEX): an
+    op a gradient computes again rather than records."""
+    if op.sub_blocks():
+        return False
+    remat = REGISTRY[op.type].remat
+    if not op.inputs or remat == REMAT_VIEW:
+        return True
+    return remat == REMAT_INDEX and all(o.dtype.kind in "biu" for o in op.outputs)

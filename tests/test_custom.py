@@ -251,3 +251,14 @@ def test_custom_jvp_rule_of_other_types_is_refused() -> None:
     with pytest.raises(sg.GradientError, match=r"returned f32\[\] for the primal output, "
                        r"which is f32\[4\]"):
         sg.jvp(h, (X32,), (X32,))
+
+
+def test_custom_vjp_function_traced_for_its_types_leaves_no_input_behind() -> None:
+    """`fun` is traced only for its output types: an array only it captures is not fed."""
+    @sg.custom_vjp
+    def h(x: Any) -> Any:
+        return sg.sin(x) * np.ones(4)
+
+    h.defvjp(lambda x: (sg.sin(x) * 1.0, x), lambda res, g: (g * 2.0,))
+    assert sg.source(sg.grad(lambda x: sg.sum(h(x))), X).splitlines()[0] == "def lambda__grad(x):"
+    close(sg.grad(lambda x: sg.sum(h(x)))(X), np.full(4, 2.0))

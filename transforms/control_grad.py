@@ -51,13 +51,13 @@ from srcgrad.ops.creation import zeros
 from srcgrad.ops.elementwise import add, less, less_equal, logical_and, subtract
 from srcgrad.ops.indexing import dynamic_index, dynamic_update_index
 from srcgrad.ops.reduce import max as reduce_max
-from srcgrad.registry import REGISTRY, REMAT_INDEX, REMAT_VIEW, ZERO, grad_maker
+from srcgrad.registry import REGISTRY, ZERO, grad_maker
 
 from .accumulate import accumulate, is_zero
 from .backward import backward_block, forward_requires
 from .treeverse import outputs_unused, treeverse_grad
-from .passes import (const_scalar, free_vars, live_ops, producer, shape_only_reads, residual_name,
-                     replace_op, residuals, substitute)
+from .passes import (const_scalar, free_vars, live_ops, producer, recomputable, shape_only_reads,
+                     residual_name, replace_op, residuals, substitute)
 
 #: Stack capacity of an unbounded loop on its first run; overflow reruns with a larger one.
 INITIAL_CAPACITY = 64
@@ -79,16 +79,6 @@ def emit_at(block: Block, pos: int, make: Callable[[], T]) -> T:
 def emit_before(anchor: Op, make: Callable[[], T]) -> T:
     """Run `make` in the anchor's block and move the ops it made just before the anchor."""
     return emit_at(anchor.block, anchor.block.ops.index(anchor), make)
-
-
-def _cheap(op: Op) -> bool:
-    """A constant, a view (REMAT_VIEW), or index arithmetic over integers (REMAT_INDEX)."""
-    if op.sub_blocks():
-        return False
-    remat = REGISTRY[op.type].remat
-    if not op.inputs or remat == REMAT_VIEW:
-        return True
-    return remat == REMAT_INDEX and all(o.dtype.kind in "biu" for o in op.outputs)
 
 
 class Rebuild:
@@ -113,7 +103,8 @@ class Rebuild:
             return True
         if v not in self._can:
             src = self.producer.get(v)
-            self._can[v] = src is not None and _cheap(src) and all(self.can(i) for i in src.inputs)
+            self._can[v] = (src is not None and recomputable(src)
+                            and all(self.can(i) for i in src.inputs))
         return self._can[v]
 
     def emit(self, vs: list[Variable]) -> dict[Variable, Variable]:

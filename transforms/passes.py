@@ -17,6 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from srcgrad.analysis import free_vars, live_ops, producer, walk_blocks  # noqa: F401  (re-exported)
+from srcgrad.registry import recomputable  # noqa: F401  (re-exported)
 from srcgrad.ir import Block, Op, Variable
 
 

@@ -18,11 +18,49 @@ from .. import hooks
 from ..builder import active_program, as_var, emit
 from ..errors import SrcgradError, user_location
 from ..ir import Block, Op, Variable
-from ..registry import OutType, register
+from ..registry import OutType, recomputable, register
 from ..analysis import free_vars
 from .elementwise import add, less, logical_and
 
 BOOL = np.dtype(bool)
+
+
+#: Ops that stay where they were traced: a barrier orders a computation inside its block.
+_PINNED = ("optimization_barrier", "fill_zeros_like")
+
+
+def hoist_invariants(body: Block, parent: Block) -> list[Op]:
+    """Move the loop-invariant work out of a just-traced loop body, to the end of `parent`
+    (where the loop op is emitted next): each op that reads only values that do not change in
+    the loop and that a gradient would record rather than recompute (`exp(a)` or a `solve`
+    of captured arrays), with the invariant ops it reads. The body then reads its value as it
+    reads any enclosing value, so a gradient reads it too instead of recording it every
+    iteration; the forward computes it once (XLA hoists it out of the loop anyway).
+    Returns the moved ops, in order."""
+    varying = set(body.params)
+    invariant: dict[Variable, Op] = {}
+    for op in body.ops:
+        if (op.sub_blocks() or op.type in _PINNED
+                or any(v in varying for v in op.inputs)):
+            varying.update(op.outputs)
+        else:
+            invariant.update(dict.fromkeys(op.outputs, op))
+    need: set[Op] = set()
+    todo = [op for op in dict.fromkeys(invariant.values()) if op.inputs and not recomputable(op)]
+    while todo:
+        op = todo.pop()
+        if op not in need:
+            need.add(op)
+            todo.extend(invariant[v] for v in op.inputs if v in invariant)
+    moved = [op for op in body.ops if op in need]
+    if moved:
+        body.ops = [op for op in body.ops if op not in need]
+        for op in moved:
+            op.block = parent
+            for v in op.outputs:
+                v.block = parent
+        parent.ops.extend(moved)
+    return moved
 
 
 def _trace_block(block: Block, fn: Callable[..., Any], args: Sequence[Variable], tree: Any,
@@ -117,6 +155,7 @@ def _while(cond_fun: Callable[..., Any], body_fun: Callable[..., Any], init: lis
         with prog.block_guard(body_b):
             res.append(add(params[-1], 1))
     body_b.results = res
+    hoist_invariants(body_b, parent)
     captures = list(dict.fromkeys(free_vars(cond_b) + free_vars(body_b)))
     attrs = {"cond": cond_b, "body": body_b, "max_iters": None if max_iters is None else int(max_iters),
              "loop_id": prog.loop_count}

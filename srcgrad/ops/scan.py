@@ -20,7 +20,7 @@ from ..errors import SrcgradError, user_location
 from ..ir import Variable
 from ..analysis import free_vars
 from .checkpoint import _positive, checkpoint
-from .control import _types
+from .control import _types, hoist_invariants
 from .creation import zeros
 from .elementwise import add, less, multiply, subtract, where
 from .indexing import dynamic_index, dynamic_update_index
@@ -109,6 +109,7 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
     with prog.block_guard(cond_b):
         cond_b.results = [less(cond_b.params[0], n)]
     inits = [zeros((n,) + y.shape, y.dtype) for y in ys]
+    hoist_invariants(body, parent)
     captures = list(dict.fromkeys(free_vars(cond_b) + free_vars(body)))
     attrs = {"cond": cond_b, "body": body, "max_iters": n, "loop_id": prog.loop_count}
     prog.loop_count += 1
