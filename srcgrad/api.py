@@ -188,6 +188,7 @@ class _Entry:
     captures: list[tuple[Any, np.dtype, tuple]]
     bindings: tuple
     caps: dict[int, int] = field(default_factory=dict)
+    watched: tuple = ()  # Program.watched: functions whose rebound globals make it stale
 
     def fed(self) -> list[Any] | None:
         """The captured arrays' current values; None when one changed shape (retrace)."""
@@ -285,12 +286,13 @@ class Transformed:
         return prog, ins, out_vars, out_tree
 
     def lower(self, *args: Any, capacities: dict[int, int] | None = None) -> tuple[Lowered, Any, list]:
-        lowered, out_tree, checks, _ = self._lower(args, capacities)
+        lowered, out_tree, checks, _, _ = self._lower(args, capacities)
         return lowered, out_tree, checks
 
     def _lower(self, args: tuple, capacities: dict[int, int] | None
-               ) -> tuple[Lowered, Any, list, list[tuple[Any, np.dtype, tuple]]]:
-        """`lower`, plus the captured arrays the compiled function takes after the arguments."""
+               ) -> tuple[Lowered, Any, list, list[tuple[Any, np.dtype, tuple]], tuple]:
+        """`lower`, plus the captured arrays the compiled function takes after the arguments
+        and the program's watched functions (`Program.watched`)."""
         with collection_paused():
             prog, ins, outs, out_tree = self.trace(*args, capacities=capacities)
             lift_checks(prog)
@@ -301,15 +303,16 @@ class Transformed:
                 name=name if self._name in ("jit", "trace") else f"{name}_{self._name}")
             captures = [(value, v.dtype, v.shape)
                         for v, value in zip(prog.captures, prog.capture_values)]
+            watched = tuple(prog.watched)
             prog.dispose()
-            return lowered, out_tree, checks, captures
+            return lowered, out_tree, checks, captures, watched
 
     def _build(self, args: tuple, caps: dict[int, int], now: tuple) -> _Entry:
-        lowered, out_tree, checks, captures = self._lower(args, caps)
+        lowered, out_tree, checks, captures, watched = self._lower(args, caps)
         with self._own_lock:
             self.compilations += 1
         call = lowered.jitted() if self._jit else _eager(lowered.eager_fn())
-        return _Entry(lowered, call, out_tree, checks, captures, now, dict(caps))
+        return _Entry(lowered, call, out_tree, checks, captures, now, dict(caps), watched)
 
     def _slot(self, key: Any) -> Slot:
         """The cache slot of `key`, remembered on this object after the first look-up."""
@@ -384,7 +387,8 @@ class Transformed:
 
 def _usable(entry: _Entry | None, now: tuple) -> list[Any] | None:
     """The arrays to feed `entry` after the arguments, or None if it must be traced again."""
-    if entry is None or not same_bindings(entry.bindings, now):
+    if entry is None or not same_bindings(entry.bindings, now) or not all(
+            same_bindings(bindings(f), b) for f, b in entry.watched):
         return None
     return entry.fed()
 

@@ -153,6 +153,10 @@ class Program:
         self.captures: list[Variable] = []
         self.captured: dict[int, tuple[Variable, Any]] = {}
         self.capture_values: list[Any] = []
+        #: (function, what it read by name when traced): functions traced into the program
+        #: from outside srcgrad's view (sg.from_jax's); a compiled program is stale once
+        #: one of them reads another object (`cache.bindings`).
+        self.watched: list[tuple[Any, tuple]] = []
 
     def global_block(self) -> Block:
         return self.blocks[0]

@@ -1,0 +1,11 @@
+"""`sg.scipy.special`: jax.scipy.special's functions over traced values (and eagerly on
+arrays), each with JAX's gradient. Declared in srcgrad/ops/special.py with
+`namespace="scipy.special"`."""
+from __future__ import annotations
+
+from ..ops import special as _declared  # noqa: F401  (declares the rows)
+from ..ops.declare import exports_of
+
+globals().update(exports_of("scipy.special"))
+
+__all__ = sorted(exports_of("scipy.special"))
