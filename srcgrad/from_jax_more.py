@@ -6,6 +6,7 @@ from typing import Any
 
 from .from_jax_rules import Cx, Rule, _un
 from .ir import Variable
+from .ops import elementwise as E
 from .ops import manip as M
 from .ops import shape as S
 from .ops import special as SP
@@ -45,6 +46,10 @@ MORE: dict[str, Rule] = {
     "tile": lambda cx, a, p: M.tile(a[0], tuple(p["reps"])), "unstack": _unstack,
     # typed PRNG keys travel as their uint32 data: wrapping and unwrapping are the identity
     "random_wrap": _identity, "random_unwrap": _identity,
+    # equinox's markers of values no cotangent (nondifferentiable_backward) or tangent
+    # (nondifferentiable) may reach: JAX's symbolic zeros arrive here as zero arrays, so the
+    # rows are stop_gradient (code whose cotangent would be nonzero is an error under JAX)
+    "nondifferentiable_backward": _un(E.stop_gradient), "nondifferentiable": _un(E.stop_gradient),
 }
 
 __all__ = ["MORE"]

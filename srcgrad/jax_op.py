@@ -41,13 +41,15 @@ class JaxFn:
     its outputs, its pullback's residuals and the functions derived from it (pullback replay,
     full vjp, jvp), each made once."""
 
-    def __init__(self, fn: Callable[..., tuple], name: str, avals: Avals):
+    def __init__(self, fn: Callable[..., tuple], name: str, avals: Avals,
+                 fixed: frozenset[int] = frozenset()):
         self.fn, self.name, self.avals = fn, name, avals
         # One jitted forward: eval_shape and every run share its trace, so the residuals'
         # structure found at trace time is the one each run returns (concrete and traced
         # inputs would otherwise linearize differently).
         self._forward = jax.jit(self._forward_impl)
-        self.diff = tuple(i for i, (_, dt) in enumerate(avals) if dtypes.is_inexact(dt))
+        self.diff = tuple(i for i, (_, dt) in enumerate(avals)
+                          if dtypes.is_inexact(dt) and i not in fixed)
         self.res_tree: Any = None
         self.no_vjp: str | None = None
         specs = [jax.ShapeDtypeStruct(s, d) for s, d in avals]
@@ -144,8 +146,8 @@ def _merge(xs: Sequence[Any], at: Sequence[int], vals: Sequence[Any]) -> list:
 
 
 @functools.lru_cache(maxsize=1024)
-def _spec(fn: Callable[..., tuple], name: str, avals: Avals) -> JaxFn:
-    return JaxFn(fn, name, avals)
+def _spec(fn: Callable[..., tuple], name: str, avals: Avals, fixed: frozenset[int]) -> JaxFn:
+    return JaxFn(fn, name, avals, fixed)
 
 
 def apply(spec: JaxFn, inputs: Sequence[Variable]) -> list[Variable]:
@@ -157,9 +159,38 @@ def apply(spec: JaxFn, inputs: Sequence[Variable]) -> list[Variable]:
 
 def call_flat(fn: Callable[..., tuple], name: str, inputs: Sequence[Variable]) -> list[Variable]:
     """The outputs of the flat JAX function `fn` on `inputs`, as one jax op (its JaxFn is
-    made once per function and input signature)."""
+    made once per function and input signature). Inputs that cannot carry a gradient (made
+    by `stop_gradient`, constants) are not differentiated by JAX either: some rules (lineax's
+    solve state) require their tangents to be symbolic zeros, as they are under jax.grad."""
     avals = tuple((v.shape, v.dtype) for v in inputs)
-    return apply(_spec(fn, name, avals), inputs)
+    seen: dict[Variable, bool] = {}
+    fixed = frozenset(i for i, v in enumerate(inputs) if _constant(v, seen))
+    return apply(_spec(fn, name, avals, fixed), inputs)
+
+
+def _constant(v: Variable, seen: dict[Variable, bool]) -> bool:
+    """True if `v` depends on no input of the program (or only through stop_gradient): JAX's
+    tangent of it would be a symbolic zero (equinox's custom rules assert that of their
+    non-differentiable arguments)."""
+    stack = [v]
+    while stack:
+        u = stack[-1]
+        if u in seen:
+            stack.pop()
+            continue
+        src = producer(u)
+        if src is None:
+            seen[u] = u.kind == "capture"
+        elif src.type in ("stop_gradient", "constant") or not src.inputs:
+            seen[u] = True
+        else:
+            todo = [w for w in src.inputs if w not in seen]
+            if todo:
+                stack.extend(todo)
+                continue
+            seen[u] = all(seen[w] for w in src.inputs)
+        stack.pop()
+    return seen[v]
 
 
 def jax_op(fn: Callable[..., Any], *, name: str | None = None) -> Callable[..., Any]:
@@ -255,12 +286,13 @@ def _derived(op: Op, kind: str, inputs: list[Variable]) -> list[Variable]:
 def _grad(op: Op, gs: list, need: list) -> list:
     spec: JaxFn = op.attrs["fn"]
     k = spec.n_out
-    if not any(need[i] for i in spec.diff):
-        return [None] * len(op.inputs)
+    live = [g is not None and not _is_zero(g) and dtypes.is_inexact(o.dtype)
+            for g, o in zip(gs, op.outputs)]
+    if not any(need[i] for i in spec.diff) or not any(live):
+        return [None] * len(op.inputs)  # no cotangent reaches it (JAX's symbolic zero)
     if spec.no_vjp is not None:
         raise _refuse(op, spec)
     outs, res = op.outputs[:k], op.outputs[k:]
-    live = [g is not None and not _is_zero(g) for g in gs]
 
     def ct(g: Variable | None, o: Variable) -> Variable:
         return g if g is not None else zeros(o.shape, o.dtype)
