@@ -160,8 +160,9 @@ class _Translator:
             ins = [read(v) for v in eqn.invars]
             rule = RULES.get(name)
             if rule is not None and name not in _ON_KEYS and any(
-                    _key_impl(v.aval) is not None for v in list(eqn.invars) + eqn.outvars):
-                rule = None  # rows see key data, not keys: JAX slices and reshapes keys
+                    _key_impl(v.aval) is not None or _complex(v.aval)
+                    for v in list(eqn.invars) + eqn.outvars):
+                rule = None  # rows see key data, not keys, and real values only
             out = self.fallback(ins) if rule is None else rule(self, ins, eqn.params)
             outs = list(out) if eqn.primitive.multiple_results else [out]
             for var, val in zip(eqn.outvars, outs):
@@ -203,6 +204,12 @@ def _key_impl(aval: Any) -> Any:
     if dt is not None and jax.dtypes.issubdtype(dt, jax.dtypes.prng_key):
         return dt._impl
     return None
+
+
+def _complex(aval: Any) -> bool:
+    """Complex values are JAX's alone: srcgrad's rows and gradients are for real values."""
+    dt = getattr(aval, "dtype", None)
+    return dt is not None and _key_impl(aval) is None and np.issubdtype(dt, np.complexfloating)
 
 
 def _const(c: Any) -> Variable:

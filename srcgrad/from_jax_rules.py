@@ -171,8 +171,7 @@ def _is_matmul(nx: int, ny: int, cx: tuple, cy: tuple, bx: tuple, by: tuple) -> 
 
 def _conv(cx: Cx, a: list[Variable], p: dict) -> Variable:
     if p["feature_group_count"] != 1 or p["batch_group_count"] != 1:
-        raise _refuse("conv_general_dilated", "grouped convolutions (feature_group_count or "
-                      "batch_group_count > 1) are not supported")
+        return cx.fallback(a)  # grouped: JAX's convolution, as a jax_op
     dn = p["dimension_numbers"]
     pads = p["padding"]
     if isinstance(pads, str):

@@ -606,6 +606,12 @@ def test_stack_tile_unstack_rows() -> None:
         jax.scipy.linalg.lu_factor(jnp.diag(x) + 4.0 * jnp.eye(3)), x))),
     ("expm", lambda x: jnp.sum(jax.scipy.linalg.expm(jnp.outer(x, x) * 0.1))),
     ("random_normal", lambda x: jnp.sum(jax.random.normal(jax.random.key(3), x.shape) * x ** 2)),
+    # complex intermediates stay in JAX (srcgrad's rows are for real values)
+    ("fft", lambda x: jnp.sum(jnp.abs(jnp.fft.rfft(x ** 2)) ** 2)
+     + jnp.sum(jnp.real(jnp.fft.ifft(jnp.fft.fft(x) * 1j)))),
+    ("grouped_conv", lambda x: jnp.sum(lax.conv_general_dilated(
+        jnp.reshape(x, (1, 3, 1)) * jnp.ones((1, 3, 4)), jnp.ones((3, 1, 2)), (1,), "SAME",
+        feature_group_count=3) ** 2)),
 ])
 def test_primitives_without_rows_fall_back_to_jax_ops(name: str, fn: Callable[..., Any]) -> None:
     x = np.array([0.3, 1.7, 2.2])
