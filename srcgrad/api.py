@@ -188,7 +188,7 @@ class _Entry:
     captures: list[tuple[Any, np.dtype, tuple]]
     bindings: tuple
     caps: dict[int, int] = field(default_factory=dict)
-    watched: tuple = ()  # Program.watched: functions whose rebound globals make it stale
+    watched: tuple = ()  # Program.watched: checks that turn False when it is stale
 
     def fed(self) -> list[Any] | None:
         """The captured arrays' current values; None when one changed shape (retrace)."""
@@ -292,7 +292,7 @@ class Transformed:
     def _lower(self, args: tuple, capacities: dict[int, int] | None
                ) -> tuple[Lowered, Any, list, list[tuple[Any, np.dtype, tuple]], tuple]:
         """`lower`, plus the captured arrays the compiled function takes after the arguments
-        and the program's watched functions (`Program.watched`)."""
+        and the program's staleness checks (`Program.watched`)."""
         with collection_paused():
             prog, ins, outs, out_tree = self.trace(*args, capacities=capacities)
             lift_checks(prog)
@@ -388,7 +388,7 @@ class Transformed:
 def _usable(entry: _Entry | None, now: tuple) -> list[Any] | None:
     """The arrays to feed `entry` after the arguments, or None if it must be traced again."""
     if entry is None or not same_bindings(entry.bindings, now) or not all(
-            same_bindings(bindings(f), b) for f, b in entry.watched):
+            current() for current in entry.watched):
         return None
     return entry.fed()
 

@@ -13,6 +13,7 @@ row, and (with `custom_rules=True`) a `custom_jvp` / `custom_vjp` function, beco
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable, Sequence
 
 import jax
@@ -26,7 +27,7 @@ except ImportError:  # older JAX (before jax.extend.core had them)
 from . import dtypes
 from .api import Transformed
 from .builder import as_var, constant
-from .cache import bindings
+from .cache import bindings, same_bindings
 from .errors import SrcgradError, user_location
 from .from_jax_flow import FLOW
 from .from_jax_more import MORE
@@ -116,7 +117,7 @@ def translate(fn: Callable[..., Any], args: tuple, max_iters: int | None = None,
         *jax.tree_util.tree_unflatten(tree, specs))
     prog = current_program()
     if prog is not None:
-        prog.watched.append((fn, bindings(fn)))
+        prog.watched.append(_unchanged(fn))
     outs = _Translator(max_iters, checkpoints, custom_rules).call(closed, leaves)
     return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(out_shape), outs)
 
@@ -197,6 +198,17 @@ class _Translator:
 
 
 # ---------------------------------------------------------------- values and errors
+
+def _unchanged(fn: Callable[..., Any]) -> Callable[[], bool]:
+    """A check that `fn` still reads the objects it reads now by name (held weakly: a
+    program does not keep the function alive; a dead one is stale)."""
+    now = bindings(fn)
+    try:
+        ref: Callable[[], Any] = weakref.ref(fn)
+    except TypeError:  # a callable that cannot be held weakly
+        ref = lambda: fn  # noqa: E731
+    return lambda: (f := ref()) is not None and same_bindings(bindings(f), now)
+
 
 def _key_impl(aval: Any) -> Any:
     """The PRNG implementation of a typed key aval, None for other values."""

@@ -153,10 +153,10 @@ class Program:
         self.captures: list[Variable] = []
         self.captured: dict[int, tuple[Variable, Any]] = {}
         self.capture_values: list[Any] = []
-        #: (function, what it read by name when traced): functions traced into the program
-        #: from outside srcgrad's view (sg.from_jax's); a compiled program is stale once
-        #: one of them reads another object (`cache.bindings`).
-        self.watched: list[tuple[Any, tuple]] = []
+        #: Checks `() -> bool` of code traced into the program from outside srcgrad's view
+        #: (sg.from_jax's functions): a compiled program is stale once one returns False (a
+        #: global or closed-over name of the function was rebound).
+        self.watched: list[Any] = []
 
     def global_block(self) -> Block:
         return self.blocks[0]
