@@ -11,7 +11,7 @@ from __future__ import annotations
 import os as _os
 
 from . import errors as _errors
-from . import linalg
+from . import linalg, scipy
 from . import ops as _ops
 from .api import (Transformed, append_backward, compile, data, gradients, grad, jit, parameter,
                   source, trace, value_and_grad, vjp)
@@ -20,6 +20,7 @@ from . import eager as _eager  # noqa: F401  (registers the eager interpreter)
 from .config import config
 from .custom import custom_jvp, custom_vjp
 from .from_jax import from_jax
+from .jax_op import jax_op
 from .errors import GradientError, ShapeError, SrcgradError, TraceError
 from .ir import Block, Op, Program, Variable, program_guard
 from .ops import *  # noqa: F403  (exactly the declared ops: srcgrad.ops.__all__)
@@ -38,7 +39,7 @@ __version__ = "0.1.0"
 __all__ = [
     # transforms
     "grad", "value_and_grad", "vjp", "jit", "trace", "source", "Transformed",
-    "from_jax",
+    "from_jax", "jax_op",
     "jvp", "linearize", "jacfwd", "jacrev", "hessian", "hvp", "custom_vjp", "custom_jvp",
     "convert", "no_convert",
     # Fluid-style programs
@@ -48,6 +49,6 @@ __all__ = [
     "autograd", "nn", "optim", "Tensor", "tensor", "to_dot", "render",
     # errors
     "SrcgradError", "TraceError", "ShapeError", "GradientError", "VerifyError",
-    # the ops (control flow, then every declared op), and the sg.linalg namespace
-    *_ops.__all__, "linalg",
+    # the ops (control flow, then every declared op), and the sg.linalg and sg.scipy namespaces
+    *_ops.__all__, "linalg", "scipy",
 ]

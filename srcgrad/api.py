@@ -189,6 +189,7 @@ class _Entry:
     captures: list[tuple[Any, np.dtype, tuple]]
     bindings: tuple
     caps: dict[int, int] = field(default_factory=dict)
+    watched: tuple = ()  # Program.watched: checks that turn False when it is stale
 
     def fed(self) -> list[Any] | None:
         """The captured arrays' current values; None when one changed shape (retrace)."""
@@ -250,8 +251,9 @@ class Transformed:
         signature), so a repeated call costs what a jax.jit call does, plus the check that
         the globals and closure cells the function reads are the same objects (`bindings`).
         Calls on JAX tracers, on other leaves than arrays and numbers, and programs that read
-        captured arrays (fed their current values on every call) or size loop records at run
-        time take the full path (`_run`); `_SLOW` says so."""
+        captured arrays (fed their current values on every call), size loop records at run
+        time or watch another function's globals (`sg.from_jax`) take the full path (`_run`);
+        `_SLOW` says so."""
         for leaf in jax.tree_util.tree_leaves(args):
             if type(leaf) not in _FAST_TYPES and not isinstance(leaf, np.generic):
                 return _SLOW
@@ -331,12 +333,13 @@ class Transformed:
         return prog, ins, out_vars, out_tree
 
     def lower(self, *args: Any, capacities: dict[int, int] | None = None) -> tuple[Lowered, Any, list]:
-        lowered, out_tree, checks, _ = self._lower(args, capacities)
+        lowered, out_tree, checks, _, _ = self._lower(args, capacities)
         return lowered, out_tree, checks
 
     def _lower(self, args: tuple, capacities: dict[int, int] | None
-               ) -> tuple[Lowered, Any, list, list[tuple[Any, np.dtype, tuple]]]:
-        """`lower`, plus the captured arrays the compiled function takes after the arguments."""
+               ) -> tuple[Lowered, Any, list, list[tuple[Any, np.dtype, tuple]], tuple]:
+        """`lower`, plus the captured arrays the compiled function takes after the arguments
+        and the program's staleness checks (`Program.watched`)."""
         with collection_paused():
             prog, ins, outs, out_tree = self.trace(*args, capacities=capacities)
             lift_checks(prog)
@@ -347,15 +350,16 @@ class Transformed:
                 name=name if self._name in ("jit", "trace") else f"{name}_{self._name}")
             captures = [(value, v.dtype, v.shape)
                         for v, value in zip(prog.captures, prog.capture_values)]
+            watched = tuple(prog.watched)
             prog.dispose()
-            return lowered, out_tree, checks, captures
+            return lowered, out_tree, checks, captures, watched
 
     def _build(self, args: tuple, caps: dict[int, int], now: tuple) -> _Entry:
-        lowered, out_tree, checks, captures = self._lower(args, caps)
+        lowered, out_tree, checks, captures, watched = self._lower(args, caps)
         with self._own_lock:
             self.compilations += 1
         call = lowered.jitted() if self._jit else _eager(lowered.eager_fn())
-        return _Entry(lowered, call, out_tree, checks, captures, now, dict(caps))
+        return _Entry(lowered, call, out_tree, checks, captures, now, dict(caps), watched)
 
     def _slot(self, key: Any) -> Slot:
         """The cache slot of `key`, remembered on this object after the first look-up."""
@@ -408,7 +412,7 @@ class Transformed:
         slot = self._slot(key)
         now = bindings(self._base)
         entry, fed = self._entry(slot, call_args, now)
-        if fast and (entry.checks or entry.captures):
+        if fast and (entry.checks or entry.captures or entry.watched):
             raise _NotFast
         if entry.checks and any(isinstance(a, jax.core.Tracer) for a in (*arrays, *fed)):
             op = entry.checks[0][2]
@@ -442,7 +446,8 @@ _FAST_TYPES = frozenset({type(jax.numpy.zeros(())), np.ndarray, bool, int, float
 
 def _usable(entry: _Entry | None, now: tuple) -> list[Any] | None:
     """The arrays to feed `entry` after the arguments, or None if it must be traced again."""
-    if entry is None or not same_bindings(entry.bindings, now):
+    if entry is None or not same_bindings(entry.bindings, now) or not all(
+            current() for current in entry.watched):
         return None
     return entry.fed()
 

@@ -78,8 +78,10 @@ class CompileCache:
     def clear(self) -> None:
         """Forget every entry (also in the slots that `Transformed` objects remember)."""
         with self._lock:
-            for _, slots in self._by_fun.values():
-                for slot in slots.values():
+            # Copies: dropping an entry can free a function whose weakref callback (_drop,
+            # under this reentrant lock) removes its row while we iterate.
+            for _, slots in list(self._by_fun.values()):
+                for slot in list(slots.values()):
                     with slot.lock:
                         slot.entry = None
             self._by_fun.clear()

@@ -188,6 +188,10 @@ class Program:
         #: How a `dispatch.Weak` number becomes a Variable here (an eager call's or a tape's
         #: input fed its value); None: an inline constant.
         self.lift_weak: Any = None
+        #: Checks `() -> bool` of code traced into the program from outside srcgrad's view
+        #: (sg.from_jax's functions): a compiled program is stale once one returns False (a
+        #: global or closed-over name of the function was rebound).
+        self.watched: list[Any] = []
 
     def global_block(self) -> Block:
         return self.blocks[0]

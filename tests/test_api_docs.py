@@ -11,6 +11,7 @@ from pathlib import Path
 
 import test_manip
 import test_op_grads
+import test_special
 from srcgrad.ops.declare import EXPORTS
 from srcgrad.registry import REGISTRY, ZERO
 
@@ -34,7 +35,8 @@ def differentiable(name: str) -> str:
         return "yes"
     if rows:
         return "zero gradient" if all(r.grad is ZERO for r in rows) else "no"
-    tested = {c.name.split()[0] for c in test_op_grads.CASES + test_manip.GRAD_CASES}
+    tested = {c.name.split()[0] for c in test_op_grads.CASES + test_manip.GRAD_CASES
+              + test_special.GRAD_CASES}
     return "yes" if name in tested else "zero gradient"
 
 

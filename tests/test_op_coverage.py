@@ -10,6 +10,7 @@ import srcgrad as sg
 import test_manip
 import test_op_grads
 import test_ops
+import test_special
 from srcgrad.ops.declare import EXPORTS
 from srcgrad.registry import REGISTRY
 
@@ -25,6 +26,8 @@ INTERNAL = {
     "lax_scatter": "sg.from_jax of x.at[idx].set (test_from_jax)",
     "linear_scan": "cumprod's gradient (test_manip: test_linear_scan_matches_its_recurrence)",
     "index_update": "x.at[...].set/multiply/min/max (test_indexing_adv)",
+    "igamma_grad_a": "gammainc's gradient in a (test_special)",
+    "jax_op": "sg.jax_op and from_jax's fallback (test_jax_op, test_from_jax)",
 }
 #: Control-flow rows: test_control_flow.py, test_checkpoint.py and the while/cond goldens;
 #: the custom-rule rows: test_custom.py.
@@ -36,8 +39,8 @@ def _names(cases: list) -> set[str]:
 
 
 ROWS = sorted(n for n in REGISTRY if n not in CONTROL)
-FORWARD = test_ops.CASES + test_manip.CASES
-GRADIENT = test_op_grads.CASES + test_manip.GRAD_CASES
+FORWARD = test_ops.CASES + test_manip.CASES + test_special.CASES
+GRADIENT = test_op_grads.CASES + test_manip.GRAD_CASES + test_special.GRAD_CASES
 
 
 @pytest.mark.parametrize("row", ROWS)
@@ -72,5 +75,9 @@ def test_package_exports_only_the_api_and_declared_ops() -> None:
                      "expand_reduced", "getitem"):
         assert internal not in sg.__all__ and not hasattr(sg, internal), internal
     for name in EXPORTS:  # a namespaced function (linalg.solve) is reached through its namespace
-        head, _, rest = name.partition(".")
-        assert head in sg.__all__ and (not rest or hasattr(getattr(sg, head), rest)), name
+        head, *rest = name.split(".")
+        assert head in sg.__all__, name
+        obj = getattr(sg, head)
+        for part in rest:
+            assert hasattr(obj, part), name
+            obj = getattr(obj, part)
