@@ -24,7 +24,7 @@ from .jax_op import jax_op
 from .errors import GradientError, ShapeError, SrcgradError, TraceError
 from .ir import Block, Op, Program, Variable, program_guard
 from .ops import *  # noqa: F403  (exactly the declared ops: srcgrad.ops.__all__)
-from .transformations import hessian, hvp, jacfwd, jacrev, jvp, linearize
+from .derivatives import hessian, hvp, jacfwd, jacrev, jvp, linearize
 from . import printer as _printer  # noqa: F401  (registers Program.__str__)
 from .verify import VerifyError, verify
 from . import autograd, nn, optim
