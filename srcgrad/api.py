@@ -30,7 +30,7 @@ from .transforms import control_grad  # noqa: F401  (registers the control-flow 
 from .transforms.backward import append_backward, gradients
 from .transforms.checks import lift_checks
 from .transforms.control_grad import INITIAL_CAPACITY
-from .transforms.loading import Lowered, collection_paused
+from .transforms.loading import SHALLOW_NESTING, Lowered, collection_paused
 from .transforms.lower_jax import live_ops, lower_program
 
 #: The tracers of a jax.jit / make_jaxpr trace. Should a JAX release stop exposing them, no
@@ -252,8 +252,8 @@ class Transformed:
         the globals and closure cells the function reads are the same objects (`bindings`).
         Calls on JAX tracers, on other leaves than arrays and numbers, and programs that read
         captured arrays (fed their current values on every call), size loop records at run
-        time or watch another function's globals (`sg.from_jax`) take the full path (`_run`);
-        `_SLOW` says so."""
+        time, watch another function's globals (`sg.from_jax`) or nest deeply take the full
+        path (`_run`); `_SLOW` says so."""
         for leaf in jax.tree_util.tree_leaves(args):
             if type(leaf) not in _FAST_TYPES and not isinstance(leaf, np.generic):
                 return _SLOW
@@ -412,7 +412,15 @@ class Transformed:
         slot = self._slot(key)
         now = bindings(self._base)
         entry, fed = self._entry(slot, call_args, now)
-        if fast and (entry.checks or entry.captures or entry.watched):
+        if fast and (entry.checks or entry.captures or entry.watched
+                     or entry.lowered.nesting > SHALLOW_NESTING):
+            # (a deep program's compile needs the recursion room jitted() makes). An entry
+            # built inside this trace goes: what it captured may be this trace's tracers.
+            with slot.lock:
+                if slot.entry is entry:
+                    slot.entry = None
+                    with self._own_lock:
+                        self.compilations -= 1  # (XLA never compiled it)
             raise _NotFast
         if entry.checks and any(isinstance(a, jax.core.Tracer) for a in (*arrays, *fed)):
             op = entry.checks[0][2]
@@ -425,7 +433,7 @@ class Transformed:
             # The ops join the caller's jaxpr, as jax.grad's would: a nested jit would be one
             # more call for XLA to compile and inline. Under an eager vmap or jax.grad the
             # nested jit stays, so that the gradient still runs as one compiled program.
-            outs, _ = entry.lowered.fn(*arrays, *map(jax.numpy.asarray, fed))  # no NumPy in a trace
+            outs, _ = entry.lowered.inline(*arrays, *map(jax.numpy.asarray, fed))  # no NumPy in a trace
             return jax.tree_util.tree_unflatten(entry.out_tree, list(outs))
         while True:
             outs, counts = entry.call(*arrays, *fed)

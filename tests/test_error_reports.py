@@ -75,9 +75,17 @@ def test_traceback_filtering_environment_variable() -> None:
     assert out.stdout.strip() == "False"
 
 
-def test_from_jax_unsupported_primitive_names_the_users_line() -> None:
+def test_from_jax_unsupported_primitive_names_the_users_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A primitive without a row runs as a jax op (fft does); one that JAX cannot run on its
+    own is an error naming the user's JAX line -- for fft, inside jnp.fft.fft's jitted
+    function, the line that called it -- and the line that called sg.from_jax."""
+    fj = sys.modules["srcgrad.from_jax"]  # (sg.from_jax is the function)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("cannot bind it alone")
+    monkeypatch.setattr(fj, "call_flat", refuse)
     f = lambda x: jnp.fft.fft(x).real.sum()  # noqa: E731
-    with pytest.raises(sg.SrcgradError, match=r"'fft' has no srcgrad translation \(made at "
+    with pytest.raises(sg.SrcgradError, match=r"'\w+' could not run as a jax_op .*\(made at "
                        rf".*{_line(f)}:\d+ \(.*<lambda>\)\).*\(at .*{HERE}:\d+\)$"):
         sg.from_jax(f)(X)
 

@@ -177,6 +177,17 @@ class Lowered:
             self._jitted = call
         return self._jitted
 
+    def inline(self, *args: Any) -> Any:
+        """`fn` called inside a JAX trace (its ops join the caller's jaxpr), with the nesting
+        checks of a compiled call (see `jitted`)."""
+        levels = self.nesting if self.nesting > SHALLOW_NESTING else 0
+        if not levels:
+            return self.fn(*args)
+        if levels > MAX_COMPILED_NESTING and not jax.config.jax_disable_jit:
+            raise self._too_deep()
+        with recursion_room(levels):
+            return self.fn(*args)
+
     def _too_deep(self) -> SrcgradError:
         return SrcgradError(
             f"loops and branches nest {self.nesting} deep, past the {MAX_COMPILED_NESTING} "
