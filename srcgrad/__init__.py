@@ -22,7 +22,7 @@ from .ir import Block, Op, Program, Variable, program_guard
 from .ops import *  # noqa: F403  (exactly the declared ops: srcgrad.ops.__all__)
 from .transformations import hessian, hvp, jacfwd, jacrev, jvp, linearize
 from .verify import VerifyError, verify
-from . import autograd, nn, optim
+from . import autograd, nn, optim, random
 from .tensors import Tensor, tensor
 from .viz import render, to_dot
 
@@ -39,7 +39,7 @@ __all__ = [
     "Program", "Block", "Op", "Variable", "program_guard", "data", "parameter", "gradients",
     "append_backward", "compile", "verify",
     # imperative mode and pictures
-    "autograd", "nn", "optim", "Tensor", "tensor", "to_dot", "render",
+    "autograd", "nn", "optim", "random", "Tensor", "tensor", "to_dot", "render",
     # errors
     "SrcgradError", "TraceError", "ShapeError", "GradientError", "VerifyError",
     # the ops (control flow, then every declared op), and the sg.linalg namespace

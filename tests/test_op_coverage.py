@@ -1,6 +1,7 @@
-"""Every registry row is tested: a forward case (test_ops.CASES, test_manip.CASES) for each
-op, and a gradient case (test_op_grads.CASES, test_manip.GRAD_CASES) for each differentiable
-one, named by the op's user function.
+"""Every registry row is tested: a forward case (test_ops.CASES, test_manip.CASES and the
+tables of the other op families, EXTRA_FORWARD) for each op, and a gradient case
+(test_op_grads.CASES, test_manip.GRAD_CASES, EXTRA_GRADIENT) for each differentiable one,
+named by the op's user function.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import srcgrad as sg
 import test_manip
 import test_op_grads
 import test_ops
+import test_random
 from srcgrad.ops.declare import EXPORTS
 from srcgrad.registry import REGISTRY
 
@@ -36,8 +38,11 @@ def _names(cases: list) -> set[str]:
 
 
 ROWS = sorted(n for n in REGISTRY if n not in CONTROL)
-FORWARD = test_ops.CASES + test_manip.CASES
-GRADIENT = test_op_grads.CASES + test_manip.GRAD_CASES
+#: The forward and gradient tables of op families tested in their own files.
+EXTRA_FORWARD = test_random.CASES
+EXTRA_GRADIENT = test_random.GRAD_CASES
+FORWARD = test_ops.CASES + test_manip.CASES + EXTRA_FORWARD
+GRADIENT = test_op_grads.CASES + test_manip.GRAD_CASES + EXTRA_GRADIENT
 
 
 @pytest.mark.parametrize("row", ROWS)
