@@ -11,6 +11,7 @@ import srcgrad as sg
 import test_manip
 import test_op_grads
 import test_ops
+import test_conv
 import test_random
 from srcgrad.ops.declare import EXPORTS
 from srcgrad.registry import REGISTRY
@@ -39,8 +40,8 @@ def _names(cases: list) -> set[str]:
 
 ROWS = sorted(n for n in REGISTRY if n not in CONTROL)
 #: The forward and gradient tables of op families tested in their own files.
-EXTRA_FORWARD = test_random.CASES
-EXTRA_GRADIENT = test_random.GRAD_CASES
+EXTRA_FORWARD = test_random.CASES + test_conv.CASES
+EXTRA_GRADIENT = test_random.GRAD_CASES + test_conv.CASES
 FORWARD = test_ops.CASES + test_manip.CASES + EXTRA_FORWARD
 GRADIENT = test_op_grads.CASES + test_manip.GRAD_CASES + EXTRA_GRADIENT
 
