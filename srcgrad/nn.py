@@ -9,7 +9,9 @@
 A layer holds attached Tensors; calling it inside `sg.autograd.record()` records its ops
 (`x @ w + b` and an activation of `sg.nn` are one eager call, whose result alone the tape
 keeps: backward needs no more).
-The activations are the srcgrad ops of jax.nn's names (`sg.nn.relu` is `sg.relu`).
+The activations are the srcgrad ops of jax.nn's names (`sg.nn.relu` is `sg.relu`; the rest of
+jax.nn, such as `sg.nn.selu` and `sg.nn.dot_product_attention`, is declared in
+ops/activations.py), and `sg.nn.initializers` holds jax.nn.initializers' initialisers.
 """
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ import numpy as np
 from .eager import call_eagerly
 from .errors import SrcgradError, user_location
 from .ir import current_program
-from .ops.declare import EXPORTS
+from . import initializers
+from .ops.declare import EXPORTS, exports_of
 from .tensors import Tensor, tensor
 
 #: jax.nn's activation names that srcgrad declares as ops.
@@ -82,8 +85,10 @@ def _dense(x: Any, w: Any, b: Any, act: Callable[[Any], Any] | None) -> Any:
 
 def _export_activations() -> None:
     globals().update({n: EXPORTS[n] for n in ACTIVATIONS if n in EXPORTS})
+    globals().update(exports_of("nn"))
 
 
 _export_activations()
 
-__all__ = ["Linear", *[n for n in ACTIVATIONS if n in EXPORTS]]
+__all__ = ["Linear", "initializers", *[n for n in ACTIVATIONS if n in EXPORTS],
+           *sorted(exports_of("nn"))]
