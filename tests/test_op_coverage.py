@@ -12,6 +12,7 @@ import test_manip
 import test_op_grads
 import test_ops
 import test_conv
+import test_jnp_extra
 import test_nn_functions
 import test_random
 from srcgrad.ops.declare import EXPORTS
@@ -42,8 +43,9 @@ def _names(cases: list) -> set[str]:
 ROWS = sorted(n for n in REGISTRY if n not in CONTROL)
 #: The forward and gradient tables of op families tested in their own files.
 _NN = test_nn_functions.ELEMENTWISE + test_nn_functions.CASES
-EXTRA_FORWARD = test_random.CASES + test_conv.CASES + _NN
-EXTRA_GRADIENT = test_random.GRAD_CASES + test_conv.CASES + _NN
+EXTRA_FORWARD = test_random.CASES + test_conv.CASES + _NN + test_jnp_extra.CASES
+EXTRA_GRADIENT = (test_random.GRAD_CASES + test_conv.CASES + _NN
+                  + [c for c in test_jnp_extra.CASES if c.diff])
 FORWARD = test_ops.CASES + test_manip.CASES + EXTRA_FORWARD
 GRADIENT = test_op_grads.CASES + test_manip.GRAD_CASES + EXTRA_GRADIENT
 

@@ -1,0 +1,211 @@
+"""The jax.numpy names built as composites (ops/numpy_*.py): forward against jax.numpy
+(dtype, shape, values), and gradients (first and second order where defined) against
+jax.grad; float64 finite differences for a representative set.
+
+One table: `fn(m, *args)` runs with m = sg and m = jnp; `diff` lists the arguments to
+differentiate (empty for integer/bool-valued names)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.testing import check_grads
+
+RNG = np.random.default_rng(26)
+
+
+def _r(*shape: int, lo: float = -2.0, hi: float = 2.0) -> np.ndarray:
+    return RNG.uniform(lo, hi, shape)
+
+
+def _with_nans(*shape: int) -> np.ndarray:
+    a = _r(*shape)
+    a.flat[::4] = np.nan
+    return a
+
+
+X = _r(3, 4)
+V = _r(5)
+GRID = np.array([-2.5, -1.5, -1.0, -0.5, -0.0, 0.0, 0.5, 1.5, 2.5, np.inf, -np.inf])
+INTS = RNG.integers(-5, 6, (3, 4))
+NANS = _with_nans(3, 4)
+NANS[1] = np.nan  # an all-NaN row
+
+
+@dataclass(frozen=True, eq=False)
+class Case:
+    name: str
+    fn: Callable[..., Any]
+    args: tuple
+    diff: tuple[int, ...] = (0,)
+    second_order: bool = False
+    rtol: float = 1e-12
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _m(name: str, *args: Any, diff: tuple[int, ...] = (0,), second_order: bool = False,
+       label: str | None = None, **kw: Any) -> Case:
+    """A case calling `m.<name>(*args, **kw)`."""
+    return Case(label or name, lambda m, *a: getattr(m, name)(*a, **kw), args, diff,
+                second_order)
+
+
+CASES: list[Case] = [
+    # numpy_math
+    *[_m(n, _r(5, lo=-0.9, hi=0.9), second_order=True) for n in ("acos", "asin", "atanh")],
+    *[_m(n, _r(5), second_order=True) for n in ("atan", "asinh")],
+    _m("acosh", _r(5, lo=1.1, hi=3.0), second_order=True),
+    _m("atan2", _r(4), _r(4), diff=(0, 1), second_order=True),
+    _m("pow", _r(4, lo=0.5, hi=2.0), _r(4), diff=(0, 1), second_order=True),
+    _m("around", GRID[:9] + 0.25, diff=()),
+    _m("around", X, 1, label="around decimals", diff=()),
+    _m("rint", GRID, diff=()),
+    _m("trunc", GRID, diff=()),
+    _m("trunc", INTS, label="trunc int", diff=()),
+    _m("positive", X, second_order=True),
+    _m("conjugate", X),
+    _m("signbit", GRID, diff=()),
+    _m("signbit", INTS, label="signbit int", diff=()),
+    _m("copysign", _r(11), GRID, diff=(0,), second_order=True),
+    _m("float_power", _r(4, lo=0.5, hi=2.0), _r(4), diff=(0, 1), second_order=True),
+    _m("float_power", INTS, 2, label="float_power int", diff=()),
+    _m("isneginf", GRID, diff=()),
+    _m("isposinf", GRID, diff=()),
+    _m("isreal", X, diff=()),
+    _m("iscomplex", X, diff=()),
+    _m("angle", GRID[:9], diff=()),
+    _m("angle", INTS, deg=True, label="angle deg", diff=()),
+    _m("logical_xor", X > 0, INTS, diff=()),
+    _m("ldexp", _r(4), np.array([0, 1, -2, 3]), second_order=True),
+    Case("modf", lambda m, x: m.stack(m.modf(x)), (GRID[:9] + 0.25,)),
+    Case("divmod", lambda m, x, y: m.stack(m.divmod(x, y)), (_r(5), _r(5, lo=0.5)), (0,)),
+    Case("divmod int", lambda m, x, y: m.stack(m.divmod(x, y)), (INTS, INTS % 3 + 1), ()),
+    Case("concat", lambda m, x, y: m.concat([x, y], axis=1), (X, _r(3, 2)), (0, 1)),
+    _m("permute_dims", _r(2, 3, 4), (2, 0, 1)),
+    _m("matrix_transpose", _r(2, 3, 4)),
+    # reductions
+    _m("all", X > -1, 1, diff=()),
+    _m("all", INTS, label="all int", diff=()),
+    _m("any", X > 1.5, 0, keepdims=True, diff=()),
+    _m("any", X > 0, where=X < 1, label="any where", diff=()),
+    _m("amax", X, 1, second_order=True),
+    _m("amin", X, 0, keepdims=True),
+    _m("max", X, 1, initial=0.5, where=X < 1.5, label="max initial where"),
+    _m("min", X, initial=-0.5, label="min initial"),
+    _m("sum", X, 0, where=X > 0, initial=1.0, label="sum initial where", second_order=True),
+    _m("prod", X, 1, where=X > -1, label="prod where"),
+    _m("count_nonzero", INTS, 1, diff=()),
+    _m("ptp", X, 1),
+    _m("nansum", NANS, 1),
+    _m("nanprod", NANS, 0, second_order=True),
+    _m("nanmean", NANS, 1, second_order=True),
+    _m("nanmean", X, label="nanmean plain"),
+    _m("nanvar", NANS, 1, ddof=1, second_order=True),
+    _m("nanstd", NANS, 0),
+    _m("nanmax", NANS, 1),
+    _m("nanmin", NANS, 0, keepdims=True),
+    _m("nanargmax", NANS, 1, diff=()),
+    _m("nanargmin", NANS, 1, diff=()),
+    _m("nancumsum", NANS, 1),
+    _m("nancumprod", NANS, 1, second_order=True),
+    _m("cumulative_sum", X, axis=1, include_initial=True, second_order=True),
+    _m("cumulative_prod", V, second_order=True),
+    _m("median", X, 1, second_order=True),
+    _m("median", X, label="median all"),
+    _m("nanmedian", NANS, 1),
+    _m("quantile", _r(4, 6), 0.3, 1, second_order=True),
+    _m("quantile", _r(4, 6), np.array([0.1, 0.75]), 0, method="nearest", keepdims=True,
+       label="quantile nearest keepdims"),
+    Case("quantile traced q", lambda m, x, q: m.quantile(x, q, axis=1),
+         (_r(3, 5), np.array(0.35)), (0, 1)),
+    _m("quantile", _r(6), 0.5, method="lower", label="quantile lower"),
+    _m("quantile", _r(6), 0.4, method="higher", label="quantile higher"),
+    _m("nanquantile", NANS, 0.6, 1),
+    _m("percentile", _r(4, 6), np.array([10.0, 50.0, 95.0]), 1),
+    _m("nanpercentile", NANS, 30.0, 0),
+]
+
+
+def _same(ours: Any, theirs: Any, what: str, rtol: float) -> None:
+    a, b = np.asarray(ours), np.asarray(theirs)
+    assert (a.dtype, a.shape) == (b.dtype, b.shape), (
+        f"{what}: srcgrad {a.dtype}{list(a.shape)}, jax.numpy {b.dtype}{list(b.shape)}")
+    if a.dtype.kind in "biu":
+        np.testing.assert_array_equal(a, b, err_msg=what)
+    else:
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol, err_msg=what)
+
+
+def _traced(case: Case) -> Callable[..., Any]:
+    """sg.jit of the case with its array arguments traced and the others static."""
+    arrays = [i for i, a in enumerate(case.args) if isinstance(a, np.ndarray)]
+
+    def fn(*xs: Any) -> Any:
+        args = list(case.args)
+        for i, x in zip(arrays, xs):
+            args[i] = x
+        return case.fn(sg, *args)
+    return lambda: sg.jit(fn)(*[case.args[i] for i in arrays])
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_forward_matches_jax_numpy(case: Case) -> None:
+    want = case.fn(jnp, *case.args)
+    _same(_traced(case)(), want, case.name, case.rtol)
+    f32 = [a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype == np.float64 else a
+           for a in case.args]
+    _same(case.fn(sg, *f32), case.fn(jnp, *f32), f"{case.name} float32 eager", 2e-6)
+
+
+def _loss(m: Any, case: Case, ct: np.ndarray) -> Callable[..., Any]:
+    def loss(*diffed: Any) -> Any:
+        args = list(case.args)
+        for i, v in zip(case.diff, diffed):
+            args[i] = v
+        out = case.fn(m, *args)
+        return (m.where(m.isnan(out), 0.0, out) * ct).sum()
+    return loss
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.diff], ids=str)
+def test_gradients_match_jax_grad(case: Case) -> None:
+    """jax.grad of sum(f * ct) (NaN outputs masked), and of sum(grad * v) for second order."""
+    ct = np.random.default_rng(0).standard_normal(np.shape(case.fn(jnp, *case.args)))
+    argnums = tuple(range(len(case.diff)))
+    primal = [np.asarray(case.args[i], np.float64) for i in case.diff]
+    ours = sg.grad(_loss(sg, case, ct), argnums)(*primal)
+    theirs = jax.grad(_loss(jnp, case, ct), argnums)(*primal)
+    for g, w in zip(ours, theirs):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12, err_msg=case.name)
+    if case.second_order:
+        v = [np.random.default_rng(1).standard_normal(p.shape) for p in primal]
+
+        def second(m: Any, grad: Any) -> Callable[..., Any]:
+            return lambda *p: sum((g * w).sum() for g, w in
+                                  zip(grad(_loss(m, case, ct), argnums)(*p), v))
+        ours2 = sg.grad(second(sg, sg.grad), argnums)(*primal)
+        theirs2 = jax.grad(second(jnp, jax.grad), argnums)(*primal)
+        for g, w in zip(ours2, theirs2):
+            np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-11, err_msg=case.name)
+
+
+FD = ["atan2", "float_power", "nanvar", "quantile traced q", "cumulative_sum", "median"]
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.name in FD], ids=str)
+def test_finite_differences(case: Case) -> None:
+    def fun(*diffed: Any) -> Any:
+        args = list(case.args)
+        for i, v in zip(case.diff, diffed):
+            args[i] = v
+        out = case.fn(sg, *args)
+        return sg.where(sg.isnan(out), 0.0, out)
+    check_grads(fun, [np.asarray(case.args[i], np.float64) for i in case.diff], directions=1)
