@@ -20,6 +20,8 @@ from .from_jax import from_jax
 from .errors import GradientError, ShapeError, SrcgradError, TraceError
 from .ir import Block, Op, Program, Variable, program_guard
 from .ops import *  # noqa: F403  (exactly the declared ops: srcgrad.ops.__all__)
+from . import numpy_names as _numpy_names
+from .numpy_names import *  # noqa: F403  (jnp's constants, dtype names, shape/dtype utilities)
 from .transformations import hessian, hvp, jacfwd, jacrev, jvp, linearize
 from .verify import VerifyError, verify
 from . import autograd, nn, optim, random
@@ -44,4 +46,6 @@ __all__ = [
     "SrcgradError", "TraceError", "ShapeError", "GradientError", "VerifyError",
     # the ops (control flow, then every declared op), and the sg.linalg namespace
     *_ops.__all__, "linalg",
+    # jax.numpy's constants, dtype names and shape/dtype utilities
+    *_numpy_names.__all__,
 ]
