@@ -27,10 +27,11 @@ CALLS = [
     (lambda x: jax.nn.softmax(x, axis=-1), "jax.nn.softmax", "use sg.softmax instead"),
     (lambda x: jnp.sum(x, axis=0), "jnp.sum", "use sg.sum instead of jnp.sum"),
     (lambda x: jnp.dot(x, x.T), "jnp.dot", "use sg.dot instead of jnp.dot"),
-    (lambda x: jnp.amax(x), "jnp.amax", "use sg.max instead of jnp.amax"),
+    (lambda x: jnp.amax(x), "jnp.amax", "use sg.amax instead of jnp.amax"),
     (lambda x: np.tanh(x), "np.tanh", "use sg.tanh instead of np.tanh"),
     (lambda x: np.cumsum(x), "np.cumsum", "use sg.cumsum instead of np.cumsum"),
-    (lambda x: np.median(x), "np.median", "srcgrad has no median yet"),
+    (lambda x: np.median(x), "np.median", "use sg.median instead of np.median"),
+    (lambda x: np.bitwise_xor(x, x), "np.bitwise_xor", "srcgrad has no bitwise_xor yet"),
     (lambda x: np.asarray(x), "np.asarray", "use sg.asarray instead of np.asarray"),
     (lambda x: jnp.asarray(x), "jnp.asarray", "use sg.asarray instead of jnp.asarray"),
 ]

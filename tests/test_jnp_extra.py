@@ -58,6 +58,12 @@ def _m(name: str, *args: Any, diff: tuple[int, ...] = (0,), second_order: bool =
                 second_order)
 
 
+def _static(m: Any, positions: list[int]) -> Any:
+    """Static positions: a list for sg (an array argument would be traced), an array for jnp
+    (which refuses lists)."""
+    return positions if m is sg else np.array(positions)
+
+
 CASES: list[Case] = [
     # numpy_math
     *[_m(n, _r(5, lo=-0.9, hi=0.9), second_order=True) for n in ("acos", "asin", "atanh")],
@@ -213,6 +219,26 @@ CASES: list[Case] = [
     Case("unique_inverse", lambda m, x: m.unique_inverse(x, size=8).inverse_indices, (INTS,),
          ()),
     Case("unique_all", lambda m, x: m.unique_all(x, size=8).indices, (INTS,), ()),
+    # numpy_index
+    Case("ravel_multi_index", lambda m, i, j: m.ravel_multi_index((i, j), (3, 4), mode="clip"),
+         (np.array([0, 2, 5, -1]), np.array([3, 1, 0, 2])), ()),
+    Case("ravel_multi_index wrap F", lambda m, i, j: m.ravel_multi_index(
+        (i, j), (3, 4), mode="wrap", order="F"), (np.array([0, 2, 5, -1]), np.array([3, 1, 0, 9])),
+         ()),
+    Case("unravel_index", lambda m, i: m.stack(m.unravel_index(i, (3, 4))),
+         (np.array([0, 5, 11, -1, 13]),), ()),
+    _m("vander", _r(4), second_order=True),
+    _m("vander", _r(3), 5, increasing=True, label="vander N increasing"),
+    Case("block", lambda m, a, b, c: m.block([[a, b], [c]]), (_r(2, 2), _r(2, 3), _r(1, 5)),
+         (0, 1, 2)),
+    Case("delete", lambda m, x: m.delete(x, _static(m, [0, 2]), 1), (X,)),
+    _m("delete", X, slice(1, None, 2), label="delete slice"),
+    _m("insert", X, 1, _r(3), 1, diff=(0, 2)),
+    Case("insert several", lambda m, x, v: m.insert(x, _static(m, [0, 5, 2]), v), (V, _r(3)),
+         (0, 1)),
+    Case("gradient", lambda m, x: m.stack(m.gradient(x, 0.5)), (_r(4, 5),), (0,), True),
+    _m("gradient", _r(6), axis=0, label="gradient axis"),
+    _m("unwrap", np.cumsum(_r(8, lo=-3.5, hi=3.5)), second_order=True),
 ]
 
 
