@@ -22,8 +22,7 @@ from .ir import Variable
 
 _NAME = re.compile(r"[A-Za-z_][\w.]*$")
 #: NumPy / jax.numpy names whose srcgrad op is spelled differently.
-_ALIASES = {"absolute": "abs", "true_divide": "divide", "bitwise_and": "logical_and", "bitwise_or": "logical_or",
-            "bitwise_not": "logical_not", "invert": "logical_not", "mod": "remainder",
+_ALIASES = {"absolute": "abs", "true_divide": "divide", "mod": "remainder",
             "dot_general": "einsum", "trace": "linalg.trace"}
 #: NumPy functions that run as the srcgrad op of the same name (NumPy's signature).
 _NUMPY_FUNCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.argmax, np.argmin, np.amax,

@@ -239,6 +239,15 @@ CASES: list[Case] = [
     Case("gradient", lambda m, x: m.stack(m.gradient(x, 0.5)), (_r(4, 5),), (0,), True),
     _m("gradient", _r(6), axis=0, label="gradient axis"),
     _m("unwrap", np.cumsum(_r(8, lo=-3.5, hi=3.5)), second_order=True),
+    # bitwise rows
+    *[_m(n, INTS, INTS[::-1] + 7, diff=()) for n in ("bitwise_and", "bitwise_or", "bitwise_xor",
+                                                      "gcd", "lcm")],
+    _m("bitwise_and", X > 0, X > 1, label="bitwise_and bool", diff=()),
+    *[_m(n, INTS, np.abs(INTS[::-1]) % 4, diff=()) for n in (
+        "left_shift", "right_shift", "bitwise_left_shift", "bitwise_right_shift")],
+    *[_m(n, INTS, diff=()) for n in ("bitwise_not", "invert", "bitwise_invert",
+                                     "bitwise_count")],
+    _m("invert", X > 0, label="invert bool", diff=()),
 ]
 
 

@@ -41,14 +41,10 @@ EXCLUDED = {
 
 #: Names of jax.numpy that srcgrad does not have yet (issue 26, part 1), each still missing.
 PENDING = {
-    "apply_along_axis", "apply_over_axes", "argpartition", "partition", "compress",
-    "extract", "resize", "put_along_axis", "piecewise", "fromfunction",
-    "mask_indices", "poly", "polydiv", "polyfit", "histogram",
-    "histogram2d", "histogramdd", "histogram_bin_edges", "intersect1d", "union1d",
-    "setdiff1d", "setxor1d", "lexsort", "frexp",
-    "nextafter", "spacing", "i0", "gcd", "lcm", "bitwise_and", "bitwise_or", "bitwise_xor",
-    "bitwise_not", "bitwise_invert", "bitwise_count", "bitwise_left_shift",
-    "bitwise_right_shift", "invert", "left_shift", "right_shift",
+    "apply_along_axis", "apply_over_axes", "argpartition", "partition", "compress", "extract",
+    "resize", "put_along_axis", "piecewise", "fromfunction", "mask_indices", "poly", "polydiv",
+    "polyfit", "histogram", "histogram2d", "histogramdd", "histogram_bin_edges", "intersect1d",
+    "union1d", "setdiff1d", "setxor1d", "lexsort", "frexp", "nextafter", "spacing", "i0",
 }
 
 

@@ -11,7 +11,7 @@ from .. import habits
 from ..builder import as_var
 from ..ir import Variable
 # Importing the modules declares their ops (fills the registry and EXPORTS).
-from . import (activations, control, construct, conv, creation, decomp, elementwise, grad_helpers,  # noqa: F401
+from . import (activations, bitwise, control, construct, conv, creation, decomp, elementwise, grad_helpers,  # noqa: F401
                indexing, linalg, linalg_functions, manip, nn, numpy_build, numpy_index, numpy_math,
                numpy_reductions, numpy_sets,
                products, random, reduce, shape, sort_scan)
