@@ -26,8 +26,10 @@ from .ir import Block, Op, Program, Variable, program_guard
 from .ops import *  # noqa: F403  (exactly the declared ops: srcgrad.ops.__all__)
 from .derivatives import hessian, hvp, jacfwd, jacrev, jvp, linearize
 from . import printer as _printer  # noqa: F401  (registers Program.__str__)
+from . import numpy_names as _numpy_names
+from .numpy_names import *  # noqa: F403  (jnp's constants, dtype names, shape/dtype utilities)
 from .verify import VerifyError, verify
-from . import autograd, nn, optim
+from . import autograd, nn, optim, random
 from .tensors import Tensor, tensor
 from .viz import render, to_dot
 from .convert import convert, no_convert
@@ -46,9 +48,11 @@ __all__ = [
     "Program", "Block", "Op", "Variable", "program_guard", "data", "parameter", "gradients",
     "append_backward", "compile", "verify",
     # imperative mode and pictures
-    "autograd", "nn", "optim", "Tensor", "tensor", "to_dot", "render",
+    "autograd", "nn", "optim", "random", "Tensor", "tensor", "to_dot", "render",
     # errors
     "SrcgradError", "TraceError", "ShapeError", "GradientError", "VerifyError",
     # the ops (control flow, then every declared op), and the sg.linalg and sg.scipy namespaces
     *_ops.__all__, "linalg", "scipy",
+    # jax.numpy's constants, dtype names and shape/dtype utilities
+    *_numpy_names.__all__,
 ]

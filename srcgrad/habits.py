@@ -24,9 +24,7 @@ from .ir import Variable
 
 _NAME = re.compile(r"[A-Za-z_][\w.]*$")
 #: NumPy / jax.numpy names whose srcgrad op is spelled differently.
-_ALIASES = {"absolute": "abs", "true_divide": "divide", "amax": "max", "amin": "min",
-            "concat": "concatenate", "bitwise_and": "logical_and", "bitwise_or": "logical_or",
-            "bitwise_not": "logical_not", "invert": "logical_not", "mod": "remainder",
+_ALIASES = {"absolute": "abs", "true_divide": "divide", "mod": "remainder",
             "dot_general": "einsum", "trace": "linalg.trace"}
 #: jax.lax's control flow: the srcgrad function that takes its place.
 _CONTROL = {"while_loop": "sg.while_loop", "cond": "sg.cond", "scan": "sg.scan",

@@ -1,11 +1,13 @@
-"""`sg.nn`: jax.nn's functions and imperative layers.
+"""`sg.nn`: jax.nn's functions, its initialisers and imperative layers.
 
     model = sg.nn.Sequential(sg.nn.Linear(3, 8, act="relu"), sg.nn.Linear(8, 1))
     with sg.autograd.record():
         loss = sg.mean(model(x) ** 2)
     loss.backward()
 
-The activations are the srcgrad ops of jax.nn's names (`sg.nn.relu` is `sg.relu`). The
+The activations are the srcgrad ops of jax.nn's names (`sg.nn.relu` is `sg.relu`; the rest of
+jax.nn, such as `sg.nn.selu` and `sg.nn.dot_product_attention`, is declared in
+ops/activations.py), and `sg.nn.initializers` holds jax.nn.initializers' initialisers. The
 layers (`Module`, `Sequential`, `Linear`, `Conv1d/2d/3d`, `LayerNorm`, `Embedding`,
 `Dropout`) hold attached Tensors and live in srcgrad/layers.py and srcgrad/conv_layers.py.
 
@@ -13,10 +15,14 @@ Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 
+from . import initializers
 from .conv_layers import Conv1d, Conv2d, Conv3d
 from .layers import Dropout, Embedding, LayerNorm, Linear, Module, Sequential, activations
+from .ops.declare import exports_of
 
 globals().update(activations())
+globals().update(exports_of("nn"))
 
 __all__ = ["Module", "Sequential", "Linear", "Conv1d", "Conv2d", "Conv3d", "LayerNorm",
-           "Embedding", "Dropout", *sorted(activations())]
+           "Embedding", "Dropout", "initializers", *sorted(activations()),
+           *sorted(exports_of("nn"))]

@@ -3,9 +3,11 @@
     from srcgrad.testing import check_grads
     check_grads(f, (x, w), order=2, jax_fun=f_jnp)
 
-`check_grads` needs float64 (`jax.config.update("jax_enable_x64", True)`): it compares
-srcgrad's gradients with central finite differences along random directions, and with
-`jax.grad` of `jax_fun` when one is given. The strategies need `hypothesis` (the `test` extra).
+`check_grads` compares srcgrad's gradients with central finite differences along random
+directions in float64, and with `jax.grad` of `jax_fun` when one is given. Without global
+x64 it runs the comparison in a float64 scope (`jax.enable_x64(True)`) and leaves the
+setting as it was, so float32 programs are checked without `jax_enable_x64`. The strategies need `hypothesis` (the
+`test` extra).
 
 Layer L6 (front ends): see docs/design.md.
 """
@@ -49,11 +51,13 @@ def check_grads(fun: Callable[..., Any], args: Sequence[Any], order: int = 1,
     `args` are pytrees (arrays, scalars, nested tuples/lists/dicts of them). The arguments in
     `argnums` (default: all) are differentiated, every leaf of them cast to float64; the
     others are passed unchanged. Non-scalar outputs are reduced with a fixed random
-    cotangent. `order=2` also checks the gradient of the gradient.
+    cotangent. `order=2` also checks the gradient of the gradient. Without global x64 the
+    check runs in a float64 scope.
     """
     if not dtypes.x64():
-        raise RuntimeError("check_grads compares in float64: call "
-                           "jax.config.update('jax_enable_x64', True) first")
+        with jax.enable_x64(True):  # finite differences need float64; only this check sees it
+            return check_grads(fun, args, order, jax_fun, argnums=argnums, eps=eps, rtol=rtol,
+                               atol=atol, fd_rtol=fd_rtol, directions=directions, seed=seed)
     nums = tuple(range(len(args))) if argnums is None else (
         (argnums,) if isinstance(argnums, int) else tuple(argnums))
     leaves, rebuild = _flatten_args(list(args), nums)

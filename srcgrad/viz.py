@@ -4,8 +4,8 @@ Each block is one cluster (`cluster_b<idx>`); a grad block (one that differentia
 another) is labelled and coloured as such, and in a block that holds both forward and grad
 ops (the global block after `append_backward`, a tape after `create_graph`) the two are
 drawn as the "forward" and "backward" sub-clusters, as the DyNet-on-Fluid design draws its
-forward and backward tapes. An op is a record node listing its inputs and outputs (name and
-type); an edge runs from the output port that makes a value to each input port that reads
+forward and backward tapes. An op is a node with an HTML-like table label listing its inputs
+and outputs (name and type), one port per row; an edge runs from the output port that makes a value to each input port that reads
 it; inputs and block parameters are boxes, with a dashed edge from an input `x` to the op
 that makes `x@GRAD`.
 
@@ -13,6 +13,7 @@ Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 
+import html
 import os
 import shutil
 import subprocess
@@ -25,7 +26,7 @@ _FORWARD, _GRAD, _BLOCK = "#e8e8e8", "#fde2c8", "#f6f6f6"
 
 
 def _esc(text: str) -> str:
-    """`text` safe inside a record label or a quoted DOT string."""
+    """`text` safe inside a quoted DOT string."""
     out = []
     for ch in str(text):
         if ch in '\\{}|<>"':
@@ -48,15 +49,24 @@ class _Ids:
         return got
 
 
+def _html(text: str) -> str:
+    """`text` safe inside an HTML-like label."""
+    return html.escape(str(text), quote=True)
+
+
 def _op_label(op: Op) -> str:
-    ins = " | ".join(f"<i{k}> {_esc(v.name)}: {_esc(v.type_str())}" for k, v in enumerate(op.inputs))
-    outs = " | ".join(f"<o{k}> {_esc(v.name)}: {_esc(v.type_str())}" for k, v in enumerate(op.outputs))
-    parts = [f"type: {_esc(op.type)}"]
-    if op.inputs:
-        parts.append(f"{{input | {{{ins}}}}}")
-    if op.outputs:
-        parts.append(f"{{output | {{{outs}}}}}")
-    return "{" + " | ".join(parts) + "}"
+    """An HTML-like table: the op type, then one row per input (port iK) and per output (oK).
+
+    HTML-like labels rather than records: dot loses flat edges between record nodes with
+    ports ("lost opN opM edge"), which loops and branches of grad programs produce."""
+    rows = [f'<TR><TD BGCOLOR="#dddddd"><B>{_html(op.type)}</B></TD></TR>']
+    for kind, vals in (("i", op.inputs), ("o", op.outputs)):
+        for k, v in enumerate(vals):
+            arrow = "&#8594; " if kind == "o" else ""
+            rows.append(f'<TR><TD PORT="{kind}{k}" ALIGN="LEFT">{arrow}{_html(v.name)}: '
+                        f'{_html(v.type_str())}</TD></TR>')
+    return ('<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3" '
+            'BGCOLOR="white">' + "".join(rows) + "</TABLE>>")
 
 
 def _is_grad(op: Op) -> bool:
@@ -108,8 +118,7 @@ def to_dot(program: Program, name: str = "program") -> str:
                 lines.append(f'      label="{title}"; style=filled; fillcolor="{color}";')
                 pad = "      "
             for op in ops:
-                lines.append(f'{pad}{ids.get(op, "op")} [shape=record, style=filled, '
-                             f'fillcolor=white, label="{_op_label(op)}"];')
+                lines.append(f'{pad}{ids.get(op, "op")} [shape=plain, label={_op_label(op)}];')
             if title:
                 lines.append("    }")
         lines.append("  }")

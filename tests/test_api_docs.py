@@ -12,6 +12,7 @@ from pathlib import Path
 import test_manip
 import test_op_grads
 import test_special
+from test_op_coverage import EXTRA_GRADIENT
 from srcgrad.ops.declare import EXPORTS
 from srcgrad.registry import REGISTRY, ZERO
 
@@ -20,7 +21,9 @@ BEGIN, END = "<!-- op table: tests/test_api_docs.py -->", "<!-- end of op table 
 HEADER = "| op | NumPy / jax.numpy compatibility | differentiable |\n| --- | --- | --- |\n"
 CONTROL = ("while_loop", "fori_loop", "cond")
 #: Ops whose own row is constant but which also emit differentiable ops.
-THROUGH_OTHER_OPS = {"full": "a traced fill_value is broadcast (broadcast_to)"}
+THROUGH_OTHER_OPS = {"full": "a traced fill_value is broadcast (broadcast_to)",
+                     "random.permutation": "an array is shuffled by take (a gather)",
+                     "random.uniform": "minval and maxval scale and shift the sample"}
 ROW = re.compile(r"^\| `([\w.]+)` \| (.*) \| ([^|]*) \|$")  # `linalg.solve`: sg.linalg.solve
 
 
@@ -36,7 +39,7 @@ def differentiable(name: str) -> str:
     if rows:
         return "zero gradient" if all(r.grad is ZERO for r in rows) else "no"
     tested = {c.name.split()[0] for c in test_op_grads.CASES + test_manip.GRAD_CASES
-              + test_special.GRAD_CASES}
+              + test_special.GRAD_CASES + EXTRA_GRADIENT}
     return "yes" if name in tested else "zero gradient"
 
 

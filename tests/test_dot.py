@@ -1,10 +1,12 @@
 """sg.to_dot / sg.render: DOT text parsed by a small DOT parser and checked structurally."""
 from __future__ import annotations
 
+import html
 import os
 import re
 import shutil
 import stat
+import subprocess
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,7 +17,17 @@ from srcgrad.errors import SrcgradError
 
 # ---------------------------------------------------------------- a small DOT parser
 
-_TOKEN = re.compile(r'\s*(?:(->)|("(?:[^"\\]|\\.)*")|([A-Za-z_][A-Za-z0-9_]*|-?[0-9.]+)|([{}\[\];=,:]))')
+_TOKEN = re.compile(r'\s*(?:(->)|("(?:[^"\\]|\\.)*")|(<)|([A-Za-z_][A-Za-z0-9_]*|-?[0-9.]+)|([{}\[\];=,:]))')
+
+
+def _html_end(text: str, pos: int) -> int:
+    """The end of the HTML string `<...>` that starts at `pos` (its brackets balance)."""
+    depth = 0
+    for k in range(pos, len(text)):
+        depth += {"<": 1, ">": -1}.get(text[k], 0)
+        if depth == 0:
+            return k + 1
+    raise AssertionError("an HTML label is not closed")
 
 
 def _tokens(text: str) -> list[str]:
@@ -24,6 +36,11 @@ def _tokens(text: str) -> list[str]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         assert m is not None, f"bad DOT at {text[pos:pos + 40]!r}"
+        if m.group(3):  # an HTML-like label, kept whole
+            end = _html_end(text, m.start(3))
+            out.append(text[m.start(3):end])
+            pos = end
+            continue
         out.append(next(g for g in m.groups() if g is not None))
         pos = m.end()
     return out
@@ -41,6 +58,8 @@ class Graph:
 
 
 def _unquote(tok: str) -> str:
+    if tok.startswith("<"):  # an HTML-like label: its markup, without the outer brackets
+        return tok[1:-1]
     if not tok.startswith('"'):
         return tok
     return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), tok[1:-1])
@@ -126,11 +145,11 @@ def parse(text: str) -> Graph:
 
 
 def _ports(label: str) -> set[str]:
-    return set(re.findall(r"(?<!\\)<([A-Za-z0-9_]+)(?<!\\)>", label))
+    return set(re.findall(r'PORT="([A-Za-z0-9_]+)"', label))
 
 
 def check_wellformed(g: Graph) -> None:
-    """Edges join declared nodes at ports their record labels declare."""
+    """Edges join declared nodes at ports their HTML labels declare."""
     for src, sp, dst, dp, _ in g.edges:
         assert src in g.nodes and dst in g.nodes, (src, dst)
         for node, port in ((src, sp), (dst, dp)):
@@ -140,8 +159,8 @@ def check_wellformed(g: Graph) -> None:
 
 def op_nodes(g: Graph) -> dict[str, str]:
     """Op node id -> op type."""
-    return {n: re.match(r"\{type: (\w+)", a["label"]).group(1)  # type: ignore[union-attr]
-            for n, a in g.nodes.items() if a.get("shape") == "record"}
+    return {n: re.search(r"<B>(\w+)</B>", a["label"]).group(1)  # type: ignore[union-attr]
+            for n, a in g.nodes.items() if a.get("shape") == "plain"}
 
 
 def test_parser_rejects_broken_text() -> None:
@@ -217,6 +236,43 @@ def test_traced_program_with_loop_has_one_cluster_per_block() -> None:
     assert {e[4]["lhead"] for e in bodies} == {f"cluster_b{b.idx}" for b in prog.blocks[1:] if b.ops}
 
 
+def _newton_sqrt(a):
+    return sg.while_loop(lambda x: sg.abs(x * x - a) > 1e-6 * a, lambda x: 0.5 * (x + a / x), a)
+
+
+def _halve_or_step(x):
+    def body(c):
+        return sg.cond(c > 1.0, lambda v: v * 0.5, lambda v: v - 0.1, c)
+    return sg.while_loop(lambda c: c > 0.5, body, x)
+
+
+def _lays_out(text: str) -> None:
+    """Graphviz's dot lays `text` out without losing an edge (where dot is installed)."""
+    dot = shutil.which("dot")
+    if dot is None:
+        return
+    done = subprocess.run([dot, "-Tsvg", "-o", os.devnull], input=text.encode(),
+                          capture_output=True, check=False, timeout=60)
+    err = done.stderr.decode(errors="replace")
+    assert done.returncode == 0 and "lost" not in err and "Error" not in err, err
+
+
+@pytest.mark.parametrize("fun", [_newton_sqrt, _halve_or_step], ids=["newton_sqrt", "while_cond"])
+def test_grad_of_loops_and_branches_lays_out(fun) -> None:
+    """The README's newton_sqrt gradient and a gradient of a while holding a cond: every
+    block a cluster, every op one HTML-labelled node, every edge at a declared port; and
+    dot lays them out (it lost flat edges between the record nodes this drew before)."""
+    prog = sg.trace(sg.grad(fun), np.float32(9.0))
+    text = sg.to_dot(prog)
+    g = parse(text)
+    check_wellformed(g)
+    assert {c for c in g.clusters if re.fullmatch(r"cluster_b\d+", c)} == {
+        f"cluster_b{b.idx}" for b in prog.blocks}
+    assert sorted(op_nodes(g).values()) == sorted(op.type for b in prog.blocks for op in b.ops)
+    assert "shape=record" not in text
+    _lays_out(text)
+
+
 def test_tape_after_create_graph_shows_forward_and_backward_tapes() -> None:
     x = sg.tensor(np.ones((2, 3), np.float32), name="x")
     l1 = sg.nn.Linear(3, 3, act="relu", seed=0, name="linear1")
@@ -238,8 +294,8 @@ def test_labels_are_escaped() -> None:
     text = sg.to_dot(sg.autograd.tape())
     g = parse(text)
     check_wellformed(g)
-    assert any('w<1>|{"q"}' in a.get("label", "") for a in g.nodes.values())
-    assert '\\<1\\>\\|\\{\\"q\\"\\}' in text  # escaped in the record label
+    assert any('w<1>|{"q"}' in html.unescape(a.get("label", "")) for a in g.nodes.values())
+    assert "w&lt;1&gt;|{&quot;q&quot;}" in text  # escaped in the op's HTML label
 
 
 def test_to_dot_refuses_a_non_program() -> None:

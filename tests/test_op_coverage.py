@@ -1,6 +1,7 @@
-"""Every registry row is tested: a forward case (test_ops.CASES, test_manip.CASES) for each
-op, and a gradient case (test_op_grads.CASES, test_manip.GRAD_CASES) for each differentiable
-one, named by the op's user function.
+"""Every registry row is tested: a forward case (test_ops.CASES, test_manip.CASES and the
+tables of the other op families, EXTRA_FORWARD) for each op, and a gradient case
+(test_op_grads.CASES, test_manip.GRAD_CASES, EXTRA_GRADIENT) for each differentiable one,
+named by the op's user function.
 """
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ import srcgrad as sg
 import test_manip
 import test_op_grads
 import test_ops
+import test_conv
+import test_jnp_extra
+import test_nn_functions
+import test_random
 import test_special
 from srcgrad.ops.declare import EXPORTS
 from srcgrad.registry import REGISTRY
@@ -39,8 +44,13 @@ def _names(cases: list) -> set[str]:
 
 
 ROWS = sorted(n for n in REGISTRY if n not in CONTROL)
-FORWARD = test_ops.CASES + test_manip.CASES + test_special.CASES
-GRADIENT = test_op_grads.CASES + test_manip.GRAD_CASES + test_special.GRAD_CASES
+#: The forward and gradient tables of op families tested in their own files.
+_NN = test_nn_functions.ELEMENTWISE + test_nn_functions.CASES
+EXTRA_FORWARD = test_random.CASES + test_conv.CASES + _NN + test_jnp_extra.CASES
+EXTRA_GRADIENT = (test_random.GRAD_CASES + test_conv.CASES + _NN
+                  + [c for c in test_jnp_extra.CASES if c.diff])
+FORWARD = test_ops.CASES + test_manip.CASES + test_special.CASES + EXTRA_FORWARD
+GRADIENT = test_op_grads.CASES + test_manip.GRAD_CASES + test_special.GRAD_CASES + EXTRA_GRADIENT
 
 
 @pytest.mark.parametrize("row", ROWS)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -66,3 +67,17 @@ def test_a_wrong_gradient_is_caught_in_a_pytree() -> None:
 def test_argnums_out_of_range() -> None:
     with pytest.raises(ValueError, match="argnums 2"):
         check_grads(_mlp, (PARAMS, X), argnums=2)
+
+
+def test_float32_without_global_x64() -> None:
+    """Without jax_enable_x64, check_grads checks float32 arguments in a float64 scope (as
+    jax.test_util.check_grads works without it), catches a wrong gradient there, and leaves
+    x64 off."""
+    x32 = RNG.standard_normal((4, 3)).astype(np.float32)
+    w32 = {"w": PARAMS["w"].astype(np.float32), "b": PARAMS["b"].astype(np.float32)}
+    with jax.enable_x64(False):
+        check_grads(_mlp, (w32, x32), order=2, jax_fun=_mlp_jnp, directions=1)
+        with pytest.raises(AssertionError, match="directional derivative"):
+            check_grads(lambda p, x: sg.tanh(x @ p["w"] + sg.stop_gradient(p["b"])), (w32, x32))
+        assert not jax.config.read("jax_enable_x64")
+        assert sg.grad(lambda v: sg.sum(sg.tanh(v)))(x32).dtype == np.float32

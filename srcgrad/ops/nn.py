@@ -1,4 +1,5 @@
-"""Neural-network ops: softmax, log_softmax, activations (as jax.nn) and pooling.
+"""Neural-network ops: softmax, log_softmax and activations (as jax.nn); pooling is in
+ops/conv.py.
 
 Layer L3 (the ops): see docs/design.md.
 """
@@ -8,20 +9,13 @@ from typing import Any, Sequence
 
 import math
 
-import numpy as np
-
-from .. import dtypes
 from ..builder import as_var
-from ..errors import ShapeError
 from ..ir import Op, Variable
 from ._rules import norm_axis, require_float, same
-from .creation import full
 from .declare import Emitted, defop, public
 from .elementwise import (erf, exp, expm1, logical_and, maximum, minimum, multiply, negative,
                           sigmoid, softplus, stop_gradient, subtract, tanh, where)
-from .reduce import max as reduce_max
-from .reduce import mean, sum
-from .shape import concatenate, expand_dims, lax_pad, reshape, slice
+from .reduce import sum
 
 
 def _softmax_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list:
@@ -52,75 +46,6 @@ def log_softmax(x: Any, axis: int = -1) -> Emitted:
     """jax.nn.log_softmax(x, axis=-1)."""
     x = as_var(x)
     return [x], {"axis": norm_axis(axis, x.ndim)}
-
-
-def _pad_lowest(x: Variable, config: Sequence[tuple[int, int, int]]) -> Variable:
-    """Pad with the lowest value of the dtype (-inf for floats), which never wins a max."""
-    low = -np.inf if dtypes.is_inexact(x.dtype) else np.iinfo(x.dtype).min
-    for a, (lo, hi, _) in enumerate(config):
-        if lo or hi:
-            edges = [full(x.shape[:a] + (n,) + x.shape[a + 1:], low, x.dtype) for n in (lo, hi)]
-            x = concatenate([edges[0], x, edges[1]], a)
-    return x
-
-
-def _pool(x: Any, window: Sequence[int], strides: Sequence[int] | None, padding: str,
-          layout: str, kind: str) -> Variable:
-    """Windowed max/mean over the spatial axes, built from slices (so it differentiates)."""
-    x = as_var(x)
-    if x.ndim != 4 or layout not in ("NHWC", "NCHW"):
-        raise ShapeError(f"{kind}_pool needs a 4-D NHWC or NCHW input, got {x.type_str()}",
-                         op=f"{kind}_pool")
-    window = tuple(window)
-    strides = tuple(strides) if strides is not None else window
-    axes = (1, 2) if layout == "NHWC" else (2, 3)
-    if padding.upper() == "SAME":
-        cfg = [(0, 0, 0)] * 4
-        for a, k, s in zip(axes, window, strides):
-            n = x.shape[a]
-            out = -(-n // s)
-            total = max(0, (out - 1) * s + k - n)
-            cfg[a] = (total // 2, total - total // 2, 0)
-        x = lax_pad(x, cfg) if kind == "avg" else _pad_lowest(x, cfg)
-    elif padding.upper() != "VALID":
-        raise ShapeError(f"padding must be SAME or VALID, got {padding!r}", op=f"{kind}_pool")
-    outs = [(x.shape[a] - k) // s + 1 for a, k, s in zip(axes, window, strides)]
-    if min(outs) <= 0:
-        raise ShapeError(f"window {window} is larger than the input {x.type_str()}",
-                         op=f"{kind}_pool")
-    reduce = reduce_max if kind == "max" else mean
-    if window == strides and all(o * k == x.shape[a] for o, k, a in zip(outs, window, axes)):
-        shape = list(x.shape)
-        split: list[int] = []
-        for a in reversed(axes):
-            k = window[axes.index(a)]
-            shape[a:a + 1] = [shape[a] // k, k]
-        split = [axes[0] + 1, axes[1] + 2]
-        return reduce(reshape(x, tuple(shape)), split)
-    taps = []
-    for i in range(window[0]):
-        for j in range(window[1]):
-            start = [0] * 4
-            limit = list(x.shape)
-            step = [1] * 4
-            for a, off, o, s in zip(axes, (i, j), outs, strides):
-                start[a], limit[a], step[a] = off, off + (o - 1) * s + 1, s
-            taps.append(expand_dims(slice(x, start, limit, step), -1))
-    return reduce(concatenate(taps, -1), -1)
-
-
-@public
-def max_pool(x: Any, window: Sequence[int], strides: Sequence[int] | None = None,
-             padding: str = "VALID", layout: str = "NHWC") -> Variable:
-    """Max pooling; with SAME padding the padded positions never win (as lax.reduce_window)."""
-    return _pool(x, window, strides, padding, layout, "max")
-
-
-@public
-def avg_pool(x: Any, window: Sequence[int], strides: Sequence[int] | None = None,
-             padding: str = "VALID", layout: str = "NHWC") -> Variable:
-    """Average pooling; with SAME padding the padded zeros count (as flax's avg_pool)."""
-    return _pool(x, window, strides, padding, layout, "avg")
 
 
 # ---------------------------------------------------------------- activations (jax.nn)

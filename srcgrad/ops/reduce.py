@@ -52,9 +52,12 @@ def reduction(name: str, public_name: str, lower: str, grad: GradSpec, kind: str
     NumPy's `dtype=` casts the input first and `out=` must be None, so numpy.sum(traced) works.
     """
     def front(x: Any, axis: Axis = None, dtype: Any = None, out: None = None,
-              keepdims: bool = False) -> tuple[list[Variable], dict]:
+              keepdims: bool = False, initial: Any = None,
+              where: Any = None) -> Variable | tuple[list[Variable], dict]:
         _no_out(public_name, out)
         x = as_var(x)
+        if initial is not None or where is not None:
+            return _with_initial(op, public_name, x, axis, dtype, keepdims, initial, where)
         if dtype is not None:
             x = astype(x, dtype)
             if kind == "sum" and jax_dtype(jnp.sum, x.dtype) != x.dtype:
@@ -63,10 +66,42 @@ def reduction(name: str, public_name: str, lower: str, grad: GradSpec, kind: str
                 return astype(op(x, axis, keepdims=keepdims), x.dtype)
         axes = norm_axes(axis, x.ndim) if x.ndim or axis is None else norm_axes(axis, 0)
         return [x], {"axes": axes, "keepdims": bool(keepdims)}
-    named(front, public_name, f"jnp.{public_name}(x, axis=None, dtype=None, out=None, keepdims=False).")
+    named(front, public_name, f"jnp.{public_name}(x, axis=None, dtype=None, out=None, "
+                              "keepdims=False, initial=None, where=None).")
     op = defop(name, _reduce_rule(kind), lower + "({0}, axis={axes}, keepdims={keepdims})",
                grad, **knobs)(front)
     return op
+
+
+#: The identity each reduction starts from where `where` is False.
+_IDENTITY = {"sum": 0, "prod": 1, "max": -np.inf, "min": np.inf}
+
+
+def _with_initial(op: Any, name: str, x: Variable, axis: Axis, dtype: Any, keepdims: bool,
+                  initial: Any, where_: Any) -> Variable:
+    """jnp's `initial=` (folded in as one more element) and `where=` (masked elements take
+    the identity; a max/min over nothing needs `initial`)."""
+    if name not in _IDENTITY:
+        raise ShapeError(f"{name} takes no initial= or where=", op=name)
+    if dtype is not None:
+        x = astype(x, dtype)
+    if where_ is not None:
+        ident = _IDENTITY[name]
+        if name in ("max", "min"):
+            if initial is None:
+                raise ShapeError(f"{name} with where= needs initial= (a reduction over no "
+                                 "elements has no value)", op=name)
+            if not dtypes.is_inexact(x.dtype):
+                info = np.iinfo(x.dtype) if x.dtype.kind in "iu" else None
+                ident = (info.min if name == "max" else info.max) if info else name == "min"
+        x = where(as_var(where_), x, full((), ident, x.dtype))
+    out = op(x, axis, keepdims=keepdims)
+    if initial is None:
+        return out
+    init = astype(as_var(initial, like=out), out.dtype)
+    from .elementwise import add, maximum, minimum, multiply as mul
+    combine = {"sum": add, "prod": mul, "max": maximum, "min": minimum}[name]
+    return combine(out, init)
 
 
 def _averaged(name: str, x: Any, axis: Axis, dtype: Any, out: None
