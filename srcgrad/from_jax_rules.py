@@ -16,7 +16,7 @@ from .errors import SrcgradError, user_location
 from .ir import Variable
 from .ops import elementwise as E
 from .ops import lax_ops as X
-from .ops import linalg as L
+from .ops import contraction as L
 from .ops import reduce as R
 from .ops import shape as S
 from .ops import sort_scan as SS

@@ -21,3 +21,11 @@ def assert_tree_close(got: Any, want: Any, rtol: float = 1e-10, atol: float = 1e
     for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
         assert np.shape(a) == np.shape(b)
         np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+
+
+def sliced(cases: list, every: int) -> list:
+    """`cases` as pytest params where all but every `every`-th is marked `slow`: the default
+    run keeps a representative slice, `-m slow` runs the rest (docs/testing.md)."""
+    import pytest
+    return [c if i % every == 0 else pytest.param(c, marks=pytest.mark.slow, id=str(c))
+            for i, c in enumerate(cases)]

@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import srcgrad as sg
+from _util import sliced
 from test_op_grads import CASES as GRAD_CASES
 from test_op_grads import GradCase, cast, cotangent
 from test_ops import CASES, Case, key
@@ -54,7 +55,7 @@ _JITTED: dict[tuple, sg.Transformed] = {}
 USER_CASES = [c for c in CASES if "(the internal" not in c.name]
 
 
-@pytest.mark.parametrize("case", USER_CASES, ids=str)
+@pytest.mark.parametrize("case", sliced(USER_CASES, 3), ids=str)
 @ONE
 @given(data=st.data())
 def test_values_agree_three_ways(case: Case, data: st.DataObject) -> None:
@@ -72,7 +73,8 @@ def test_values_agree_three_ways(case: Case, data: st.DataObject) -> None:
             _same(g.numpy() if isinstance(g, sg.Tensor) else g, t, f"{case.name} {params}: {name}")
 
 
-@pytest.mark.parametrize("case", [c for c in GRAD_CASES if "(the internal" not in c.name], ids=str)
+@pytest.mark.parametrize("case", sliced([c for c in GRAD_CASES if "(the internal" not in c.name], 3),
+                         ids=str)
 @ONE
 @given(data=st.data())
 def test_gradients_agree_traced_and_imperative(case: GradCase, data: st.DataObject) -> None:

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-RENAMED = [("srcgrad.transformations", "srcgrad.derivatives", "jvp")]
+RENAMED = [("srcgrad.transformations", "srcgrad.derivatives", "jvp"),
+           ("srcgrad.ops.linalg", "srcgrad.ops.contraction", "matmul")]
 
 
 @pytest.mark.parametrize("old,new,name", RENAMED)

@@ -116,7 +116,7 @@ def test_small_constants_are_written_into_the_source() -> None:
 def test_an_empty_constant_keeps_its_shape() -> None:
     """An empty `constant` op (the masks and tables internal ops build) is written as zeros
     of its shape: a nested-list literal would lose the trailing axes."""
-    from srcgrad.ops.linalg import const_array
+    from srcgrad.ops.contraction import const_array
 
     def f(x: Any) -> Any:
         empty = const_array(np.zeros((2, 0, 3)), x.dtype)

@@ -19,7 +19,7 @@ from .creation import arange, full, ones
 from .declare import public_in
 from .elementwise import (abs, astype, clip, exp, expm1, log, log1p, logical_and, maximum,
                           minimum, rsqrt, sigmoid, softplus, sqrt, square, tanh, where)
-from .linalg import einsum
+from .contraction import einsum
 from .manip import repeat, split
 from .nn import elu, relu6, silu, softmax
 from .reduce import logsumexp

@@ -1,5 +1,5 @@
 """Convolutions and pooling of any rank: lax.conv_general_dilated and lax.conv_transpose over
-the `conv` op (ops/linalg.py), and max/avg pooling over 1, 2 or 3 spatial axes built from
+the `conv` op (ops/contraction.py), and max/avg pooling over 1, 2 or 3 spatial axes built from
 strided slices (so they differentiate to any order).
 
 Layer L3 (the ops): see docs/design.md.
@@ -19,7 +19,7 @@ from ..ir import Variable
 from .creation import full
 from .declare import public
 from .elementwise import astype
-from .linalg import _conv_op, conv_padding, layout_specs
+from .contraction import _conv_op, conv_padding, layout_specs
 from .reduce import max as reduce_max
 from .reduce import mean
 from .shape import concatenate, expand_dims, lax_pad, reshape, rev, slice, swapaxes

@@ -23,7 +23,7 @@ from ._rules import broadcast_shapes, require_float
 from .declare import Emitted, defop, public_in
 from .elementwise import add, astype, divide, multiply, negative, reciprocal, subtract, where
 from .indexing import one_hot
-from .linalg import const_array, matmul
+from .contraction import const_array, matmul
 from .shape import broadcast_to, concatenate, expand_dims, reshape, swapaxes
 
 

@@ -23,7 +23,7 @@ from .decomp import (_col, _const, _eye, _inexact, _matrices, _mT, _row, lax_lu,
 from .elementwise import (abs, add, astype, isfinite, logical_not, multiply, negative, not_equal,
                           power, reciprocal, sqrt, subtract, where)
 from .indexing import one_hot
-from .linalg import matmul
+from .contraction import matmul
 from .reduce import max as reduce_max
 from .reduce import min as reduce_min
 from .reduce import prod as reduce_prod

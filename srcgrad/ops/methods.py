@@ -12,13 +12,13 @@ from typing import Any, Callable
 
 from .. import dispatch
 from . import elementwise as E
-from . import indexing, linalg, linalg_functions, manip, reduce, shape, sort_scan
+from . import contraction, indexing, linalg_functions, manip, reduce, shape, sort_scan
 
 #: Binary operators: name -> the op; each also gets its reflected form (`__radd__`).
 BINARY: dict[str, Callable[..., Any]] = {
     "add": E.add, "sub": E.subtract, "mul": E.multiply, "truediv": E.divide,
     "pow": E.power, "mod": E.remainder, "floordiv": E.floor_divide,
-    "matmul": linalg.matmul, "and": E.logical_and, "or": E.logical_or,
+    "matmul": contraction.matmul, "and": E.logical_and, "or": E.logical_or,
 }
 COMPARISONS: dict[str, Callable[..., Any]] = {
     "__lt__": E.less, "__le__": E.less_equal, "__gt__": E.greater, "__ge__": E.greater_equal,
@@ -33,7 +33,7 @@ METHODS: dict[str, Callable[..., Any]] = {
     "sum": reduce.sum, "mean": reduce.mean, "max": reduce.max, "min": reduce.min,
     "prod": reduce.prod, "argmax": reduce.argmax, "argmin": reduce.argmin,
     "var": reduce.var, "std": reduce.std,
-    "dot": linalg.dot, "squeeze": shape.squeeze, "flatten": manip.ravel, "ravel": manip.ravel,
+    "dot": contraction.dot, "squeeze": shape.squeeze, "flatten": manip.ravel, "ravel": manip.ravel,
     "cumsum": sort_scan.cumsum, "cumprod": sort_scan.cumprod, "repeat": manip.repeat,
     "sort": sort_scan.sort, "argsort": sort_scan.argsort, "trace": linalg_functions.trace,
 }

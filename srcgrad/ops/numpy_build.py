@@ -18,7 +18,7 @@ from ._rules import broadcast_shapes
 from .creation import arange, full, zeros
 from .declare import public
 from .elementwise import abs, astype, clip, exp, isfinite, isnan, log, logical_and, where
-from .linalg import einsum, matmul
+from .contraction import einsum, matmul
 from .manip import moveaxis, ravel
 from .numpy_reductions import all
 from .reduce import mean, sum

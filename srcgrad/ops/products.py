@@ -18,7 +18,7 @@ from ._rules import broadcast_shapes, norm_axis
 from .creation import zeros
 from .declare import public
 from .elementwise import astype, multiply, subtract
-from .linalg import matmul
+from .contraction import matmul
 from .manip import moveaxis
 from .shape import broadcast_to, concatenate, expand_dims, reshape, transpose
 
