@@ -415,12 +415,14 @@ class Transformed:
         if fast and (entry.checks or entry.captures or entry.watched
                      or entry.lowered.nesting > SHALLOW_NESTING):
             # (a deep program's compile needs the recursion room jitted() makes). An entry
-            # built inside this trace goes: what it captured may be this trace's tracers.
-            with slot.lock:
-                if slot.entry is entry:
-                    slot.entry = None
-                    with self._own_lock:
-                        self.compilations -= 1  # (XLA never compiled it)
+            # that captured this trace's tracers (a constant computed by JAX while srcgrad
+            # traced, as from_jax's key data) goes; one that captured arrays stays.
+            if any(isinstance(value, jax.core.Tracer) for value, _, _ in entry.captures):
+                with slot.lock:
+                    if slot.entry is entry:
+                        slot.entry = None
+                        with self._own_lock:
+                            self.compilations -= 1  # (XLA never compiled it)
             raise _NotFast
         if entry.checks and any(isinstance(a, jax.core.Tracer) for a in (*arrays, *fed)):
             op = entry.checks[0][2]
