@@ -55,7 +55,7 @@ _JITTED: dict[tuple, sg.Transformed] = {}
 USER_CASES = [c for c in CASES if "(the internal" not in c.name]
 
 
-@pytest.mark.parametrize("case", sliced(USER_CASES, 3), ids=str)
+@pytest.mark.parametrize("case", sliced(USER_CASES, 4), ids=str)
 @ONE
 @given(data=st.data())
 def test_values_agree_three_ways(case: Case, data: st.DataObject) -> None:

@@ -274,7 +274,7 @@ def _traced(case: Case) -> Callable[..., Any]:
     return lambda: sg.jit(fn)(*[case.args[i] for i in arrays])
 
 
-@pytest.mark.parametrize("case", sliced(CASES, 2), ids=str)
+@pytest.mark.parametrize("case", sliced(CASES, 3), ids=str)
 def test_forward_matches_jax_numpy(case: Case) -> None:
     want = case.fn(jnp, *case.args)
     _same(_traced(case)(), want, case.name, case.rtol)
@@ -293,7 +293,7 @@ def _loss(m: Any, case: Case, ct: np.ndarray) -> Callable[..., Any]:
     return loss
 
 
-@pytest.mark.parametrize("case", sliced([c for c in CASES if c.diff], 2), ids=str)
+@pytest.mark.parametrize("case", sliced([c for c in CASES if c.diff], 3), ids=str)
 def test_gradients_match_jax_grad(case: Case) -> None:
     """jax.grad of sum(f * ct) (NaN outputs masked), and of sum(grad * v) for second order."""
     ct = np.random.default_rng(0).standard_normal(np.shape(case.fn(jnp, *case.args)))
