@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any, Callable
 
@@ -82,8 +84,9 @@ def main() -> None:
     runs: dict[str, list[dict[str, float]]] = {p: [] for p in pythons}
     for _ in range(args.rounds):
         for py in pythons:
-            out = subprocess.run([py, "-m", "benchmarks.dispatch", "--one-round",
-                                  "--calls", str(args.calls)],
+            # By path, from elsewhere: each interpreter imports its own installed srcgrad.
+            out = subprocess.run([py, os.path.abspath(__file__), "--one-round",
+                                  "--calls", str(args.calls)], cwd=tempfile.gettempdir(),
                                  check=True, capture_output=True, text=True).stdout
             runs[py].append(json.loads(out.strip().splitlines()[-1]))
     names = list(runs[pythons[0]][0])

@@ -65,9 +65,24 @@ def run(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
     prog = PROGRAMS.get(key)
     if prog is None:
         prog = PROGRAMS.put(key, _lower(fn, leaves, tree))
-    fed = [np.asarray(weak[i], dt) for i, dt in prog.weak] if prog.weak else ()
+    fed = [_on_device(weak[i], dt) for i, dt in prog.weak] if prog.weak else ()
     outs, _ = prog.run(*arrays, *fed, *prog.captured)
     return jax.tree_util.tree_unflatten(prog.out_tree, list(outs))
+
+
+_NUMBERS: dict[tuple[str, np.dtype], jax.Array] = {}
+
+
+def _on_device(value: int | float | complex, dtype: np.dtype) -> jax.Array:
+    """A weak number as a device array of `dtype`, kept for the numbers seen last (`x * 2.0`
+    then costs no transfer per call; a schedule's new values cost one each)."""
+    key = (repr(value), dtype)  # repr: 0.0 and -0.0 differ
+    arr = _NUMBERS.get(key)
+    if arr is None:
+        if len(_NUMBERS) >= 1024:
+            _NUMBERS.clear()
+        arr = _NUMBERS[key] = jax.numpy.asarray(value, dtype)
+    return arr
 
 
 def _lower(fn: Callable[..., Any], leaves: list, tree: Any) -> _Program:
