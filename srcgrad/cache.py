@@ -97,8 +97,9 @@ class Clearable(Protocol):
 
 
 class BoundedCache:
-    """A map of compiled programs with a size bound (the least recently used go first) and
-    a lock; `get` and `put` are safe from several threads."""
+    """A map of compiled programs with a size bound (the earliest stored go first) and a
+    lock; `get` (a plain dict read, on every eager call) and `put` are safe from several
+    threads."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -106,17 +107,12 @@ class BoundedCache:
         self._data: collections.OrderedDict[Any, Any] = collections.OrderedDict()
 
     def get(self, key: Any) -> Any:
-        with self._lock:
-            value = self._data.get(key)
-            if value is not None:
-                self._data.move_to_end(key)
-            return value
+        return self._data.get(key)
 
     def put(self, key: Any, value: Any) -> Any:
         """Store `value` (or keep the one another thread stored first) and return it."""
         with self._lock:
             value = self._data.setdefault(key, value)
-            self._data.move_to_end(key)
             while len(self._data) > self.limit:
                 self._data.popitem(last=False)
             return value

@@ -81,9 +81,11 @@ def register_eager(run: Interpreter) -> None:
 
 def register_tape(run: Interpreter, wants: Callable[[Leaves], bool],
                   leaf_types: tuple[type, ...]) -> None:
+    global _LEAF_TYPES
     INTERPRETERS.tape = run
     INTERPRETERS.tape_wants = wants
     INTERPRETERS.leaf_types = leaf_types
+    _LEAF_TYPES = frozenset(leaf_types)
 
 
 def tracing(args: Any) -> bool:
@@ -98,7 +100,11 @@ def tracing(args: Any) -> bool:
 
 
 def _is_leaf(x: Any) -> bool:
-    return isinstance(x, INTERPRETERS.leaf_types)
+    return type(x) in _LEAF_TYPES
+
+
+#: INTERPRETERS.leaf_types as a set, for the flattening of every call.
+_LEAF_TYPES: frozenset[type] = frozenset()
 
 
 def _number(x: Any) -> bool:
@@ -108,9 +114,12 @@ def _number(x: Any) -> bool:
 
 def weaken(args: tuple, kwargs: dict[str, Any], operands: Operands) -> tuple[tuple, dict[str, Any]]:
     """`args`/`kwargs` with the Python numbers in operand positions wrapped as `Weak`."""
-    if any(i < len(args) and _number(args[i]) for i in operands.positions):
-        args = tuple(Weak(a) if i in operands.positions and _number(a) else a
-                     for i, a in enumerate(args))
+    n = len(args)
+    for i in operands.positions:
+        if i < n and _number(args[i]):
+            args = tuple(Weak(a) if i in operands.positions and _number(a) else a
+                         for i, a in enumerate(args))
+            break
     if kwargs and any(k in operands.names and _number(v) for k, v in kwargs.items()):
         kwargs = {k: Weak(v) if k in operands.names and _number(v) else v
                   for k, v in kwargs.items()}
@@ -126,7 +135,7 @@ def call(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any],
         args, kwargs = weaken(args, kwargs, operands)
     leaves, tree = jax.tree_util.tree_flatten((args, kwargs), is_leaf=_is_leaf)
     reg = INTERPRETERS
-    if reg.tape is not None and reg.tape_wants(leaves):
+    if reg.tape_wants(leaves):
         return reg.tape(fn, leaves, tree)
     if reg.eager is None:
         raise RuntimeError("srcgrad's eager interpreter is not registered: import srcgrad")
