@@ -68,6 +68,9 @@ def test_pip_install_puts_transforms_inside_srcgrad(tmp_path: Path) -> None:
     top = found["top_level_transforms"]
     assert top is None or not Path(top).resolve().is_relative_to(site_dir), top
     record = next(site_dir.glob("srcgrad-*.dist-info")) / "RECORD"
-    shipped = {line.split(",")[0].split("/")[0] for line in record.read_text().splitlines()}
+    files = {line.split(",")[0] for line in record.read_text().splitlines()}
+    shipped = {f.split("/")[0] for f in files}
     assert {p for p in shipped if not p.startswith("srcgrad")} == set(), shipped
+    packages = {f"srcgrad/{p.parent.name}/__init__.py" for p in (REPO / "srcgrad").glob("*/__init__.py")}
+    assert packages <= files, f"subpackages left out of the wheel: {sorted(packages - files)}"
     assert found["grad"] == [0.0, 2.0, 4.0]
