@@ -181,6 +181,15 @@ def as_var(x: Any, like: Variable | None = None) -> Variable:
                      loc=user_location())
 
 
+def as_pair(x: Any, y: Any) -> tuple[Variable, Variable]:
+    """Two operands as Variables; a Python number takes the other one's dtype (JAX's weak
+    typing), the first one's when both are numbers."""
+    if isinstance(x, Variable):
+        return x, as_var(y, like=x)
+    y = as_var(y)
+    return as_var(x, like=y), y
+
+
 class _Sequences:
     """How a list with traced elements becomes one array: `sg.stack`, registered by
     srcgrad/ops/shape.py (the ops are built on this module)."""

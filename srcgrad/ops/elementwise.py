@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import dtypes
-from ..builder import as_var
+from ..builder import as_pair, as_var
 from ..errors import ShapeError
 from ..ir import Op, Variable
 from ..registry import LINEAR, MULTILINEAR, REGISTRY, REMAT_INDEX, ZERO, GradSpec, OutType, f32_f64
@@ -95,11 +95,7 @@ def binary(name: str, lower: str, grad: GradSpec, kind: str = "arith", doc: str 
     A Python scalar takes the other argument's dtype, as JAX's weak types do.
     """
     def front(x: ArrayLike, y: ArrayLike) -> tuple[list[Variable], dict]:
-        if isinstance(x, Variable):
-            y = as_var(y, like=x)
-        else:
-            y = as_var(y)
-            x = as_var(x, like=y)
+        x, y = as_pair(x, y)
         return [x, y], {}
     named(front, name, doc or f"Elementwise {name} with NumPy broadcasting (jax.numpy semantics).")
     return defop(name, _binary_rule(kind), lower, grad, export=export, operands=("x", "y"),
@@ -300,11 +296,7 @@ def logical_not(x: ArrayLike) -> tuple[list[Variable], dict]:
 def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> tuple[list[Variable], dict]:
     """jnp.where(condition, x, y) (the three-argument form; a non-bool condition means != 0)."""
     c = astype(as_var(condition), BOOL)
-    if isinstance(x, Variable):
-        y = as_var(y, like=x)
-    else:
-        y = as_var(y)
-        x = as_var(x, like=y)
+    x, y = as_pair(x, y)
     return [c, x, y], {}
 
 

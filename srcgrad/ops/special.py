@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import dtypes
-from ..builder import as_var
+from ..builder import as_pair, as_var
 from ..errors import SrcgradError, user_location
 from ..ir import Op, Variable
 from ..registry import GradSpec
@@ -52,11 +52,7 @@ def _binary(name: str, lower: str, grad: GradSpec, doc: str, export: bool = True
             ) -> Callable[[Any, Any], Variable]:
     """An elementwise function of two broadcasting float arguments."""
     def front(x: Any, y: Any) -> tuple[list[Variable], dict]:
-        if isinstance(x, Variable):
-            y = as_var(y, like=x)
-        else:
-            y = as_var(y)
-            x = as_var(x, like=y)
+        x, y = as_pair(x, y)
         dt = dtypes.promote(x.dtype, y.dtype)
         if not dtypes.is_inexact(dt):
             dt = jax_dtype(jnp.exp, dt)
