@@ -94,7 +94,7 @@ def emit(type_: str, inputs: Sequence[Variable], attrs: dict[str, Any] | None = 
         # into recorded residuals; the verifier checks the finished program.
         loc = origin.loc
     else:
-        loc = user_location()
+        loc = prog.loc if prog.loc is not None else user_location()
         for v in inputs:
             if v.block is not block and not _visible(v, block):
                 raise TraceError(_escape_message(v, prog), op=type_, loc=loc)

@@ -20,14 +20,20 @@ class Config:
         srcgrad's own frames (as JAX's traceback filtering), showing the user's lines only.
         Default True; the environment variable SRCGRAD_TRACEBACK_FILTERING=off (read at
         import) makes it False.
+    tape_compile_after: imperative mode differentiates a tape whose structure it has seen
+        fewer times than this op by op, from per-op gradient programs cached by op, shapes
+        and dtypes (nothing new to compile for a new structure of known ops); from this
+        many sightings on it compiles the structure's whole backward once and reuses it.
+        1 compiles every structure at once. Default 2.
     """
 
-    __slots__ = ("_max_loop_records", "_traceback_filtering")
+    __slots__ = ("_max_loop_records", "_traceback_filtering", "_tape_compile_after")
 
     def __init__(self) -> None:
         self._max_loop_records = 2 ** 20
         self._traceback_filtering = os.environ.get(
             "SRCGRAD_TRACEBACK_FILTERING", "on").strip().lower() not in ("off", "0", "false", "no")
+        self._tape_compile_after = 2
 
     @property
     def max_loop_records(self) -> int:
@@ -50,9 +56,20 @@ class Config:
             raise ValueError(f"sg.config.traceback_filtering must be True or False, got {value!r}")
         self._traceback_filtering = value
 
+    @property
+    def tape_compile_after(self) -> int:
+        return self._tape_compile_after
+
+    @tape_compile_after.setter
+    def tape_compile_after(self, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"sg.config.tape_compile_after must be an int >= 1, got {value!r}")
+        self._tape_compile_after = value
+
     def __repr__(self) -> str:
         return (f"Config(max_loop_records={self.max_loop_records}, "
-                f"traceback_filtering={self.traceback_filtering})")
+                f"traceback_filtering={self.traceback_filtering}, "
+                f"tape_compile_after={self.tape_compile_after})")
 
 
 config = Config()

@@ -39,7 +39,7 @@ class _Program(NamedTuple):
     captured: tuple[Any, ...]
 
 
-def _is_array(x: Any) -> bool:
+def is_array(x: Any) -> bool:
     return isinstance(x, (np.ndarray, np.generic, jax.Array, jax.core.Tracer))
 
 
@@ -50,7 +50,7 @@ def signature(leaves: list) -> tuple[tuple, list, list]:
         if type(leaf) is Weak:
             parts.append(type(leaf.value))
             weak.append(leaf.value)
-        elif _is_array(leaf):
+        elif is_array(leaf):
             parts.append((leaf.shape, leaf.dtype))
             arrays.append(leaf)
         else:
@@ -61,13 +61,25 @@ def signature(leaves: list) -> tuple[tuple, list, list]:
 def run(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
     """`fn` called on the flattened arguments (arrays, Weak numbers and static values)."""
     parts, arrays, weak = signature(leaves)
+    outs, out_tree, _ = evaluate(fn, leaves, tree, parts, arrays, weak)
+    return jax.tree_util.tree_unflatten(out_tree, outs)
+
+
+def evaluate(fn: Callable[..., Any], leaves: list, tree: Any, parts: tuple, arrays: list,
+             weak: list) -> tuple[list, Any, list[tuple[int, np.dtype, jax.Array]]]:
+    """`fn` on leaves whose `signature` is given: its result leaves, their tree, and each
+    weak number the program lifted (its index among the weak ones, dtype and device value)."""
     key = (fn, tree, parts, dtypes.x64())
     prog = PROGRAMS.get(key)
     if prog is None:
         prog = PROGRAMS.put(key, _lower(fn, leaves, tree))
-    fed = [_on_device(weak[i], dt) for i, dt in prog.weak] if prog.weak else ()
+    if prog.weak:
+        lifted = [(i, dt, _on_device(weak[i], dt)) for i, dt in prog.weak]
+        fed = [arr for _, _, arr in lifted]
+    else:
+        lifted = fed = []
     outs, _ = prog.run(*arrays, *fed, *prog.captured)
-    return jax.tree_util.tree_unflatten(prog.out_tree, list(outs))
+    return list(outs), prog.out_tree, lifted
 
 
 _NUMBERS: dict[tuple[str, np.dtype], jax.Array] = {}
@@ -97,12 +109,13 @@ def _lower(fn: Callable[..., Any], leaves: list, tree: Any) -> _Program:
     def lift(w: Weak, dt: np.dtype) -> Variable:
         v = block.new_var(f"w{len(weak_inputs)}", (), dt, kind="data", stop_gradient=True)
         weak_inputs.append(v)
+        prog.inputs.append(v)  # after the arrays' inputs, which are made before the trace
         lifted.append((order[id(w)], dt))
         return v
     prog.lift_weak = lift
     traced = []
     for leaf in leaves:
-        if _is_array(leaf):
+        if is_array(leaf):
             v = block.new_var(f"x{len(prog.inputs)}", tuple(leaf.shape),
                               dtypes.canonical(np.dtype(leaf.dtype)), kind="data",
                               stop_gradient=True, exact_name=True)
@@ -114,7 +127,6 @@ def _lower(fn: Callable[..., Any], leaves: list, tree: Any) -> _Program:
         out = fn(*args, **kwargs)
         out_leaves, out_tree = jax.tree_util.tree_flatten(out)
         outs = [as_var(v) for v in out_leaves]
-    prog.inputs.extend(weak_inputs)
     name = getattr(fn, "__name__", "op")
     lowered = lower_program(prog, list(prog.inputs) + prog.captures, outs, [],
                             name=f"eager_{name}")

@@ -188,6 +188,9 @@ class Program:
         #: How a `dispatch.Weak` number becomes a Variable here (an eager call's or a tape's
         #: input fed its value); None: an inline constant.
         self.lift_weak: Any = None
+        #: The user's line the ops appended now are attributed to (a tape's entries are
+        #: replayed at the line that recorded them); None: the line that appends them.
+        self.loc: Any = None
         #: Checks `() -> bool` of code traced into the program from outside srcgrad's view
         #: (sg.from_jax's functions): a compiled program is stale once one returns False (a
         #: global or closed-over name of the function was rebound).

@@ -91,7 +91,7 @@ class Optimizer:
             [self.state[id(p)] for p in ps], steps, self._hyper())
         for p, v, s in zip(ps, values, states):
             p._value = v
-            p._tape = p._var = None
+            p._tape = p._num = None
             self.state[id(p)] = s
 
     def __call__(self, params: Sequence[Tensor]) -> None:
@@ -237,7 +237,7 @@ class from_optax:  # noqa: N801  (a function's name: sg.optim.from_optax(tx, par
         values, self.state = self._jitted([p._value for p in self.params], grads, self.state)
         for p, v in zip(self.params, values):
             p._value = v.astype(p.dtype)
-            p._tape = p._var = None
+            p._tape = p._num = None
 
     def zero_grad(self) -> None:
         zero_grad(self.params)

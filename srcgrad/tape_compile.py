@@ -1,29 +1,28 @@
-"""Compiling a tape's backward: its structure key, the ops to emit, the jitted function.
+"""Compiling a tape's backward whole: its structure key, the ops to emit, the jitted function.
 
-The key of a tape is its structure, never its values: op types, how each op's inputs are
-wired to earlier values, shapes, dtypes, attributes, and which values were recorded. It is
-built while recording: each recorded call's ops are keyed once, as a step from the tape's
-node in a trie of the structures seen, so equal recordings end on the same node and
-backward looks its compiled program up by that node and the heads, in O(1).
+The key of a tape is its structure, never its values: the ops' fronts, how each call's
+inputs are wired to earlier values, shapes, dtypes, static arguments. It is built while
+recording: each entry is keyed once, as a step from the tape's node in a trie of the
+structures seen, so equal recordings end on the same node and backward looks its compiled
+program up by that node and the heads, in O(1). A structure is compiled once it has been
+seen `sg.config.tape_compile_after` times; before that its backward runs op by op
+(srcgrad/tape_vjp.py).
 
 Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 
-import hashlib
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .cache import Slot, register
-from .ir import Block, Op, Program, Variable
-from .transforms.lower_jax import lower_program
 from .analysis import free_vars, walk_blocks
-
-#: Attribute types keyed by (type, value) at once (floats are keyed by repr: -0.0, nan).
-_PLAIN = frozenset({int, bool, str, type(None)})
+from .cache import Slot, register
+from .ir import Op, Program, Variable
+from .transforms.backward import gradients
+from .transforms.lower_jax import lower_program
 
 _compiles = 0
 _compiles_lock = threading.Lock()
@@ -36,11 +35,12 @@ def compile_count() -> int:
 
 @dataclass
 class Compiled:
-    """A compiled backward: the tape values it is fed (by position in the structure's
-    numbering) and which of the asked-for gradients it returns."""
+    """A compiled backward: the tape values it is fed (by number), the constants the
+    replayed ops captured, and which of the asked-for gradients it returns."""
 
     fn: Callable[..., Any]
     feeds: list[int]
+    consts: list[Any]
     returned: list[bool]
     source: str
 
@@ -90,11 +90,18 @@ class Trie:
         self.root = Node()
         self.size = 1
         self.entries: dict[tuple, Slot] = {}
+        #: How many backwards each key has run.
+        self.seen: dict[tuple, int] = {}
 
-    def slot(self, key: tuple) -> Slot:
-        """The compiled backward's slot for `key` (a node and what backward asks of it)."""
+    def visit(self, key: tuple) -> tuple[Slot, int]:
+        """The compiled backward's slot for `key` (a node and what backward asks of it), and
+        how many backwards of that key ran before this one."""
         slot = self.entries.get(key)
-        return slot if slot is not None else self.entries.setdefault(key, Slot())
+        if slot is None:
+            slot = self.entries.setdefault(key, Slot())
+        seen = self.seen.get(key, 0)
+        self.seen[key] = seen + 1
+        return slot, seen
 
 
 #: The trie new tapes enter; replaced (not grown) past `TRIE_LIMIT` nodes, so recordings
@@ -111,6 +118,7 @@ def _forget() -> None:
     for slot in list(old.entries.values()):
         slot.entry = None
     old.entries.clear()
+    old.seen.clear()
 
 
 class _Backwards:
@@ -134,47 +142,28 @@ def _renew() -> None:
 
 
 class Structure:
-    """A tape's structure, keyed while it is recorded: its Variables numbered in order of
-    first appearance and its path in the trie.
+    """A tape's structure, keyed while it is recorded: its path in the trie.
 
-    Each recorded step (`advance`) keys the ops, inputs and values added since the last
-    one: op types, input wiring (as numbers), attrs, output numbers, each new Variable's
-    shape, dtype and kind, and the numbers of the Variables whose values were recorded.
-    The step's key leads to a child node; backward reads the node, so its key costs O(1).
+    Each recorded entry steps from the tape's node by its key: the op's front, its argument
+    tree, and per leaf the number of the tape value read (numbers are given in order, so
+    they are the wiring), a weak number's Python type or a static value's key, preceded by
+    the shape, dtype and kind of each input the entry brought onto the tape. Equal
+    recordings reach the same node; backward reads the node, so its key costs O(1).
     """
 
-    def __init__(self, program: Program) -> None:
-        #: The tape's op list and input list (appended to in place).
-        self.ops = program.global_block().ops
-        self.inputs = program.inputs
+    __slots__ = ("trie", "node", "pending")
+
+    def __init__(self) -> None:
         self.trie = _trie
         self.node = self.trie.root
-        self.order: list[Variable] = []
-        self.num: dict[Variable, int] = {}
-        self.parts: list[Any] = []
-        self.n_ops = 0
-        self.n_inputs = 0
-        #: Variables given a value since the last step.
-        self.known: list[Variable] = []
+        #: The inputs numbered since the last step (shape, dtype, kind each).
+        self.pending: list[tuple] = []
 
-    def advance(self) -> Node:
-        """Key what was recorded since the last step; the node of the tape so far."""
-        ops, inputs = self.ops, self.inputs
-        if len(ops) == self.n_ops and len(inputs) == self.n_inputs and not self.known:
-            return self.node
-        parts = self.parts
-        for op in ops[self.n_ops:]:
-            parts.append(self.op_key(op))
-        self.n_ops = len(ops)
-        number = self.number
-        for v in inputs[self.n_inputs:]:  # inputs no op reads
-            number(v)
-        self.n_inputs = len(inputs)
-        if self.known:
-            parts.append(("known", tuple([number(v) for v in self.known])))
-            self.known.clear()
-        key = tuple(parts)
-        parts.clear()
+    def step(self, key: tuple) -> Node:
+        """Step by an entry's key (and the inputs pending); the node of the tape so far."""
+        if self.pending:
+            key = (tuple(self.pending), key)
+            self.pending.clear()
         children = self.node.children
         child = children.get(key)
         if child is None:
@@ -186,44 +175,63 @@ class Structure:
         self.node = child
         return child
 
-    def number(self, v: Variable) -> int:
-        i = self.num.get(v)
-        if i is None:
-            i = self.num[v] = len(self.order)
-            self.order.append(v)
-            self.parts.append((v.shape, v.dtype, v.stop_gradient, v.kind))
-        return i
-
-    def op_key(self, op: Op) -> tuple:
-        number = self.number
-        ins = tuple([number(v) for v in op.inputs])
-        attrs = tuple([(k, self.attr_key(a)) for k, a in op.attrs.items()]) if op.attrs else ()
-        return op.type, ins, attrs, tuple([number(o) for o in op.outputs])
-
-    def block_key(self, block: Block) -> tuple:
-        head = tuple(self.number(v) for v in block.params)
-        body = tuple(self.op_key(op) for op in block.ops)
-        return head, body, tuple(self.number(v) for v in block.results)
-
-    def attr_key(self, a: Any) -> Any:
-        t = type(a)
-        if t in _PLAIN or (t is tuple and all([type(x) is int for x in a])):
-            return (t, a)  # the common attrs (axes, shapes, flags), without the checks below
-        if isinstance(a, Block):
-            return ("block", self.block_key(a))
-        if isinstance(a, (float, np.floating)):
-            return (type(a), repr(a))
-        if isinstance(a, np.ndarray):
-            data = a.tobytes()  # a large array by a digest: the trie keeps its keys
-            return ("array", a.shape, a.dtype,
-                    data if len(data) <= 256 else hashlib.blake2b(data, digest_size=32).digest())
-        if isinstance(a, (list, tuple)):
-            return (type(a), tuple(self.attr_key(x) for x in a))
-        try:
-            hash(a)
-        except TypeError:
-            return (type(a), repr(a))
-        return (type(a), a)
+    def flush(self) -> Node:
+        """The node of the tape so far, with the inputs numbered since the last step."""
+        return self.step(("inputs",)) if self.pending else self.node
 
 
-__all__ = ["Compiled", "Node", "Structure", "Trie", "compile_count", "emit", "plan"]
+def key_of(tape: Any, heads: Sequence[int], seeds: Sequence[Any], xs: Sequence[int | None]
+           ) -> tuple:
+    """The key of a backward: the tape's node, the heads, the seeds' shapes, the inputs."""
+    return (tape.structure.flush(), tuple(heads),
+            tuple([None if s is None else (s.shape, s.dtype) for s in seeds]),
+            tuple([-1 if x is None else x for x in xs]))
+
+
+def run_whole(tape: Any, heads: list[int], seeds: list, xs: list[int | None], slot: Slot
+              ) -> list[Any]:
+    """The gradients' values, from the backward compiled for the tape's structure."""
+    entry = slot.entry
+    if entry is None:
+        with slot.lock:
+            entry = slot.entry
+            if entry is None:
+                entry = slot.entry = build(tape, heads, seeds, xs)
+    values = tape.values
+    fed = [values[i] for i in entry.feeds] + entry.consts + [s for s in seeds if s is not None]
+    outs = iter(entry.fn(*fed))
+    return [next(outs) if r else None for r in entry.returned]
+
+
+def build(tape: Any, heads: list[int], seeds: list, xs: list[int | None]) -> Compiled:
+    """Differentiate the tape's Program (the grad ops are taken off again afterwards) and
+    compile the ops the gradients need beyond the recorded values."""
+    prog = tape.program
+    block = prog.global_block()
+    head_vars = [tape.var(h) for h in heads]
+    wrt = [tape.var(x) for x in xs if x is not None]
+    n_ops, n_inputs = len(block.ops), len(prog.inputs)
+    try:
+        hg = [None if s is None else block.new_var("head_grad", tuple(s.shape), np.dtype(s.dtype),
+                                                   kind="data", stop_gradient=True) for s in seeds]
+        prog.inputs.extend(v for v in hg if v is not None)
+        gs = gradients(head_vars, wrt, hg) if wrt else []
+        got = dict(zip(wrt, gs))
+        fetch = [g for g in gs if g is not None]
+        captured = tape.captured()
+        known = {v for v in tape.known_vars()}.union(captured, [v for v in hg if v is not None])
+        ops, feeds = plan(block.ops, fetch, known)
+        numbered = sorted((v for v in feeds if tape.num_by_var(v) is not None),
+                          key=tape.num_by_var)
+        consts = [v for v in feeds if tape.num_by_var(v) is None and v in captured]
+        fn, source = emit(prog, ops, numbered + consts + [v for v in hg if v is not None], fetch)
+        returned = [x is not None and got.get(tape.var(x)) is not None for x in xs]
+        return Compiled(fn, [tape.num_by_var(v) for v in numbered],
+                        [captured[v] for v in consts], returned, source)
+    finally:
+        del block.ops[n_ops:]
+        del prog.inputs[n_inputs:]
+
+
+__all__ = ["Compiled", "Node", "Structure", "Trie", "build", "compile_count", "emit", "key_of",
+           "plan", "run_whole"]

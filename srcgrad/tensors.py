@@ -1,8 +1,8 @@
 """`sg.Tensor`: an eager array for imperative mode (MXNet's NDArray with autograd info).
 
 A Tensor holds a concrete `jax.Array`. Inside `sg.autograd.record()` every op on Tensors
-computes its value at once and is also appended to the recording's tape (a `Program`); the
-Tensor then remembers its Variable on that tape. Its operators and methods are installed by
+computes its value at once and is also appended to the recording's tape (srcgrad/tape.py);
+the Tensor then remembers its number on that tape. Its operators and methods are installed by
 `srcgrad.autograd` (they are the srcgrad ops). A Tensor is a JAX pytree of one leaf, its
 array, so `jax.jit`, `jax.tree_util` and optax take Tensors where they take arrays.
 
@@ -10,7 +10,7 @@ Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -18,9 +18,6 @@ import numpy as np
 
 from . import dtypes
 from .errors import SrcgradError, user_location
-
-if TYPE_CHECKING:
-    from .ir import Variable
 
 GRAD_REQS = ("write", "add", "null")
 #: srcgrad.autograd's functions that the methods call (it imports this module; it fills this in).
@@ -30,14 +27,14 @@ _autograd: dict[str, Any] = {}
 class Tensor:
     """An eager array that can be recorded for backward (see `sg.autograd`)."""
 
-    __slots__ = ("_value", "_tape", "_var", "grad", "grad_req", "name", "__weakref__")
+    __slots__ = ("_value", "_tape", "_num", "grad", "grad_req", "name", "__weakref__")
     # NumPy arrays and scalars defer their binary operators to ours (np_array + tensor).
     __array_priority__ = 1000
 
     def __init__(self, value: Any, name: str | None = None):
         self._value: jax.Array = value
         self._tape: Any = None  # the autograd Tape that recorded it
-        self._var: Variable | None = None
+        self._num: int | None = None  # its number on that tape
         #: The gradient written by backward (a Tensor), None before `attach_grad`.
         self.grad: Tensor | None = None
         #: "write", "add" or "null" once `attach_grad` was called, else None.
@@ -94,7 +91,9 @@ class Tensor:
     __hash__ = object.__hash__
 
     def __repr__(self) -> str:
-        where = f", recorded as {self._var.name}" if self._var is not None else ""
+        where = ""
+        if self._tape is not None and not self._tape.freed:
+            where = f", recorded by {self._tape.names[self._num]}"
         req = f", grad_req={self.grad_req!r}" if self.grad_req else ""
         return f"Tensor({np.asarray(self._value)!r}{req}{where})"
 
@@ -122,7 +121,7 @@ class Tensor:
             raise SrcgradError(f"assign: a value of shape {tuple(new.shape)} for a tensor of "
                                f"shape {self.shape}", loc=user_location())
         self._value = new.astype(self.dtype)
-        self._tape = self._var = None
+        self._tape = self._num = None
 
     @property
     def requires_grad(self) -> bool:

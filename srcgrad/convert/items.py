@@ -48,7 +48,7 @@ def tensor_setitem(t: Tensor, index: Any, value: Any) -> None:
         raise SrcgradError(f"t[{index!r}] = ...: {e} (t is {t.dtype.name}{list(t.shape)})",
                            op="setitem", loc=user_location()) from None
     new = dispatch.call(_updated, (t, np.asarray(pos), value), {})
-    t._value, t._tape, t._var = new._value, new._tape, new._var
+    t._value, t._tape, t._num = new._value, new._tape, new._num
 
 
 def install() -> None:
