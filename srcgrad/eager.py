@@ -91,7 +91,7 @@ def _on_device(value: int | float | complex, dtype: np.dtype) -> jax.Array:
     key = (repr(value), dtype)  # repr: 0.0 and -0.0 differ
     arr = _NUMBERS.get(key)
     if arr is None:
-        if len(_NUMBERS) >= 1024:
+        if len(_NUMBERS) >= 256:
             _NUMBERS.clear()
         arr = _NUMBERS[key] = jax.numpy.asarray(value, dtype)
     return arr

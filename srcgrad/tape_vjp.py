@@ -1,7 +1,9 @@
 """Differentiating a tape op by op: the tier for structures not seen before.
 
 Each recorded entry is differentiated on its own, in reverse order, by its *vjp kernel*: a
-function that re-traces the entry's op and appends its grad ops with `gradients` (the
+function that re-traces the entry's op on a copy of each differentiated input (so each
+read gets its partial derivative, also when the kernel is replayed into a tape whose values
+depend on each other) and appends its grad ops with `gradients` (the
 registry's grad makers, as the whole-tape backward uses), returning the cotangents of the
 inputs asked for. The kernel runs through the eager interpreter, which compiles it once per
 op, argument signature and cotangent pattern, the way JAX's eager mode caches an executable
@@ -23,6 +25,7 @@ from .builder import as_var
 from .cache import register
 from .dispatch import Weak
 from .ops.creation import zeros_like
+from .ops.grad_helpers import assign
 from .tape import Ref, Tape, WeakRef
 from .tensors import Tensor
 from .transforms.backward import gradients
@@ -42,22 +45,13 @@ def kernel(fn: Callable[..., Any], tree: Any, n_leaves: int, ins: tuple[int, ...
 
     def vjp(*xs: Any) -> tuple:
         leaves = list(xs[:n_leaves])
+        for i in ins:  # an independent copy per read: the partial derivative of each read
+            leaves[i] = assign(as_var(leaves[i]))
         args, kwargs = jax.tree_util.tree_unflatten(tree, leaves)
         results = [as_var(v) for v in jax.tree_util.tree_leaves(fn(*args, **kwargs))]
-        wrt, first = [], {}
-        for i in ins:
-            v = leaves[i]
-            if v.stop_gradient and any(v is i for i in v.block.program.inputs):
-                v.stop_gradient = False  # an input of the kernel's own program
-            first.setdefault(v, len(wrt))
-            wrt.append(v)
-        unique = list(first)
-        gs = dict(zip(unique, gradients([results[j] for j in outs], unique, list(xs[n_leaves:]))))
-        out = []
-        for k, v in enumerate(wrt):  # a value read twice (x * x) gets its gradient once
-            g = gs[v] if first[v] == k else None
-            out.append(zeros_like(v) if g is None else g)
-        return tuple(out)
+        wrt = [leaves[i] for i in ins]
+        gs = gradients([results[j] for j in outs], wrt, list(xs[n_leaves:]))
+        return tuple(zeros_like(v) if g is None else g for v, g in zip(wrt, gs))
     vjp.__name__ = f"{getattr(fn, '__name__', 'op')}_vjp"
     vjp.__qualname__ = vjp.__name__
     ktree = jax.tree_util.tree_structure((tuple(range(n_leaves + len(outs))), {}))

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from .. import dispatch
+from ..errors import ShapeError, user_location
+from ..ir import Variable, current_program
 from . import elementwise as E
 from . import contraction, indexing, linalg_functions, manip, reduce, shape, sort_scan
 
@@ -38,7 +42,36 @@ METHODS: dict[str, Callable[..., Any]] = {
     "sort": sort_scan.sort, "argsort": sort_scan.argsort, "trace": linalg_functions.trace,
 }
 
-_getitem = dispatch.dispatched(indexing.getitem)
+_getitem_op = dispatch.dispatched(indexing.getitem)
+
+
+def _getitem(x: Any, index: Any) -> Any:
+    """`x[index]`. Traced, an int index is static (a slice of the program); on a concrete
+    array (eager, or a Tensor) it is checked against the shape now and passed as a runtime
+    int32, so `xs[t]` in a Python loop compiles one program for every `t`, not one per `t`."""
+    if current_program() is None and type(x) is not Variable:
+        index = _runtime_ints(x, index)
+    return _getitem_op(x, index)
+
+
+def _runtime_ints(x: Any, index: Any) -> Any:
+    """The int items of a plain index (ints and slices only) as int32 arrays, in range."""
+    items = index if type(index) is tuple else (index,)
+    shape = getattr(x, "shape", None)
+    if shape is None or len(items) > len(shape) or not any(type(i) is int for i in items):
+        return index
+    out = []
+    for axis, (i, d) in enumerate(zip(items, shape)):
+        if type(i) is int:
+            if not -d <= i < d:
+                raise ShapeError(f"index {i} is out of bounds for axis {axis} of size {d}",
+                                 op="getitem", loc=user_location())
+            out.append(np.asarray(i % d, np.int32))
+        elif type(i) is slice:
+            out.append(i)
+        else:
+            return index
+    return tuple(out) if type(index) is tuple else out[0]
 
 
 def _reflected(fn: Callable[..., Any]) -> Callable[[Any, Any], Any]:

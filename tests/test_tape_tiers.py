@@ -1,0 +1,162 @@
+"""Imperative mode's two backward tiers: a tape differentiated op by op (per-op vjp kernels,
+srcgrad/tape_vjp.py) and compiled whole (srcgrad/tape_compile.py) give the same gradients,
+first and second order, which are jax.grad's; a tape of a new shape made of known ops
+compiles nothing; a structure is compiled on its `tape_compile_after`-th backward; recording
+does not grow memory. (Every backward of the suite also runs both tiers and compares them:
+tests/conftest.py sets SRCGRAD_ENABLE_CHECKS.)"""
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from typing import Any, Callable, Iterator
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad import eager, tape_vjp
+from srcgrad.config import config
+
+RNG = np.random.default_rng(11)
+
+
+@pytest.fixture
+def tier(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Run the test with the tier named by the parameter only (checks off)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("SRCGRAD_ENABLE_CHECKS", "0")
+    mp.setattr(config, "_tape_compile_after", 1 if request.param == "whole" else 10 ** 9)
+    yield
+    mp.undo()
+
+
+def _rnn(np_: Any, w: Any, u: Any, xs: Any) -> Any:
+    h = np_.zeros(3)
+    for t in range(xs.shape[0]):
+        h = np_.tanh(w @ h + u * xs[t])
+    return np_.sum(h * h)
+
+
+def _mixed(np_: Any, a: Any, b: Any) -> Any:
+    c = a * a - 3.0 * b + b / 2.0                       # a read twice, weak numbers both sides
+    d = np_.where(c > 0, np_.exp(-c), c) + np_.maximum(a, b)
+    e = d[::-1] * (2.0 - d) + (a if np_ is jnp else sg.stop_gradient(a)) * 0.0
+    return np_.sum(e[1:] ** 2) + np_.sum(np_.sort(a)) * np_.max(b)
+
+
+CASES: dict[str, tuple[Callable[..., Any], tuple]] = {
+    "rnn": (_rnn, (RNG.standard_normal((3, 3)) * 0.5, RNG.standard_normal(3),
+                   RNG.standard_normal((6, 3)))),
+    "mixed": (_mixed, (RNG.standard_normal(5), RNG.standard_normal(5))),
+}
+
+
+def _imperative(f: Callable[..., Any], arrays: tuple, create_graph: bool = False) -> list:
+    ts = [sg.tensor(a) for a in arrays]
+    for t in ts:
+        t.attach_grad()
+    with sg.autograd.record():
+        loss = f(sg, *ts)
+        if create_graph:  # the gradient's squared norm, differentiated again
+            gs = sg.autograd.grad(loss, ts, create_graph=True)
+            loss = sum(sg.sum(g * g) for g in gs)
+    loss.backward()
+    return [t.grad.numpy() for t in ts]
+
+
+@pytest.mark.parametrize("tier", ["whole", "op_by_op"], indirect=True)
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("order", [1, 2])
+def test_each_tier_gives_jax_grads(tier: None, name: str, order: int) -> None:
+    f, arrays = CASES[name]
+    jf = lambda *xs: f(jnp, *xs)  # noqa: E731
+    if order == 2:
+        jf1 = jf
+        jf = lambda *xs: sum(jnp.sum(g * g) for g in  # noqa: E731
+                             jax.grad(jf1, argnums=tuple(range(len(xs))))(*xs))
+    want = jax.grad(jf, argnums=tuple(range(len(arrays))))(*map(jnp.asarray, arrays))
+    for g, w in zip(_imperative(f, arrays, create_graph=order == 2), want):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+
+def test_a_wrong_tier_fails_the_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "1")
+    real = tape_vjp.eager.run
+
+    def doubled(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
+        out = real(fn, leaves, tree)
+        return tuple(2 * g for g in out) if fn.__name__.endswith("_vjp") else out
+    monkeypatch.setattr(tape_vjp.eager, "run", doubled)
+    with pytest.raises(AssertionError, match="tier"):
+        _imperative(*CASES["mixed"])
+
+
+def _sentence_rnn(np_: Any, w: Any, emb: Any, words: list[int]) -> Any:
+    """DyNet's RNN: one embedding row per word, a tanh cell per step."""
+    h = np_.zeros(3)
+    for k in words:
+        h = np_.tanh(w @ h + emb[k])
+    return np_.sum(h * h)
+
+
+def test_sentences_of_new_lengths_compile_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An RNN over a sentence of a length never seen runs op by op on kernels it has (the
+    word index is a runtime int: emb[k] is one program for every k)."""
+    monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
+    w, emb = RNG.standard_normal((3, 3)) * 0.5, RNG.standard_normal((7, 3))
+    _imperative(lambda np_, w, emb: _sentence_rnn(np_, w, emb, [1, 2]), (w, emb))
+    programs, compiles = len(eager.PROGRAMS), sg.autograd.compile_count()
+    for words in ([3, 0, 6], [5, 5, 2, 4, 1], [6, 0, 1, 2, 3, 4, 5]):
+        got = _imperative(lambda np_, w, emb: _sentence_rnn(np_, w, emb, words), (w, emb))
+        want = jax.grad(lambda *a: _sentence_rnn(jnp, *a, words), argnums=(0, 1))(w, emb)
+        for g, wg in zip(got, want):
+            np.testing.assert_allclose(g, wg, rtol=1e-10)
+    assert sg.autograd.compile_count() == compiles
+    assert len(eager.PROGRAMS) == programs
+
+
+def test_a_structure_compiles_on_its_nth_backward(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
+    monkeypatch.setattr(config, "_tape_compile_after", 3)
+    x = sg.tensor(RNG.standard_normal(4))
+    x.attach_grad()
+    counts = []
+    for _ in range(4):
+        with sg.autograd.record():
+            loss = sg.sum(sg.cos(x) * sg.sinh(x) * 1.25)
+        loss.backward()
+        counts.append(sg.autograd.compile_count())
+    assert counts[0] == counts[1] < counts[2] == counts[3]
+    with pytest.raises(ValueError, match="tape_compile_after"):
+        sg.config.tape_compile_after = 0
+
+
+def test_recording_keeps_memory_flat() -> None:
+    layers = [sg.nn.Linear(8, 8, act="tanh", seed=i) for i in range(2)]
+    params = [p for layer in layers for p in layer.params()]
+    sgd = sg.optim.SGD(0.01)
+    x = sg.tensor(RNG.standard_normal((4, 8)).astype(np.float32))
+
+    def step(lr: float) -> None:
+        with sg.autograd.record():
+            h = x
+            for layer in layers:
+                h = layer(h)
+            loss = sg.mean(h * h) * lr  # a new Python number every step
+        loss.backward()
+        sgd(params)
+    for i in range(300):  # the eager interpreter keeps the last 256 numbers on the device
+        step(1.0 + i)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        for i in range(600):
+            step(0.5 + i * 1e-3)
+        gc.collect()
+        grown = sum(d.size_diff for d in tracemalloc.take_snapshot().compare_to(before, "filename"))
+    finally:
+        tracemalloc.stop()
+    assert grown < 2 ** 20, f"{grown} bytes kept over 600 recorded steps"
