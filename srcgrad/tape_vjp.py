@@ -18,52 +18,69 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import jax
-import jax.numpy as jnp
+import numpy as np
 
 from . import dtypes, eager
 from .builder import as_var
 from .cache import register
 from .dispatch import Weak
 from .ops.creation import zeros_like
+from .ops.elementwise import add
 from .ops.grad_helpers import assign
 from .tape import Ref, Tape, WeakRef
 from .tensors import Tensor
 from .transforms.backward import gradients
 
-#: Kernels by (op front, argument tree, input positions, output positions).
+#: Kernels by (op front, argument tree, differentiated reads, seeded results, sums).
 _KERNELS: dict[tuple, tuple[Callable[..., Any], Any]] = register("tape_vjp", {})
 
 
-def kernel(fn: Callable[..., Any], tree: Any, n_leaves: int, ins: tuple[int, ...],
-           outs: tuple[int, ...]) -> tuple[Callable[..., Any], Any]:
-    """The vjp kernel of `fn` (leaves `ins` differentiated, results `outs` seeded) and the
-    tree of its arguments: the call's leaves, then one cotangent per seeded result."""
-    key = (fn, tree, ins, outs)
+def kernel(fn: Callable[..., Any], tree: Any, n_leaves: int, groups: tuple[tuple[int, ...], ...],
+           outs: tuple[int, ...], acc: tuple[bool, ...]) -> tuple[Callable[..., Any], Any]:
+    """The vjp kernel of `fn` and the tree of its arguments: the call's leaves, one cotangent
+    per seeded result (`outs`), then the cotangent gathered so far of each group whose `acc`
+    is set. A group is the leaf positions that read one tape value (`x * x` reads one value
+    twice); the kernel returns one cotangent per group, the sum of its reads' partials plus
+    what was gathered, so the backward adds nothing outside the kernels."""
+    key = (fn, tree, groups, outs, acc)
     hit = _KERNELS.get(key)
     if hit is not None:
         return hit
+    n_outs = len(outs)
 
     def vjp(*xs: Any) -> tuple:
         leaves = list(xs[:n_leaves])
-        for i in ins:  # an independent copy per read: the partial derivative of each read
-            leaves[i] = assign(as_var(leaves[i]))
+        for group in groups:  # an independent copy per read: each read's partial derivative
+            for i in group:
+                leaves[i] = assign(as_var(leaves[i]))
         args, kwargs = jax.tree_util.tree_unflatten(tree, leaves)
         results = [as_var(v) for v in jax.tree_util.tree_leaves(fn(*args, **kwargs))]
-        wrt = [leaves[i] for i in ins]
-        gs = gradients([results[j] for j in outs], wrt, list(xs[n_leaves:]))
-        return tuple(zeros_like(v) if g is None else g for v, g in zip(wrt, gs))
+        reads = [leaves[i] for group in groups for i in group]
+        gs = iter(gradients([results[j] for j in outs], reads,
+                            list(xs[n_leaves:n_leaves + n_outs])))
+        gathered = iter(xs[n_leaves + n_outs:])
+        out = []
+        for group, has in zip(groups, acc):
+            parts = [g for g in (next(gs) for _ in group) if g is not None]
+            if has:
+                parts.append(as_var(next(gathered)))
+            total = parts[0] if parts else zeros_like(leaves[group[0]])
+            for g in parts[1:]:
+                total = add(total, g)
+            out.append(total)
+        return tuple(out)
     vjp.__name__ = f"{getattr(fn, '__name__', 'op')}_vjp"
     vjp.__qualname__ = vjp.__name__
-    ktree = jax.tree_util.tree_structure((tuple(range(n_leaves + len(outs))), {}))
-    hit = _KERNELS[key] = (vjp, ktree)
+    n_args = n_leaves + n_outs + sum(acc)
+    hit = _KERNELS[key] = (vjp, jax.tree_util.tree_structure((tuple(range(n_args)), {})))
     return hit
 
 
 def run_op_by_op(tape: Tape, heads: list[int], seeds: list, xs: list[int | None],
                  create_graph: bool = False) -> list[Any]:
     """The gradients of the heads (seeded by `seeds`; None: ones) with respect to the tape
-    values `xs`, entry by entry. With `create_graph` the seeds, kernels and sums are
-    recorded onto the tape and the gradients are Tensors there."""
+    values `xs`, entry by entry. With `create_graph` the seeds and kernels are recorded onto
+    the tape and the gradients are Tensors there."""
     values = tape.values
     active = {x for x in xs if x is not None}
     for e in tape.entries:
@@ -74,24 +91,33 @@ def run_op_by_op(tape: Tape, heads: list[int], seeds: list, xs: list[int | None]
     cts: dict[int, Any] = {}
     for h, s in zip(heads, seeds):
         ct = _seed(tape, h, s, create_graph)
-        cts[h] = cts[h] + ct if h in cts else ct
+        cts[h] = _add(cts[h], ct) if h in cts else ct
     for e in reversed(tape.entries):
         outs = tuple(i for i, o in enumerate(e.outs) if o in cts)
         if not outs:
             continue
-        ins = tuple(i for i, r in enumerate(e.leaves) if type(r) is Ref and r.num in active)
-        if ins:
-            fn, ktree = kernel(e.fn, e.tree, len(e.leaves), ins, outs)
+        by_num: dict[int, list[int]] = {}
+        for i, r in enumerate(e.leaves):
+            if type(r) is Ref and r.num in active:
+                by_num.setdefault(r.num, []).append(i)
+        if by_num:
+            nums = list(by_num)
+            acc = tuple(n in cts for n in nums)
+            fn, ktree = kernel(e.fn, e.tree, len(e.leaves), tuple(map(tuple, by_num.values())),
+                               outs, acc)
             leaves = [_leaf(tape, r, create_graph) for r in e.leaves]
             leaves += [cts[e.outs[i]] for i in outs]
+            leaves += [cts[n] for n, has in zip(nums, acc) if has]
             grads = (tape.record(fn, leaves, ktree) if create_graph else
                      eager.run(fn, leaves, ktree))
-            for i, g in zip(ins, grads):
-                n = e.leaves[i].num
-                cts[n] = cts[n] + g if n in cts else g
+            cts.update(zip(nums, grads))
         for i in outs:
             del cts[e.outs[i]]
     return [None if x is None else cts.get(x) for x in xs]
+
+
+def _add(a: Any, b: Any) -> Any:
+    return a + b
 
 
 def _leaf(tape: Tape, r: Any, create_graph: bool) -> Any:
@@ -106,8 +132,8 @@ def _leaf(tape: Tape, r: Any, create_graph: bool) -> Any:
 
 def _seed(tape: Tape, head: int, seed: Any, create_graph: bool) -> Any:
     value = tape.values[head]
-    if seed is None:
-        seed = jnp.ones(value.shape, value.dtype)
+    if seed is None:  # a host array: a kernel's input, not a program of its own
+        seed = np.ones(value.shape, value.dtype)
     if not create_graph or type(seed) is Tensor:
         return seed
     return Tensor(seed)

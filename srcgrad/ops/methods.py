@@ -54,15 +54,20 @@ def _getitem(x: Any, index: Any) -> Any:
     return _getitem_op(x, index)
 
 
+def _is_int(i: Any) -> bool:
+    return type(i) is int or isinstance(i, np.integer)
+
+
 def _runtime_ints(x: Any, index: Any) -> Any:
     """The int items of a plain index (ints and slices only) as int32 arrays, in range."""
     items = index if type(index) is tuple else (index,)
     shape = getattr(x, "shape", None)
-    if shape is None or len(items) > len(shape) or not any(type(i) is int for i in items):
+    if shape is None or len(items) > len(shape) or not any(map(_is_int, items)):
         return index
     out = []
     for axis, (i, d) in enumerate(zip(items, shape)):
-        if type(i) is int:
+        if _is_int(i):
+            i = int(i)
             if not -d <= i < d:
                 raise ShapeError(f"index {i} is out of bounds for axis {axis} of size {d}",
                                  op="getitem", loc=user_location())

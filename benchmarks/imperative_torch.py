@@ -1,0 +1,337 @@
+"""Imperative mode against PyTorch eager (and jax.jit), one CPU thread each, side by side.
+
+    python -m benchmarks.imperative_torch [--quick] [--reps N] [--steps N]
+
+PyTorch is optional (`pip install torch`); without it the PyTorch columns are left out and
+the JAX comparisons still run. Rows, each the median of interleaved samples:
+
+- steady training step (forward, backward, SGD) of 3 Linear layers, small (batch 32,
+  hidden 64) and medium (batch 256, hidden 512): srcgrad and jax.jit(jax.value_and_grad)
+  + SGD, each against PyTorch; srcgrad against the jitted JAX step;
+- the first training step of a fresh model (shapes never seen by any cache in the process);
+- an Elman RNN over a sentence (one embedding row per word, a tanh cell per word), after a
+  warm-up sentence: on lengths never seen before (each step a new length), on each length's
+  second sighting (srcgrad compiles its whole backward then), and once compiled;
+- recording one op (`tanh` of a 64x64 Tensor under `record()`) against `jnp.tanh` of the
+  same array and PyTorch's `tanh` of a tensor that requires grad;
+- memory (Python heap by tracemalloc, and the process's resident set) after `--steps`
+  recorded steps with a new learning rate each, past a warm-up.
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                                   "intra_op_parallelism_threads=1")
+
+import argparse  # noqa: E402
+import gc  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import tracemalloc  # noqa: E402
+from typing import Any, Callable  # noqa: E402
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import srcgrad as sg  # noqa: E402
+
+from .harness import Row, block, interleaved  # noqa: E402
+from .report import text_table  # noqa: E402
+
+LR = 0.01
+
+try:
+    import torch
+    torch.set_num_threads(1)
+except ImportError:  # the PyTorch columns are optional
+    torch = None
+
+
+def _weights(sizes: list[int], seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    return [((rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32),
+             np.zeros(b, np.float32)) for a, b in zip(sizes[:-1], sizes[1:])]
+
+
+# ---------------------------------------------------------------- the MLP step, three ways
+
+def sg_mlp(weights: list, x: np.ndarray) -> Callable[[], Any]:
+    layers = []
+    for i, (w, b) in enumerate(weights):
+        layer = sg.nn.Linear(*w.shape, act="tanh" if i < len(weights) - 1 else None)
+        layer.weight.assign(w)
+        layer.bias.assign(b)
+        layers.append(layer)
+    params = [p for layer in layers for p in layer.params()]
+    sgd, xt = sg.optim.SGD(LR), sg.tensor(x)
+
+    def step() -> Any:
+        with sg.autograd.record():
+            h = xt
+            for layer in layers:
+                h = layer(h)
+            loss = sg.mean(h * h)
+        loss.backward()
+        sgd(params)
+        return loss.value()
+    return step
+
+
+def _mlp_loss(ps: list, x: Any) -> Any:
+    h = x
+    for i, (w, b) in enumerate(ps):
+        h = h @ w + b
+        h = jnp.tanh(h) if i < len(ps) - 1 else h
+    return jnp.mean(h * h)
+
+
+def jit_mlp(weights: list, x: np.ndarray) -> Callable[[], Any]:
+    @jax.jit
+    def update(ps: list, x: Any) -> tuple:
+        loss, g = jax.value_and_grad(_mlp_loss)(ps, x)
+        return loss, jax.tree_util.tree_map(lambda p, d: p - LR * d, ps, g)
+    state = {"p": [(jnp.asarray(w), jnp.asarray(b)) for w, b in weights]}
+    xa = jnp.asarray(x)
+
+    def step() -> Any:
+        loss, state["p"] = update(state["p"], xa)
+        return loss
+    return step
+
+
+def torch_mlp(weights: list, x: np.ndarray) -> Callable[[], Any]:
+    ps = [(torch.tensor(w, requires_grad=True), torch.tensor(b, requires_grad=True))
+          for w, b in weights]
+    flat = [p for pair in ps for p in pair]
+    opt, xt = torch.optim.SGD(flat, lr=LR), torch.tensor(x)
+
+    def step() -> Any:
+        opt.zero_grad()
+        h = xt
+        for i, (w, b) in enumerate(ps):
+            h = h @ w + b
+            h = torch.tanh(h) if i < len(ps) - 1 else h
+        loss = torch.mean(h * h)
+        loss.backward()
+        opt.step()
+        return loss.detach().numpy()
+    return step
+
+
+# ---------------------------------------------------------------- the RNN, two ways
+
+class SgRNN:
+    def __init__(self, vocab: int, dim: int, seed: int):
+        rng = np.random.default_rng(seed)
+        self.emb = sg.tensor((rng.standard_normal((vocab, dim)) * 0.3).astype(np.float32))
+        self.wh = sg.tensor((rng.standard_normal((dim, dim)) / np.sqrt(dim)).astype(np.float32))
+        self.params = [self.emb, self.wh]
+        for p in self.params:
+            p.attach_grad()
+        self.sgd = sg.optim.SGD(LR)
+
+    def step(self, words: list[int]) -> Any:
+        with sg.autograd.record():
+            h = sg.zeros(self.wh.shape[0])
+            for k in words:
+                h = sg.tanh(h @ self.wh + self.emb[k])
+            loss = sg.sum(h * h)
+        loss.backward()
+        self.sgd(self.params)
+        return loss.value()
+
+
+class TorchRNN:
+    def __init__(self, vocab: int, dim: int, seed: int):
+        rng = np.random.default_rng(seed)
+        self.emb = torch.tensor((rng.standard_normal((vocab, dim)) * 0.3).astype(np.float32),
+                                requires_grad=True)
+        self.wh = torch.tensor((rng.standard_normal((dim, dim)) / np.sqrt(dim)).astype(np.float32),
+                               requires_grad=True)
+        self.opt = torch.optim.SGD([self.emb, self.wh], lr=LR)
+
+    def step(self, words: list[int]) -> Any:
+        self.opt.zero_grad()
+        h = torch.zeros(self.wh.shape[0])
+        for k in words:
+            h = torch.tanh(h @ self.wh + self.emb[k])
+        loss = torch.sum(h * h)
+        loss.backward()
+        self.opt.step()
+        return loss.detach().numpy()
+
+
+def _sentences(lengths: list[int], vocab: int, seed: int) -> list[list[int]]:
+    rng = np.random.default_rng(seed)
+    return [[int(k) for k in rng.integers(0, vocab, n)] for n in lengths]
+
+
+def _time_each(fn: Callable[[Any], Any], inputs: list) -> float:
+    """Seconds per call of `fn` over `inputs`, each call blocked until ready."""
+    t0 = time.perf_counter()
+    for a in inputs:
+        block(fn(a))
+    return (time.perf_counter() - t0) / len(inputs)
+
+
+# ---------------------------------------------------------------- rows
+
+def _pair(figure: str, a: str, b: str, samples: dict[str, list[float]], target: float | None = None,
+          unit: str = "ms", scale: float = 1e3) -> Row:
+    x, y = np.asarray(samples[a]), np.asarray(samples[b])
+    return Row("imperative", figure, unit, float(np.median(x)) * scale,
+               float(np.median(y)) * scale, a, b, target, paired_ratio=float(np.median(x / y)))
+
+
+def steady_rows(name: str, sizes: list[int], batch: int, reps: int, sample_s: float,
+                jit_target: float | None) -> list[Row]:
+    weights = _weights(sizes, 0)
+    x = np.random.default_rng(1).standard_normal((batch, sizes[0])).astype(np.float32)
+    fns = {"srcgrad": sg_mlp(weights, x), "jax.jit": jit_mlp(weights, x)}
+    if torch is not None:
+        fns["pytorch"] = torch_mlp(weights, x)
+    s = interleaved(fns, reps, sample_s)
+    fig = f"steady step, {name} (batch {batch}, hidden {sizes[1]})"
+    rows = [_pair(fig, "srcgrad", "jax.jit", s, jit_target)]
+    if torch is not None:
+        rows += [_pair(fig, "srcgrad", "pytorch", s, 1.5 if name == "small" else None),
+                 _pair(fig, "jax.jit", "pytorch", s)]
+    return rows
+
+
+def first_step_rows(reps: int) -> list[Row]:
+    """The first step of a model whose shapes no cache in the process has seen."""
+    samples: dict[str, list[float]] = {"srcgrad": [], "jax.jit": []}
+    if torch is not None:
+        samples["pytorch"] = []
+    for r in range(reps):
+        hidden = 40 + 3 * r  # a new shape every round, for every framework
+        weights = _weights([hidden, hidden + 1, hidden + 2, 10], r)
+        x = np.random.default_rng(r).standard_normal((8 + r, hidden)).astype(np.float32)
+        makers = {"srcgrad": sg_mlp, "jax.jit": jit_mlp}
+        if torch is not None:
+            makers["pytorch"] = torch_mlp
+        for name in (list(makers) if r % 2 == 0 else list(makers)[::-1]):
+            step = makers[name](weights, x)
+            t0 = time.perf_counter()
+            block(step())
+            samples[name].append(time.perf_counter() - t0)
+    rows = [_pair("first step of a fresh model", "srcgrad", "jax.jit", samples, 1.0)]
+    if torch is not None:
+        rows.append(_pair("first step of a fresh model", "srcgrad", "pytorch", samples))
+    return rows
+
+
+def rnn_rows(reps: int, vocab: int = 50, dim: int = 32) -> list[Row]:
+    """Per model: a warm-up sentence (length 4: the ops' programs), then three passes over
+    sentences of lengths 5..50: every length new; every length seen once (srcgrad compiles
+    each structure's whole backward on its second sighting); every length compiled."""
+    lengths = list(range(5, 51))
+    passes = ["new lengths 5..50", "lengths seen once (srcgrad compiles)", "lengths compiled"]
+    samples: dict[str, dict[str, list[float]]] = {p: {"srcgrad": [], "pytorch": []} for p in passes}
+    for r in range(reps):
+        models = {"srcgrad": SgRNN(vocab, dim + r, r)}  # a new hidden size per rep
+        if torch is not None:
+            models["pytorch"] = TorchRNN(vocab, dim + r, r)
+        warm, sentences = _sentences([4], vocab, r), _sentences(lengths, vocab, r)
+        for m in models.values():
+            block(m.step(warm[0]))
+        for p in passes:
+            names = list(models) if r % 2 == 0 else list(models)[::-1]
+            for name in names:
+                samples[p][name].append(_time_each(models[name].step, sentences))
+    if torch is None:
+        return [Row("imperative", f"RNN step, {p}", "ms", float(np.median(samples[p]["srcgrad"])) * 1e3,
+                    float("nan"), "srcgrad", "-") for p in passes]
+    return [_pair(f"RNN step, {p}", "srcgrad", "pytorch", samples[p], 2.0 if i == 0 else None)
+            for i, p in enumerate(passes)]
+
+
+def record_rows(reps: int, sample_s: float) -> list[Row]:
+    a = jnp.asarray(np.random.default_rng(2).standard_normal((64, 64)).astype(np.float32))
+    t = sg.tensor(a)
+    t.attach_grad()
+
+    def recorded() -> Any:
+        with sg.autograd.record():
+            y = sg.tanh(t)
+        return y.value()
+    fns = {"srcgrad record": recorded, "jnp": lambda: jnp.tanh(a)}
+    if torch is not None:
+        tt = torch.tensor(np.asarray(a), requires_grad=True)
+        fns["pytorch"] = lambda: torch.tanh(tt).detach()
+    s = interleaved(fns, reps, sample_s)
+    rows = [_pair("record one op (tanh, 64x64)", "srcgrad record", "jnp", s, 1.5, "us", 1e6)]
+    if torch is not None:
+        rows.append(_pair("record one op (tanh, 64x64)", "srcgrad record", "pytorch", s, None,
+                          "us", 1e6))
+    return rows
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+
+
+def memory_rows(steps: int) -> list[Row]:
+    weights = _weights([32, 32, 32, 4], 3)
+    x = np.random.default_rng(3).standard_normal((8, 32)).astype(np.float32)
+    layers = []
+    for i, (w, b) in enumerate(weights):
+        layer = sg.nn.Linear(*w.shape, act="tanh")
+        layer.weight.assign(w)
+        layers.append(layer)
+    params = [p for layer in layers for p in layer.params()]
+    xt = sg.tensor(x)
+
+    def step(lr: float) -> None:
+        with sg.autograd.record():
+            h = xt
+            for layer in layers:
+                h = layer(h)
+            loss = sg.mean(h * h)
+        loss.backward()
+        with sg.autograd.no_grad():
+            for p in params:
+                p -= lr * p.grad
+    for i in range(1000):
+        step(1e-3 / (1 + i))
+    gc.collect()
+    tracemalloc.start()
+    heap0, rss0 = tracemalloc.get_traced_memory()[0], _rss_mb()
+    for i in range(steps):
+        step(1e-4 / (1 + i))  # a new number every step
+    gc.collect()
+    heap1, rss1 = tracemalloc.get_traced_memory()[0], _rss_mb()
+    tracemalloc.stop()
+    return [Row("imperative", f"heap growth over {steps} steps", "MiB", (heap1 - heap0) / 2 ** 20,
+                1.0, "srcgrad", "bound", 1.0, "srcgrad"),
+            Row("imperative", f"RSS growth over {steps} steps", "MiB", rss1 - rss0, float("nan"),
+                "srcgrad", "-")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.imperative_torch", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions")
+    ap.add_argument("--reps", type=int, default=11, help="samples per variant")
+    ap.add_argument("--steps", type=int, default=20_000, help="steps of the memory row")
+    args = ap.parse_args(argv)
+    reps, sample_s = (2, 0.0) if args.quick else (args.reps, 0.2)
+    if torch is None:
+        print("PyTorch is not installed: its columns are left out", file=sys.stderr)
+    rows = steady_rows("small", [64, 64, 64, 10], 32, reps, sample_s, None)
+    if not args.quick:
+        rows += steady_rows("medium", [512, 512, 512, 10], 256, reps, sample_s, 1.1)
+    rows += first_step_rows(2 if args.quick else 5)
+    rows += rnn_rows(1 if args.quick else 3)
+    rows += record_rows(reps, sample_s)
+    rows += memory_rows(200 if args.quick else args.steps)
+    print(text_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
