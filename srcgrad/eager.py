@@ -71,14 +71,17 @@ def evaluate(fn: Callable[..., Any], leaves: list, tree: Any, parts: tuple, arra
     weak number the program lifted (its index among the weak ones, dtype and device value)."""
     key = (fn, tree, parts, dtypes.x64())
     prog = PROGRAMS.get(key)
-    if prog is None:
-        prog = PROGRAMS.put(key, _lower(fn, leaves, tree))
+    first = prog is None
+    if first:
+        prog = _lower(fn, leaves, tree)
     if prog.weak:
         lifted = [(i, dt, _on_device(weak[i], dt)) for i, dt in prog.weak]
         fed = [arr for _, _, arr in lifted]
     else:
         lifted = fed = []
     outs, _ = prog.run(*arrays, *fed, *prog.captured)
+    if first:  # compiled: later calls go to jax.jit's dispatch directly
+        PROGRAMS.put(key, prog._replace(run=prog.run.jitted))
     return list(outs), prog.out_tree, lifted
 
 
