@@ -259,7 +259,8 @@ def _backward(heads: list, head_grads: list, variables: list | None, retain_grap
         grads = [Tensor(jnp.zeros(t.shape, t.dtype)) if g is None else g
                  for (t, _), g in zip(targets, got)]
     else:
-        grads = [Tensor(jnp.zeros(t.shape, t.dtype) if g is None else jnp.asarray(g))
+        grads = [Tensor(jnp.zeros(t.shape, t.dtype) if g is None else
+                        g if isinstance(g, jax.Array) else jnp.asarray(g))  # a seed passed on
                  for (t, _), g in zip(targets, _gradients(tape, hn, seeds, xs))]
     if not (retain_graph or create_graph):
         tape.free()
