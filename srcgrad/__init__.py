@@ -13,8 +13,9 @@ import os as _os
 from . import errors as _errors
 from . import linalg, scipy
 from . import ops as _ops
-from .api import (Transformed, append_backward, compile, data, gradients, grad, jit, parameter,
-                  source, trace, value_and_grad, vjp)
+from .api import (Transformed, append_backward, gradients, grad, jit, source, trace,
+                  value_and_grad, vjp)
+from .fluid import compile, data, parameter
 from .cache import cache_info, clear_cache as clear_caches
 from . import eager as _eager  # noqa: F401  (registers the eager interpreter)
 from .config import config
