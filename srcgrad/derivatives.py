@@ -17,7 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import dtypes, hooks
-from .api import Transformed, _argnums, _leaf_dtype, grad
+from .api import argnums_tuple, grad
+from .transformed import Transformed, leaf_dtype
 from .dispatch import tracing
 from .builder import active_program, as_var
 from .errors import GradientError, SrcgradError, user_location
@@ -39,7 +40,7 @@ def _shape(x: Any) -> tuple[int, ...]:
 
 
 def _is_float(x: Any) -> bool:
-    dt = x.dtype if isinstance(x, Variable) else _leaf_dtype(x)
+    dt = x.dtype if isinstance(x, Variable) else leaf_dtype(x)
     return dtypes.is_inexact(np.dtype(dt)) and np.dtype(dt).kind != "V"
 
 
@@ -127,7 +128,7 @@ def _check_jvp_args(primals: Any, tangents: Any) -> list[Any]:
                 raise TypeError(f"sg.jvp: the tangent of the integer primal leaf {i} must be "
                                 f"float0 (jax.dtypes.float0), got {got}")
             continue
-        p_dt = p.dtype if isinstance(p, Variable) else _leaf_dtype(p)
+        p_dt = p.dtype if isinstance(p, Variable) else leaf_dtype(p)
         if t_dt is not None and dtypes.canonical(np.dtype(t_dt)) != p_dt:
             raise TypeError(f"sg.jvp: primal and tangent dtypes differ at leaf {i}: primal "
                             f"{np.dtype(p_dt).name}, tangent {np.dtype(t_dt).name}")
@@ -180,7 +181,7 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
 def _zero_tangent(p: Any) -> Any:
     if isinstance(p, Variable):
         return zeros(p.shape, p.dtype) if _is_float(p) else np.zeros(p.shape, jax.dtypes.float0)
-    dt = _leaf_dtype(p)
+    dt = leaf_dtype(p)
     return np.zeros(_shape(p), dt if _is_float(p) else jax.dtypes.float0)
 
 
@@ -205,7 +206,7 @@ class _Basis:
             leaves, tree = tree_flatten(args[i])
             for v in leaves:
                 if not _is_float(v):
-                    dt = v.dtype if isinstance(v, Variable) else _leaf_dtype(v)
+                    dt = v.dtype if isinstance(v, Variable) else leaf_dtype(v)
                     where = "the output" if outputs else f"argument {i}"
                     raise GradientError(f"{who} requires real floating-point "
                                         f"{'outputs' if outputs else 'inputs'}, but {where} has a "
@@ -213,7 +214,7 @@ class _Basis:
             self.trees.append(tree)
             self.leaves += leaves
         self.shapes = [_shape(v) for v in self.leaves]
-        self.dtypes = [v.dtype if isinstance(v, Variable) else _leaf_dtype(v) for v in self.leaves]
+        self.dtypes = [v.dtype if isinstance(v, Variable) else leaf_dtype(v) for v in self.leaves]
         self.sizes = [int(np.prod(s, dtype=np.int64)) for s in self.shapes]
         self.offsets = np.cumsum([0] + self.sizes).tolist()
         self.total = self.offsets[-1]
@@ -257,7 +258,7 @@ class _Jacobian(Transformed):
     def __init__(self, fun: Callable[..., Any], argnums: int | Sequence[int], has_aux: bool,
                  forward: bool):
         self.fun, self.has_aux, self.forward = fun, has_aux, forward
-        self.nums, self.single = _argnums(argnums)
+        self.nums, self.single = argnums_tuple(argnums)
         self.who = "jacfwd" if forward else "jacrev"
         super().__init__(self._traced, fun, self.who, params=(self.nums, self.single, has_aux))
 

@@ -27,7 +27,7 @@ except ImportError:  # older JAX (before jax.extend.core had them)
     from jax.core import ClosedJaxpr, DropVar, Literal  # type: ignore[no-redef]
 
 from . import dtypes
-from .api import Transformed
+from .transformed import Transformed
 from .builder import as_var, constant
 from .cache import bindings, same_bindings
 from .errors import SrcgradError, user_location
