@@ -298,6 +298,16 @@ CASES: list[Case] = [
          (INTS[0], INTS[1:]), ()),
     # i0: jax zeroes i0's tangent at 0, so its second derivative there is 0, not I0''(0) = 1/2
     # (srcgrad's is 1/2): the second-order case leaves 0 out.
+    Case("intersect1d", lambda m, a, b: m.concatenate(m.intersect1d(
+        a, b, return_indices=True, size=5)), (np.array([3, 1, 3, 5, 7, 1]), INTS[0]), ()),
+    Case("intersect1d float", lambda m, a, b: m.intersect1d(a, b, size=4, fill_value=-1.0),
+         (np.array([0.5, 2.0, -1.0, 3.5]), np.array([2.0, 3.5, 9.0])), (0,)),
+    Case("setdiff1d", lambda m, a, b: m.setdiff1d(a, b, size=6), (INTS[0], INTS[1]), ()),
+    Case("setdiff1d float", lambda m, a, b: m.setdiff1d(a, b, size=3, fill_value=7.0),
+         (np.array([0.5, 2.0, -1.0, 3.5]), np.array([2.0, 9.0])), (0,)),
+    Case("setxor1d", lambda m, a, b: m.setxor1d(a, b, size=9), (INTS[0], INTS[1]), ()),
+    Case("setxor1d fill", lambda m, a, b: m.setxor1d(a, b, size=12, fill_value=-9),
+         (INTS[0], INTS[1:]), ()),
     _m("i0", np.array([-3.0, -0.5, 0.0, 0.7, 2.0, 10.0])),
     _m("i0", np.array([-3.0, -0.5, 0.7, 2.0, 10.0]), second_order=True, label="i0 second"),
     Case("frexp", lambda m, x: m.frexp(x)[0], (np.array([-3.0, -0.6, 0.0, 0.3, 1.0, 7.5]),)),

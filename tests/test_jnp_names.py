@@ -39,12 +39,8 @@ EXCLUDED = {
     "fill_diagonal": "in-place mutation (jax.numpy's requires inplace=False; use x.at[...].set)",
 }
 
-#: Names of jax.numpy that srcgrad does not have yet (issue 26, part 1), each with the reason.
-PENDING = {
-    "intersect1d": "not built yet: JAX's size= padding of the sorted intersection",
-    "setdiff1d": "not built yet: JAX's size= padding (unique padding masked out)",
-    "setxor1d": "not built yet: JAX's size= padding of the symmetric difference",
-}
+#: Names of jax.numpy that srcgrad does not have yet, each with the reason (none left).
+PENDING: dict[str, str] = {}
 
 
 def _public_names() -> list[str]:

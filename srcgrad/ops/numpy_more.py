@@ -29,8 +29,7 @@ from .declare import defop, public
 from .manip import flip, moveaxis, ravel, tile
 from .numpy_build import convolve, ix_, searchsorted
 from .numpy_index import ravel_multi_index, vander
-from .numpy_reductions import ptp
-from .numpy_sets import bincount, nonzero, unique
+from .numpy_sets import bincount, nonzero
 from .shape import concatenate, expand_dims, reshape, stack, swapaxes
 from .sort_scan import argsort, diff, sort, take_along_axis
 from .special import i0e
@@ -438,10 +437,3 @@ def nextafter(x1: Any, x2: Any) -> tuple[list[Variable], dict]:
 def spacing(x: Any) -> tuple[list[Variable], dict]:
     """jnp.spacing: the distance to the next representable value away from 0 (no gradient)."""
     return [_inexact(x)], {}
-
-
-@public
-def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = None) -> Variable:
-    """jnp.union1d(ar1, ar2, size=, fill_value=): the sorted unique values of both arrays."""
-    return unique(concatenate([ravel(as_var(ar1)), ravel(as_var(ar2))]), size=size,
-                  fill_value=fill_value)
