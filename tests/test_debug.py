@@ -130,3 +130,18 @@ def test_breakpoint_is_lowered_under_grad() -> None:
         return sg.sum(y)
     src = sg.source(sg.grad(f), np.ones(2))
     assert src.count("jax.debug.breakpoint()") == 1
+
+
+def test_from_jax_keeps_jax_debug_print(capfd: pytest.CaptureFixture) -> None:
+    def f(x: Any) -> Any:
+        jax.debug.print("jax says {x} {}", x[0], x=x)
+        return jnp.sum(jnp.sin(x))
+    x = np.array([0.5, 1.0])
+    g, lines = _printed(capfd, sg.grad(sg.from_jax(f)), x)
+    assert lines == ["jax says [0.5 1. ] 0.5"]
+    np.testing.assert_allclose(g, np.cos(x), rtol=1e-12)
+
+
+def test_the_ir_prints_the_effect_without_results() -> None:
+    text = str(sg.trace(lambda x: (sg.debug.print("v {}", x), x * 2.0)[1], np.ones(2)))
+    assert "\n  debug_print(x) {fmt='v {}', names=()}" in text
