@@ -16,7 +16,8 @@ from typing import Sequence
 
 import numpy as np
 
-from srcgrad.analysis import free_vars, has_effect, live_ops, producer, walk_blocks  # noqa: F401  (re-exported)
+from srcgrad.analysis import has_effect
+from srcgrad.analysis import free_vars, live_ops, producer, walk_blocks  # noqa: F401  (re-exported)
 from srcgrad.registry import recomputable  # noqa: F401  (re-exported)
 from srcgrad.ir import Block, Op, Variable
 
