@@ -249,7 +249,11 @@ CASES: list[Case] = [
     *[_m(n, INTS, diff=()) for n in ("bitwise_not", "invert", "bitwise_invert",
                                      "bitwise_count")],
     _m("invert", X > 0, label="invert bool", diff=()),
-    # numpy_more
+]
+
+#: The last names (ops/numpy_more.py, the set operations): composites of many ops, slow to
+#: run eagerly; every 8th runs by default (all under -m slow).
+MORE: list[Case] = [
     _m("partition", _r(3, 5), 2, second_order=True),
     _m("partition", _r(4, 3), -2, 0, label="partition axis"),
     _m("argpartition", INTS, 1, diff=()),
@@ -318,6 +322,16 @@ CASES: list[Case] = [
 ]
 
 
+CASES += MORE
+
+
+def _sliced(cases: list[Case]) -> list:
+    """Every 3rd of the first cases by default, every 8th of MORE (see above)."""
+    more = set(MORE)
+    return (sliced([c for c in cases if c not in more], 3)
+            + sliced([c for c in cases if c in more], 8))
+
+
 def _same(ours: Any, theirs: Any, what: str, rtol: float) -> None:
     a, b = np.asarray(ours), np.asarray(theirs)
     assert (a.dtype, a.shape) == (b.dtype, b.shape), (
@@ -340,7 +354,7 @@ def _traced(case: Case) -> Callable[..., Any]:
     return lambda: sg.jit(fn)(*[case.args[i] for i in arrays])
 
 
-@pytest.mark.parametrize("case", sliced(CASES, 3), ids=str)
+@pytest.mark.parametrize("case", _sliced(CASES), ids=str)
 def test_forward_matches_jax_numpy(case: Case) -> None:
     want = case.fn(jnp, *case.args)
     _same(_traced(case)(), want, case.name, case.rtol)
@@ -359,7 +373,7 @@ def _loss(m: Any, case: Case, ct: np.ndarray) -> Callable[..., Any]:
     return loss
 
 
-@pytest.mark.parametrize("case", sliced([c for c in CASES if c.diff], 3), ids=str)
+@pytest.mark.parametrize("case", _sliced([c for c in CASES if c.diff]), ids=str)
 def test_gradients_match_jax_grad(case: Case) -> None:
     """jax.grad of sum(f * ct) (NaN outputs masked), and of sum(grad * v) for second order."""
     ct = np.random.default_rng(0).standard_normal(np.shape(case.fn(jnp, *case.args)))
@@ -382,8 +396,7 @@ def test_gradients_match_jax_grad(case: Case) -> None:
 
 
 FD = ["atan2", "float_power", "nanvar", "quantile traced q", "cumulative_sum", "median", "interp",
-      "polymul", "cov", "convolve", "partition", "piecewise", "polydiv", "polyfit", "i0",
-      "apply_along_axis"]
+      "polymul", "cov", "convolve", "piecewise", "polyfit", "i0"]
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.name in FD], ids=str)
