@@ -30,7 +30,7 @@ from . import printer as _printer  # noqa: F401  (registers Program.__str__)
 from . import numpy_names as _numpy_names
 from .numpy_names import *  # noqa: F403  (jnp's constants, dtype names, shape/dtype utilities)
 from .verify import VerifyError, verify
-from . import autograd, nn, optim, random
+from . import autograd, debug, nn, optim, random
 from .tensors import Tensor, tensor
 from .viz import render, to_dot
 from .convert import convert, no_convert
@@ -50,6 +50,8 @@ __all__ = [
     "append_backward", "compile", "verify",
     # imperative mode and pictures
     "autograd", "nn", "optim", "random", "Tensor", "tensor", "to_dot", "render",
+    # printing and stopping inside traced code
+    "debug",
     # errors
     "SrcgradError", "TraceError", "ShapeError", "GradientError", "VerifyError",
     # the ops (control flow, then every declared op), and the sg.linalg and sg.scipy namespaces

@@ -20,12 +20,27 @@ def walk_blocks(block: Block) -> Iterator[Block]:
             yield from walk_blocks(sub)
 
 
+#: Op types with a side effect (sg.debug.print): never removed, hoisted, merged or
+#: duplicated. Filled by registry.register(effect=True).
+EFFECTS: set[str] = set()
+
+
+def has_effect(op: Op) -> bool:
+    """Whether `op` has a side effect, or holds a block with such an op (a loop that prints)."""
+    if op.type in EFFECTS:
+        return True
+    if not op.block.program.effects:
+        return False
+    return any(has_effect(o) for sub in op.sub_blocks() for o in sub.ops)
+
+
 def live_ops(ops: Sequence[Op], needed: Sequence[Variable]) -> list[Op]:
-    """The ops whose outputs (transitively) reach `needed`, in order."""
+    """The ops whose outputs (transitively) reach `needed`, and the effectful ones (with
+    what they read), in order."""
     want = set(needed)
     keep = []
     for op in reversed(ops):
-        if not want.isdisjoint(op.outputs):
+        if not want.isdisjoint(op.outputs) or has_effect(op):
             keep.append(op)
             want.update(op.inputs)
     keep.reverse()

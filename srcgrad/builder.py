@@ -98,8 +98,11 @@ def emit(type_: str, inputs: Sequence[Variable], attrs: dict[str, Any] | None = 
         for v in inputs:
             if v.block is not block and not _visible(v, block):
                 raise TraceError(_escape_message(v, prog), op=type_, loc=loc)
+    row = REGISTRY[type_]
+    if row.effect:
+        prog.effects = True
     try:
-        types = REGISTRY[type_].infer(inputs, attrs)
+        types = row.infer(inputs, attrs)
     except ShapeError as e:
         raise ShapeError(f"{e.detail}; inputs: {describe(inputs)}", op=type_, loc=loc) from None
     name = base or type_

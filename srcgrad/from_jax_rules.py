@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+import jax
 import numpy as np
 
 from . import dtypes
 from .builder import constant
 from .errors import SrcgradError, user_location
 from .ir import Variable
+from .ops import debug as D
 from .ops import elementwise as E
 from .ops import lax_ops as X
 from .ops import contraction as L
@@ -50,6 +52,14 @@ def _bool_only(fn: Callable[..., Variable], prim: str) -> Rule:
             return cx.fallback(a)
         return fn(*a)
     return rule
+
+
+def _debug_print(cx: Cx, a: list[Variable], p: dict) -> list:
+    """jax.debug.print: sg.debug.print's op (a format with static arguments is dropped)."""
+    if not p.get("static_args"):
+        args, kwargs = jax.tree_util.tree_unflatten(p["in_tree"], list(a))
+        D.emit_print(p["fmt"], list(args), dict(kwargs))
+    return []
 
 
 def _div(cx: Cx, a: list[Variable], p: dict) -> Variable:
@@ -319,7 +329,7 @@ BASIC: dict[str, Rule] = {
     "stop_gradient": _un(E.stop_gradient), "copy": _identity,
     "device_put": lambda cx, a, p: list(a), "sharding_constraint": _identity,
     "optimization_barrier": lambda cx, a, p: list(a),
-    "debug_print": lambda cx, a, p: [], "debug_callback": lambda cx, a, p: [],  # dropped
+    "debug_print": _debug_print, "debug_callback": lambda cx, a, p: [],  # (callbacks dropped)
     # shapes
     "broadcast_in_dim": _broadcast_in_dim,
     "reshape": lambda cx, a, p: S.reshape(a[0], tuple(p["new_sizes"])),

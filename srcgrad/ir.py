@@ -195,6 +195,9 @@ class Program:
         #: (sg.from_jax's functions): a compiled program is stale once one returns False (a
         #: global or closed-over name of the function was rebound).
         self.watched: list[Any] = []
+        #: True once an effectful op (sg.debug.print) is appended: only then do the passes
+        #: look for effects inside control flow (analysis.has_effect).
+        self.effects = False
 
     def global_block(self) -> Block:
         return self.blocks[0]

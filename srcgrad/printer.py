@@ -32,7 +32,8 @@ def format_op(op: Op) -> str:
     blocks = ", ".join(f"{k}=block {v.idx}" for k, v in op.attrs.items() if isinstance(v, Block))
     extra = "; ".join(p for p in (attrs, blocks) if p)
     loc = f"  # {op.loc.safe()}" if op.loc is not None else ""
-    return f"{outs} = {op.type}({ins}){' {' + extra + '}' if extra else ''}{loc}"
+    lhs = f"{outs} = " if op.outputs else ""  # an effect (debug_print) has no results
+    return f"{lhs}{op.type}({ins}){' {' + extra + '}' if extra else ''}{loc}"
 
 
 def _params(vs: list[Variable]) -> str:

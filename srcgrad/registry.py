@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from .analysis import EFFECTS, has_effect
+
 if TYPE_CHECKING:
     from .ir import Op, Variable
 
@@ -78,6 +80,7 @@ class OpDef:
     remat: str | None = None
     jvp: Any = None
     fast: tuple[str, Callable[["Op"], bool]] | None = None
+    effect: bool = False
 
     @property
     def differentiable(self) -> bool:
@@ -99,14 +102,19 @@ def per_input(fns: Sequence[InputGrad | None]) -> GradFn:
 def register(name: str, infer: InferFn, lower: Any = None, grad: GradSpec = None,
              lower_stmt: Callable[[Any, "Op"], None] | None = None,
              public: str | None = None, *, remat: str | None = None, jvp: Any = None,
-             fast: tuple[str, Callable[["Op"], bool]] | None = None) -> OpDef:
-    """Add a row to the registry; `grad` may be a tuple of per-input gradient functions."""
+             fast: tuple[str, Callable[["Op"], bool]] | None = None,
+             effect: bool = False) -> OpDef:
+    """Add a row to the registry; `grad` may be a tuple of per-input gradient functions.
+    `effect`: the op has a side effect (analysis.EFFECTS: never removed, hoisted, merged or
+    recomputed)."""
     if name in REGISTRY:
         raise ValueError(f"op {name!r} is registered twice")
     if isinstance(grad, (tuple, list)):
         grad = per_input(grad)
-    row = OpDef(name, infer, lower, grad, lower_stmt, public, remat, jvp, fast)
+    row = OpDef(name, infer, lower, grad, lower_stmt, public, remat, jvp, fast, effect)
     REGISTRY[name] = row
+    if effect:
+        EFFECTS.add(name)
     return row
 
 
@@ -121,7 +129,7 @@ def grad_maker(name: str) -> Callable[[GradFn], GradFn]:
 def recomputable(op: Op) -> bool:
     """A constant, a view (REMAT_VIEW), or index arithmetic over integers (REMAT_INDEX): an
     op a gradient computes again rather than records."""
-    if op.sub_blocks():
+    if op.sub_blocks() or has_effect(op):
         return False
     remat = REGISTRY[op.type].remat
     if not op.inputs or remat == REMAT_VIEW:

@@ -33,6 +33,8 @@ INTERNAL = {
     "index_update": "x.at[...].set/multiply/min/max (test_indexing_adv)",
     "igamma_grad_a": "gammainc's gradient in a (test_special)",
     "jax_op": "sg.jax_op and from_jax's fallback (test_jax_op, test_from_jax)",
+    "debug_print": "sg.debug.print (test_debug)",
+    "debug_breakpoint": "sg.debug.breakpoint (test_debug)",
 }
 #: Control-flow rows: test_control_flow.py, test_checkpoint.py and the while/cond goldens;
 #: the custom-rule rows: test_custom.py.

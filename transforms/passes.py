@@ -16,6 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
+from srcgrad.analysis import has_effect
 from srcgrad.analysis import free_vars, live_ops, producer, walk_blocks  # noqa: F401  (re-exported)
 from srcgrad.registry import recomputable  # noqa: F401  (re-exported)
 from srcgrad.ir import Block, Op, Variable
@@ -105,8 +106,8 @@ def loop_invariant(ops: Sequence[Op], body: Block) -> tuple[list[Op], list[Op]]:
     inner = set(body.params)
     hoisted, rest = [], []
     for op in ops:
-        if (op.inputs and not op.sub_blocks() and op.type != "fill_zeros_like"
-                and not any(v in inner for v in op.inputs)
+        if (op.inputs and op.outputs and not op.sub_blocks() and op.type != "fill_zeros_like"
+                and not has_effect(op) and not any(v in inner for v in op.inputs)
                 and max(v.size for v in op.outputs) <= max(v.size for v in op.inputs)):
             hoisted.append(op)
         else:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from .. import habits
 from ..ir import Variable
 # Importing the modules declares their ops (fills the registry and EXPORTS).
-from . import (activations, bitwise, contraction, control, construct, conv, creation, decomp,  # noqa: F401
+from . import (activations, bitwise, contraction, control, construct, conv, creation, debug, decomp,  # noqa: F401
                elementwise, grad_helpers, indexing, linalg_functions, manip, methods, nn,
-               numpy_build, numpy_index, numpy_math, numpy_reductions, numpy_sets, products,
+               numpy_build, numpy_index, numpy_math, numpy_more, numpy_reductions, numpy_sets, products,
                random, reduce, shape, sort_scan)
 from .control import cond, fori_loop, while_loop
 from .declare import exports_of

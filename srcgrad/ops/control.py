@@ -19,7 +19,7 @@ from ..builder import active_program, as_var, emit
 from ..errors import SrcgradError, user_location
 from ..ir import Block, Op, Variable
 from ..registry import OutType, recomputable, register
-from ..analysis import free_vars
+from ..analysis import free_vars, has_effect
 from .elementwise import add, less, logical_and
 
 BOOL = np.dtype(bool)
@@ -40,7 +40,7 @@ def hoist_invariants(body: Block, parent: Block) -> list[Op]:
     varying = set(body.params)
     invariant: dict[Variable, Op] = {}
     for op in body.ops:
-        if (op.sub_blocks() or op.type in _PINNED
+        if (op.sub_blocks() or op.type in _PINNED or has_effect(op)
                 or any(v in varying for v in op.inputs)):
             varying.update(op.outputs)
         else:

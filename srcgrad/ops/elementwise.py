@@ -28,9 +28,12 @@ BOOL = np.dtype(bool)
 def _unary_rule(jfn: Callable[..., Any], float_only: bool) -> Callable[..., list[OutType]]:
     def infer(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
         x = inputs[0]
-        if dtypes.is_inexact(x.dtype) or not float_only:
+        if dtypes.is_inexact(x.dtype) or not (float_only or x.dtype == BOOL):
             return [(x.shape, x.dtype)]
-        return [(x.shape, jax_dtype(jfn, x.dtype))]
+        try:  # JAX's dtype for an integer (floating ops) or bool input, or its refusal
+            return [(x.shape, jax_dtype(jfn, x.dtype))]
+        except (TypeError, ValueError):
+            raise ShapeError(f"jnp.{jfn.__name__} does not take {x.type_str()}") from None
     return infer
 
 

@@ -15,21 +15,43 @@ import numpy as np
 from .. import dispatch
 from ..errors import ShapeError, user_location
 from ..ir import Variable, current_program
+from . import bitwise as B
 from . import elementwise as E
-from . import contraction, indexing, linalg_functions, manip, reduce, shape, sort_scan
+from . import contraction, indexing, linalg_functions, manip, numpy_math, reduce, shape, sort_scan
+
+
+def _is_bool(x: Any) -> bool:
+    """Whether an operand is boolean (a Python bool, or an array or traced value of dtype bool)."""
+    if isinstance(x, (bool, np.bool_)):
+        return True
+    dt = getattr(x, "dtype", None)
+    return dt is not None and np.dtype(dt) == np.bool_
+
+
+def _by_dtype(logical: Callable[..., Any], bitwise: Callable[..., Any]) -> Callable[..., Any]:
+    """jax.numpy's `&`, `|`, `^`, `~`: logical on bools, bitwise otherwise (`~5 == -6`)."""
+    def op(*xs: Any) -> Any:
+        return (logical if all(_is_bool(x) for x in xs) else bitwise)(*xs)
+    op.__name__ = op.__qualname__ = bitwise.__name__
+    op.__doc__ = f"{logical.__name__} on bools, {bitwise.__name__} otherwise (as jax.numpy)."
+    return op
+
 
 #: Binary operators: name -> the op; each also gets its reflected form (`__radd__`).
 BINARY: dict[str, Callable[..., Any]] = {
     "add": E.add, "sub": E.subtract, "mul": E.multiply, "truediv": E.divide,
     "pow": E.power, "mod": E.remainder, "floordiv": E.floor_divide,
-    "matmul": contraction.matmul, "and": E.logical_and, "or": E.logical_or,
+    "matmul": contraction.matmul,
+    "and": _by_dtype(E.logical_and, B.bitwise_and), "or": _by_dtype(E.logical_or, B.bitwise_or),
+    "xor": _by_dtype(numpy_math.logical_xor, B.bitwise_xor),
+    "lshift": B.left_shift, "rshift": B.right_shift,
 }
 COMPARISONS: dict[str, Callable[..., Any]] = {
     "__lt__": E.less, "__le__": E.less_equal, "__gt__": E.greater, "__ge__": E.greater_equal,
     "__eq__": E.equal, "__ne__": E.not_equal,
 }
 UNARY: dict[str, Callable[..., Any]] = {
-    "__neg__": E.negative, "__invert__": E.logical_not, "__abs__": E.abs,
+    "__neg__": E.negative, "__invert__": _by_dtype(E.logical_not, B.invert), "__abs__": E.abs,
 }
 #: Methods that are the op itself (`x.sum(axis)` is `sg.sum(x, axis)`).
 METHODS: dict[str, Callable[..., Any]] = {

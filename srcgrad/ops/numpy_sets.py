@@ -1,7 +1,8 @@
 """jax.numpy's data-dependent-size names with JAX's static `size=` convention: nonzero,
-flatnonzero, argwhere, unique (and the array API unique_*), bincount, isin. A traced program
-has static shapes, so `size=` (bincount: `length=`) is required, as under jax.jit; results
-are padded with `fill_value` as JAX pads them.
+flatnonzero, argwhere, unique (and the array API unique_*), bincount, isin and the set
+operations (union1d, intersect1d, setdiff1d, setxor1d). A traced program has static shapes,
+so `size=` (bincount: `length=`) is required, as under jax.jit; results are padded with
+`fill_value` as JAX pads them.
 
 Layer L3 (the ops): see docs/design.md.
 """
@@ -18,13 +19,13 @@ from ..errors import ShapeError
 from ..ir import Variable
 from .creation import arange, full
 from .declare import public
-from .elementwise import astype, clip, where
+from .elementwise import astype, clip, equal, logical_and, logical_not, not_equal, where
 from .indexing import take
 from .manip import ravel
 from .numpy_reductions import any as any_
-from .reduce import sum
+from .reduce import argmax, sum
 from .shape import concatenate, expand_dims, stack
-from .sort_scan import argsort, cumsum
+from .sort_scan import argsort, cumsum, sort
 
 UniqueAllResult = namedtuple("UniqueAllResult", "values indices inverse_indices counts")
 UniqueCountsResult = namedtuple("UniqueCountsResult", "values counts")
@@ -183,3 +184,90 @@ def unique_all(x: Any, /, *, size: int | None = None, fill_value: Any = None) ->
     """jnp.unique_all: (values, indices, inverse_indices, counts)."""
     values, index, inverse, counts, _ = _unique(x, size, fill_value, "unique_all")
     return UniqueAllResult(values, index, inverse, counts)
+
+
+@public
+def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = None) -> Variable:
+    """jnp.union1d(ar1, ar2, size=, fill_value=): the sorted unique values of both arrays."""
+    return unique(concatenate([ravel(as_var(ar1)), ravel(as_var(ar2))]), size=size,
+                  fill_value=fill_value)
+
+
+
+# ---------------------------------------------------------------- set operations (size=)
+
+def _distinct(s: Variable) -> Variable:
+    """Of a sorted 1-D array: which entries are the first of their value."""
+    return concatenate([full((1,), True, np.dtype(bool)), not_equal(s[1:], s[:-1])])
+
+
+def _compact(s: Variable, keep: Variable, size: int | None, fill_value: Any, name: str,
+             smallest_fill: bool) -> tuple[Variable, Variable, Variable]:
+    """The first `size` entries of sorted `s` where `keep`, padded as jax.numpy pads (with
+    `fill_value`; if None, the smallest result when `smallest_fill`, else 0), their positions
+    in `s` and which slots hold one."""
+    if size is None:
+        raise ShapeError(f"{name} needs size= in srcgrad (the result's length must be static, "
+                         "as under jax.jit)", op=name)
+    (pos,) = nonzero(keep, size=size)
+    valid = arange(size, dtype=dtypes.default_int()) < sum(keep)
+    vals = s[pos]
+    if fill_value is None:
+        fill = where(valid[0], vals[0], 0) if smallest_fill else 0
+    else:
+        fill = astype(as_var(fill_value), s.dtype)
+    return where(valid, vals, fill), pos, valid
+
+
+def _flat_pair(ar1: Any, ar2: Any) -> tuple[Variable, Variable]:
+    a, b = ravel(as_var(ar1)), ravel(as_var(ar2))
+    dt = dtypes.promote(a.dtype, b.dtype)
+    return astype(a, dt), astype(b, dt)
+
+
+def _member(x: Variable, of: Variable) -> Variable:
+    if of.shape[0] == 0:
+        return full(x.shape, False, np.dtype(bool))
+    return any_(equal(expand_dims(x, -1), of), -1)
+
+
+@public
+def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices: bool = False,
+                *, size: int | None = None, fill_value: Any = None) -> Any:
+    """jnp.intersect1d(ar1, ar2, size=, fill_value=): the sorted values in both arrays, padded
+    as jax.numpy pads; with `return_indices`, each value's first index in ar1 and in ar2
+    (padded with the arrays' sizes)."""
+    a, b = _flat_pair(ar1, ar2)
+    order = argsort(a)
+    s = a[order]
+    vals, pos, valid = _compact(s, logical_and(_distinct(s), _member(s, b)), size,
+                                fill_value, "intersect1d", True)
+    if not return_indices:
+        return vals
+    i1 = where(valid, astype(order[pos], dtypes.default_int()), a.shape[0])
+    first2 = argmax(equal(expand_dims(vals, -1), b), -1) if b.shape[0] else vals * 0
+    i2 = where(valid, astype(first2, dtypes.default_int()), b.shape[0])
+    return vals, i1, i2
+
+
+@public
+def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None,
+              fill_value: Any = None) -> Variable:
+    """jnp.setdiff1d(ar1, ar2, size=, fill_value=0): the sorted values of ar1 not in ar2,
+    padded with `fill_value` (0 by default), in ar1's dtype."""
+    a = ravel(as_var(ar1))
+    s = sort(a)
+    keep = logical_and(_distinct(s), logical_not(_member(s, ravel(as_var(ar2)))))
+    return _compact(s, keep, size, 0 if fill_value is None else fill_value, "setdiff1d",
+                    False)[0]
+
+
+@public
+def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None,
+             fill_value: Any = None) -> Variable:
+    """jnp.setxor1d(ar1, ar2, size=, fill_value=): the sorted values in exactly one of the
+    arrays, padded as jax.numpy pads."""
+    a, b = _flat_pair(ar1, ar2)
+    s = sort(concatenate([a, b]))
+    keep = logical_and(_distinct(s), not_equal(_member(s, a), _member(s, b)))
+    return _compact(s, keep, size, fill_value, "setxor1d", True)[0]

@@ -1,0 +1,60 @@
+"""The effectful ops of `sg.debug`: `debug_print` (jax.debug.print at run time) and
+`debug_breakpoint` (jax.debug.breakpoint). Both are registered with `effect=True`, so dead
+code elimination, loop-invariant hoisting, CSE and recomputation leave them where they are.
+
+The format string is the user's: it never enters the generated source. The lowering puts it
+in the `_consts` side table and the source reads `_consts[i]`; keyword names are written only
+when they are plain identifiers.
+
+Layer L3 (the ops): see docs/design.md.
+"""
+from __future__ import annotations
+
+import keyword
+from typing import Any, Sequence
+
+from ..builder import emit
+from ..errors import TraceError, user_location
+from ..ir import Op, Variable
+from ..registry import ZERO, OutType, register
+
+
+def _no_outputs(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    return []
+
+
+def _lower_print(em: Any, op: Op) -> None:
+    """`jax.debug.print(_consts[i], a, b, x=c)`: the format string from the side table."""
+    names = op.attrs["names"]
+    args = [em.name(v) for v in op.inputs]
+    n_pos = len(args) - len(names)
+    em.consts.append(op.attrs["fmt"])
+    parts = [f"_consts[{len(em.consts) - 1}]", *args[:n_pos],
+             *[f"{k}={a}" for k, a in zip(names, args[n_pos:])]]
+    em.line(f"jax.debug.print({', '.join(parts)})")
+
+
+def _lower_breakpoint(em: Any, op: Op) -> None:
+    em.line("jax.debug.breakpoint()")
+
+
+register("debug_print", _no_outputs, None, ZERO, lower_stmt=_lower_print, effect=True)
+register("debug_breakpoint", _no_outputs, None, ZERO, lower_stmt=_lower_breakpoint,
+         effect=True)
+
+
+def emit_print(fmt: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> None:
+    """Append a `debug_print` of `fmt` over `args` and `kwargs` (traced values)."""
+    if not isinstance(fmt, str):
+        raise TraceError(f"sg.debug.print needs a format string, got {type(fmt).__name__}",
+                         op="debug_print", loc=user_location())
+    for k in kwargs:
+        if not k.isidentifier() or keyword.iskeyword(k):
+            raise TraceError(f"sg.debug.print: {k!r} is not a keyword argument name",
+                             op="debug_print", loc=user_location())
+    emit("debug_print", [*args, *kwargs.values()], {"fmt": fmt, "names": tuple(kwargs)})
+
+
+def emit_breakpoint() -> None:
+    """Append a `debug_breakpoint`: the compiled program stops in pdb when it gets there."""
+    emit("debug_breakpoint", [], {})
