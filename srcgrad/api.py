@@ -177,7 +177,23 @@ def _arg_names(fun: Callable[..., Any], args: tuple, tree_paths: list) -> list[s
 
 
 def _as_vars(tree: Any) -> Any:
-    return jax.tree_util.tree_map(as_var, tree)
+    return jax.tree_util.tree_map(_as_var, tree)
+
+
+def _as_var(x: Any) -> Variable:
+    """`as_var(x)`; a typed PRNG key becomes its uint32 key data, recorded as a key's in the
+    program (`Program.key_data`)."""
+    impl = dtypes.key_impl(x)
+    if impl is None:
+        return as_var(x)
+    v = as_var(jax.random.key_data(x))
+    active_program("a PRNG key").key_data[v] = impl
+    return v
+
+
+def _key_type(v: Variable, impl: Any) -> str:
+    """A key's type as JAX prints it (`key<fry>[]`), from its data `v`."""
+    return f"key<{impl.tag}>[{','.join(map(str, v.shape[:v.ndim - len(impl.key_shape)]))}]"
 
 
 @dataclass
@@ -320,10 +336,15 @@ class Transformed:
         prog = Program()
         prog.capacities = dict(capacities or {})
         with program_guard(prog):
-            ins = [_input(n if n not in prog._taken else f"{n}_{i}",
-                          np.shape(l), _leaf_dtype(l), "data") for i, (n, l) in enumerate(zip(names, leaves))]
-            for v in ins:
-                v.stop_gradient = False
+            ins = []
+            for i, (n, l) in enumerate(zip(names, leaves)):
+                impl = dtypes.key_impl(l)  # a typed PRNG key: an input of its uint32 data
+                shape, dt = ((np.shape(l), _leaf_dtype(l)) if impl is None else
+                             (np.shape(l) + tuple(impl.key_shape), np.dtype(np.uint32)))
+                ins.append(_input(n if n not in prog._taken else f"{n}_{i}", shape, dt, "data"))
+                ins[-1].stop_gradient = False
+                if impl is not None:
+                    prog.key_data[ins[-1]] = impl
             traced = jax.tree_util.tree_unflatten(tree, ins)
             inline = hooks.user_fn(self._inline)
             out = inline(*[args[i] if i in static else a for i, a in enumerate(traced)])
@@ -401,13 +422,20 @@ class Transformed:
         else:
             statics, dynamic = (), args
         leaves, tree = jax.tree_util.tree_flatten(dynamic)
-        arrays = [_leaf_array(l) for l in leaves]
+        impls = tuple(dtypes.key_impl(l) for l in leaves)
+        keyed = any(i is not None for i in impls)
+        # A typed PRNG key is fed as its uint32 data (and traced from the key).
+        arrays = [_leaf_array(l) if i is None else jax.random.key_data(l)
+                  for l, i in zip(leaves, impls)]
         key = (statics, tree, tuple((np.shape(a), _leaf_dtype(a)) for a in arrays), dtypes.x64(),
-               config.max_loop_records)
+               config.max_loop_records) + ((impls,) if keyed else ())
 
         def call_args() -> tuple:
-            """The arguments to trace with: the arrays, the static values in their places."""
-            traced = jax.tree_util.tree_unflatten(tree, arrays)
+            """The arguments to trace with: the arrays (and keys), the static values in their
+            places."""
+            traced = jax.tree_util.tree_unflatten(
+                tree, [l if i is not None else a for a, l, i in zip(arrays, leaves, impls)]
+                if keyed else arrays)
             return tuple(args[i] if i in static else a for i, a in enumerate(traced))
         slot = self._slot(key)
         now = bindings(self._base)
@@ -558,7 +586,14 @@ def _diff_copies(args: tuple, argnums: tuple[int, ...], who: str,
                                 loc=user_location())
         leaves, tree = jax.tree_util.tree_flatten(args[i])
         copies = []
+        keys = active_program(who).key_data
         for v in leaves:
+            if v in keys:
+                name = _param_name(fun, i) if fun is not None else f"argument {i}"
+                raise GradientError(f"{who} requires floating-point inputs, but {name} is a "
+                                    f"PRNG key: {_key_type(v, keys[v])} ({v.name}); keys take no "
+                                    "gradient: differentiate with respect to the other "
+                                    "arguments (argnums)", loc=user_location())
             if not dtypes.is_float(v.dtype):
                 what = {"c": "complex", "b": "bool"}.get(v.dtype.kind, "integer")
                 hint = ("; srcgrad differentiates real functions only: pass the real and "
@@ -699,6 +734,11 @@ def _check_vjp_primals(fun: Callable[..., Any], primals: tuple) -> None:
     """A GradientError, at sg.vjp time, naming the first primal that is not floating point."""
     with_paths = jax.tree_util.tree_flatten_with_path(primals)[0]
     for (path, leaf), name in zip(with_paths, _arg_names(fun, primals, [p for p, _ in with_paths])):
+        if dtypes.key_impl(leaf) is not None:
+            raise GradientError(f"vjp: the primal {name!r} is a PRNG key ({leaf.dtype}"
+                                f"{list(np.shape(leaf))}); vjp differentiates every primal, so "
+                                "each must be floating point (close over keys instead)",
+                                loc=user_location())
         dt = leaf.dtype if isinstance(leaf, Variable) else _leaf_dtype(leaf)
         if not dtypes.is_inexact(dt):
             raise GradientError(f"vjp: the primal {name!r} is {np.dtype(dt).name}; vjp "

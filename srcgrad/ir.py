@@ -192,6 +192,9 @@ class Program:
         #: (sg.from_jax's functions): a compiled program is stale once one returns False (a
         #: global or closed-over name of the function was rebound).
         self.watched: list[Any] = []
+        #: Variables that hold a typed PRNG key's uint32 data (an argument or a closed-over key),
+        #: with its PRNG implementation: sg.from_jax gives the JAX function the key back.
+        self.key_data: dict[Variable, Any] = {}
 
     def global_block(self) -> Block:
         return self.blocks[0]
@@ -265,6 +268,7 @@ class Program:
         self.captures.clear()
         self.captured.clear()
         self.capture_values.clear()
+        self.key_data.clear()
         self._block_stack.clear()
 
     #: The verifier and the printer, registered by srcgrad.verify and srcgrad.printer (the
