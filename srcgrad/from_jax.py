@@ -32,7 +32,7 @@ from .builder import as_var, constant
 from .cache import bindings, same_bindings
 from .errors import SrcgradError, user_location
 from .from_jax_flow import FLOW
-from .from_jax_more import MORE
+from .from_jax_more import KEYED, MORE
 from .from_jax_rules import BASIC, Rule
 from .ir import Variable, current_program
 from .jax_op import call_flat
@@ -42,7 +42,8 @@ from .ops.control import _check_max_iters
 
 RULES: dict[str, Rule] = {**BASIC, **FLOW, **MORE}
 #: Rows that take typed PRNG keys (as their data); any other equation on keys is a jax_op.
-_ON_KEYS = frozenset({"random_wrap", "random_unwrap", "jit", "pjit", "closed_call", "call",
+_ON_KEYS = frozenset({"random_wrap", "random_unwrap", "random_seed", "random_bits", "random_split",
+                      "random_fold_in", "jit", "pjit", "closed_call", "call",
                       "while", "cond", "scan", "remat2"})
 
 
@@ -134,10 +135,14 @@ class _Translator:
             self.eqn = eqn
             ins = [read(v) for v in eqn.invars]
             rule = RULES.get(name)
-            if rule is not None and name not in _ON_KEYS and any(
-                    dtypes.key_impl(v.aval) is not None or _complex(v.aval)
-                    for v in list(eqn.invars) + eqn.outvars):
-                rule = None  # rows see key data, not keys, and real values only
+            avals = [v.aval for v in list(eqn.invars) + eqn.outvars]
+            if rule is not None and name not in _ON_KEYS:
+                # Rows see real values only, and key data (not keys) where a row is written
+                # for it (KEYED: shapes of key arrays, whose data has the key's axes last).
+                if any(_complex(av) for av in avals):
+                    rule = None
+                elif any(dtypes.key_impl(av) is not None for av in avals):
+                    rule = KEYED.get(name)
             where = [eqn, *reversed(self._enclosing)]
             self._enclosing.append(eqn)
             try:
