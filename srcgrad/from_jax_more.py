@@ -119,6 +119,8 @@ KEYED: dict[str, Rule] = {
     "concatenate": lambda cx, a, p: S.concatenate(a, p["dimension"]),
     "transpose": lambda cx, a, p: S.transpose(a[0], tuple(p["permutation"]) + tuple(
         range(len(p["permutation"]), a[0].ndim))),
+    "convert_element_type": lambda cx, a, p: a[0] if cx.eqn.invars[0].aval.dtype
+    == cx.eqn.outvars[0].aval.dtype else cx.fallback(a),  # key to the same key type (old JAX)
     "copy": _identity, "device_put": lambda cx, a, p: list(a),
     "optimization_barrier": lambda cx, a, p: list(a),
 }

@@ -9,7 +9,8 @@ they differentiate to any order. Dimension numbers are tuples of ints in the att
 gather's `(offset_dims, collapsed_slice_dims, start_index_map, operand_batching_dims,
 start_indices_batching_dims)`, scatter's `(update_window_dims, inserted_window_dims,
 scatter_dims_to_operand_dims, operand_batching_dims, scatter_indices_batching_dims)`, the
-same five lists in the same roles. `mode` is "clip", "fill" or "promise_in_bounds".
+same five lists in the same roles (older JAX has only the first three: the batching dims are
+then empty). `mode` is "clip", "fill" or "promise_in_bounds".
 
 Layer L3 (the ops): see docs/design.md.
 """
@@ -32,13 +33,25 @@ from .shape import reshape
 
 DimNums = tuple[tuple[int, ...], ...]
 MODES = ("clip", "fill", "promise_in_bounds")
+#: How many of the five lists lax's dimension numbers take: 3 in JAX before batching dims
+#: (0.4.30), whose jaxprs have no batching dims to give.
+_FIELDS = len(lax.GatherDimensionNumbers._fields)
+_CUT = "" if _FIELDS == 5 else f"[:{_FIELDS}]"
+
+
+def _gather_dn(dn: DimNums) -> Any:
+    return lax.GatherDimensionNumbers(*dn[:_FIELDS])
+
+
+def _scatter_dn(dn: DimNums) -> Any:
+    return lax.ScatterDimensionNumbers(*dn[:_FIELDS])
 
 
 @lru_cache(maxsize=1024)
 def _gather_shape(x: tuple, idx: tuple, dts: tuple, dn: DimNums, sizes: tuple, mode: str
                   ) -> tuple[tuple[int, ...], np.dtype]:
     out = jax.eval_shape(
-        lambda a, i: lax.gather(a, i, lax.GatherDimensionNumbers(*dn), sizes, mode=mode),
+        lambda a, i: lax.gather(a, i, _gather_dn(dn), sizes, mode=mode),
         jax.ShapeDtypeStruct(x, dts[0]), jax.ShapeDtypeStruct(idx, dts[1]))
     return tuple(out.shape), np.dtype(out.dtype)
 
@@ -46,7 +59,7 @@ def _gather_shape(x: tuple, idx: tuple, dts: tuple, dn: DimNums, sizes: tuple, m
 @lru_cache(maxsize=1024)
 def _check_scatter(x: tuple, idx: tuple, upd: tuple, dts: tuple, dn: DimNums, mode: str) -> None:
     jax.eval_shape(
-        lambda a, i, u: lax.scatter_add(a, i, u, lax.ScatterDimensionNumbers(*dn), mode=mode),
+        lambda a, i, u: lax.scatter_add(a, i, u, _scatter_dn(dn), mode=mode),
         jax.ShapeDtypeStruct(x, dts[0]), jax.ShapeDtypeStruct(idx, dts[1]),
         jax.ShapeDtypeStruct(upd, dts[0]))
 
@@ -76,7 +89,8 @@ def _scatter_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[Out
 
 def _lower_gather(args: list[str], attrs: dict[str, str]) -> str:
     return (f"lax.gather({args[0]}, {args[1]}, "
-            f"lax.GatherDimensionNumbers(*{attrs['dimension_numbers']}), {attrs['slice_sizes']}, "
+            f"lax.GatherDimensionNumbers(*{attrs['dimension_numbers']}{_CUT}), "
+            f"{attrs['slice_sizes']}, "
             f"indices_are_sorted={attrs['indices_are_sorted']}, "
             f"unique_indices={attrs['unique_indices']}, mode={attrs['mode']}, "
             f"fill_value={attrs['fill_value']})")
@@ -85,7 +99,7 @@ def _lower_gather(args: list[str], attrs: dict[str, str]) -> str:
 def _lower_scatter(fn: str) -> Any:
     def lower(args: list[str], attrs: dict[str, str]) -> str:
         return (f"lax.{fn}({args[0]}, {args[1]}, {args[2]}, "
-                f"lax.ScatterDimensionNumbers(*{attrs['dimension_numbers']}), "
+                f"lax.ScatterDimensionNumbers(*{attrs['dimension_numbers']}{_CUT}), "
                 f"indices_are_sorted={attrs['indices_are_sorted']}, "
                 f"unique_indices={attrs['unique_indices']}, mode={attrs['mode']})")
     return lower
@@ -202,7 +216,8 @@ def _g_scatter_extremal(op: Op, g: list, need: list) -> list:
 def _attrs(dn: Sequence[Sequence[int]], mode: str, sorted_: bool, unique: bool) -> dict[str, Any]:
     if mode not in MODES:
         raise ShapeError(f"gather/scatter mode must be one of {MODES}, got {mode!r}")
-    return {"dimension_numbers": tuple(tuple(int(d) for d in part) for part in dn), "mode": mode,
+    parts = tuple(tuple(int(d) for d in part) for part in dn)
+    return {"dimension_numbers": parts + ((),) * (5 - len(parts)), "mode": mode,
             "indices_are_sorted": bool(sorted_), "unique_indices": bool(unique)}
 
 
