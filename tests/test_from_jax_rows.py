@@ -47,12 +47,16 @@ def test_a_typed_key_argument_takes_no_gradient() -> None:
 
 
 def test_a_key_argument_reaches_jax_as_a_key() -> None:
-    """Inside a srcgrad function the key is its uint32 data; the from_jax call gets the key."""
+    """Inside a srcgrad function the key is its uint32 data; the from_jax call gets the key,
+    sg.random's functions use the data."""
     f = lambda x, key: jnp.sum(x * jax.random.uniform(key, x.shape))
     x, key = RNG.standard_normal(3), jax.random.key(5)
     g = sg.grad(lambda x, key: sg.from_jax(f)(x, key) * 2.0)(x, key)
     np.testing.assert_allclose(g, 2.0 * jax.grad(f)(x, key), rtol=1e-12)
     np.testing.assert_allclose(sg.from_jax(f)(x, key), f(x, key), rtol=1e-12)
+    # srcgrad's own random functions take the key (its data) too
+    h = lambda x, key: sg.sum(x * sg.random.normal(key, (3,)))
+    np.testing.assert_allclose(sg.grad(h)(x, key), jax.random.normal(key, (3,)), rtol=1e-12)
 
 
 def test_differentiating_a_key_is_a_clear_error() -> None:
