@@ -12,14 +12,14 @@ import jax
 import numpy as np
 
 from . import dtypes, hooks
-from .builder import as_var
+from .builder import active_program, as_var
 from .dispatch import tracing
 from .errors import GradientError, SrcgradError, user_location
 from .ir import Program, Variable
 from .ops.creation import zeros
 from .ops.grad_helpers import assign
 from .traceback_filter import api_boundary
-from .transformed import Transformed, arg_names, as_vars, leaf_dtype, static_positions
+from .transformed import Transformed, arg_names, as_vars, key_type, leaf_dtype, static_positions
 from .transforms.backward import append_backward, gradients
 
 
@@ -54,7 +54,14 @@ def _diff_copies(args: tuple, argnums: tuple[int, ...], who: str,
                                 loc=user_location())
         leaves, tree = jax.tree_util.tree_flatten(args[i])
         copies = []
+        keys = active_program(who).key_data
         for v in leaves:
+            if v in keys:
+                name = _param_name(fun, i) if fun is not None else f"argument {i}"
+                raise GradientError(f"{who} requires floating-point inputs, but {name} is a "
+                                    f"PRNG key: {key_type(v, keys[v])} ({v.name}); keys take no "
+                                    "gradient: differentiate with respect to the other "
+                                    "arguments (argnums)", loc=user_location())
             if not dtypes.is_float(v.dtype):
                 what = {"c": "complex", "b": "bool"}.get(v.dtype.kind, "integer")
                 hint = ("; srcgrad differentiates real functions only: pass the real and "
@@ -195,6 +202,11 @@ def _check_vjp_primals(fun: Callable[..., Any], primals: tuple) -> None:
     """A GradientError, at sg.vjp time, naming the first primal that is not floating point."""
     with_paths = jax.tree_util.tree_flatten_with_path(primals)[0]
     for (path, leaf), name in zip(with_paths, arg_names(fun, primals, [p for p, _ in with_paths])):
+        if dtypes.key_impl(leaf) is not None:
+            raise GradientError(f"vjp: the primal {name!r} is a PRNG key ({leaf.dtype}"
+                                f"{list(np.shape(leaf))}); vjp differentiates every primal, so "
+                                "each must be floating point (close over keys instead)",
+                                loc=user_location())
         dt = leaf.dtype if isinstance(leaf, Variable) else leaf_dtype(leaf)
         if not dtypes.is_inexact(dt):
             raise GradientError(f"vjp: the primal {name!r} is {np.dtype(dt).name}; vjp "

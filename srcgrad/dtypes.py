@@ -63,6 +63,15 @@ def to_inexact(dtype: np.dtype) -> np.dtype:
     return dtype if is_inexact(dtype) else default_float()
 
 
+def key_impl(x: object) -> object:
+    """The PRNG implementation of a typed key (`jax.random.key`: an array, tracer or aval),
+    None for any other value."""
+    dt = getattr(x, "dtype", None)
+    if dt is not None and jax.dtypes.issubdtype(dt, jax.dtypes.prng_key):
+        return dt._impl
+    return None
+
+
 def short(dtype: np.dtype) -> str:
     return _SHORT.get(dtype.name, dtype.name)
 

@@ -32,7 +32,7 @@ from .builder import as_var, constant
 from .cache import bindings, same_bindings
 from .errors import SrcgradError, user_location
 from .from_jax_flow import FLOW
-from .from_jax_more import MORE
+from .from_jax_more import KEYED, MORE
 from .from_jax_rules import BASIC, Rule
 from .ir import Variable, current_program
 from .jax_op import call_flat
@@ -42,7 +42,8 @@ from .ops.control import _check_max_iters
 
 RULES: dict[str, Rule] = {**BASIC, **FLOW, **MORE}
 #: Rows that take typed PRNG keys (as their data); any other equation on keys is a jax_op.
-_ON_KEYS = frozenset({"random_wrap", "random_unwrap", "jit", "pjit", "closed_call", "call",
+_ON_KEYS = frozenset({"random_wrap", "random_unwrap", "random_seed", "random_bits", "random_split",
+                      "random_fold_in", "jit", "pjit", "closed_call", "call",
                       "while", "cond", "scan", "remat2"})
 
 
@@ -65,59 +66,30 @@ def from_jax(fn: Callable[..., Any], max_iters: int | None = None, *,
 
     def inline(*args: Any) -> Any:
         return translate(fn, args, bound, checkpoints, custom_rules)
-    return _FromJax(inline, fn, "from_jax", params=(bound, checkpoints, custom_rules))
-
-
-class _FromJax(Transformed):
-    """A from_jax function: typed PRNG keys among its arguments travel as their uint32 data
-    (one Transformed per pattern of key arguments, so each keeps its compiled programs)."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs:
-            args = self._positional(args, kwargs)
-        leaves, tree = jax.tree_util.tree_flatten(args)
-        impls = tuple(_key_impl(leaf) for leaf in leaves)
-        if not any(i is not None for i in impls):
-            return super().__call__(*args)
-        keyed = self.__dict__.setdefault("_keyed", {})
-        inner = keyed.get((tree, impls))
-        if inner is None:
-            bound, checkpoints, custom_rules = self._key[2]
-
-            def inline(*data: Any) -> Any:
-                d_leaves = jax.tree_util.tree_leaves(data)
-                return translate(self._fun, jax.tree_util.tree_unflatten(tree, d_leaves),
-                                 bound, checkpoints, custom_rules, impls)
-            names = tuple(None if i is None else i.name for i in impls)
-            inner = keyed[(tree, impls)] = Transformed(
-                inline, self._fun, "from_jax", params=(bound, checkpoints, custom_rules, names))
-        data = [l if i is None else jax.random.key_data(l) for l, i in zip(leaves, impls)]
-        return inner(*jax.tree_util.tree_unflatten(tree, data))
+    return Transformed(inline, fn, "from_jax", params=(bound, checkpoints, custom_rules))
 
 
 def translate(fn: Callable[..., Any], args: tuple, max_iters: int | None = None,
-              checkpoints: int | None = None, custom_rules: bool = True,
-              keys: Sequence[Any] | None = None) -> Any:
+              checkpoints: int | None = None, custom_rules: bool = True) -> Any:
     """Append the ops of `fn`'s jaxpr on `args` (pytrees of Variables) to the current block.
 
     The jaxpr is made afresh each time (JAX's own trace cache would keep the arrays a global
     held when first traced), and the program records what `fn` reads by name, so a compiled
-    caller is traced again when one of those is rebound. `keys` gives, per argument leaf, the
-    PRNG implementation of a leaf that is a typed key's data (None for the others).
+    caller is traced again when one of those is rebound. A typed PRNG key travels as its
+    uint32 data (`Program.key_data`): the JAX function is given the key.
     """
     raw, tree = jax.tree_util.tree_flatten(args)
     leaves, specs = [], []
-    for a, impl in zip(raw, keys or [None] * len(raw)):
-        if _key_impl(a) is not None:  # a typed PRNG key: its uint32 data travels
-            impl, a = _key_impl(a), jax.random.key_data(a)
+    prog = current_program()
+    for a in raw:
         leaves.append(as_var(a))
+        impl = prog.key_data.get(leaves[-1]) if prog is not None else None
         spec = jax.ShapeDtypeStruct(leaves[-1].shape, leaves[-1].dtype)
         if impl is not None:
             spec = jax.eval_shape(lambda d, i=impl: jax.random.wrap_key_data(d, impl=i), spec)
         specs.append(spec)
     closed, out_shape = jax.make_jaxpr(lambda *a: fn(*a), return_shape=True)(
         *jax.tree_util.tree_unflatten(tree, specs))
-    prog = current_program()
     if prog is not None:
         prog.watched.append(_unchanged(fn))
     outs = _Translator(max_iters, checkpoints, custom_rules).call(closed, leaves)
@@ -163,10 +135,14 @@ class _Translator:
             self.eqn = eqn
             ins = [read(v) for v in eqn.invars]
             rule = RULES.get(name)
-            if rule is not None and name not in _ON_KEYS and any(
-                    _key_impl(v.aval) is not None or _complex(v.aval)
-                    for v in list(eqn.invars) + eqn.outvars):
-                rule = None  # rows see key data, not keys, and real values only
+            avals = [v.aval for v in list(eqn.invars) + eqn.outvars]
+            if rule is not None and name not in _ON_KEYS:
+                # Rows see real values only, and key data (not keys) where a row is written
+                # for it (KEYED: shapes of key arrays, whose data has the key's axes last).
+                if any(_complex(av) for av in avals):
+                    rule = None
+                elif any(dtypes.key_impl(av) is not None for av in avals):
+                    rule = KEYED.get(name)
             where = [eqn, *reversed(self._enclosing)]
             self._enclosing.append(eqn)
             try:
@@ -184,8 +160,8 @@ class _Translator:
         values travel as their uint32 data)."""
         eqn = self.eqn
         prim, params = eqn.primitive, eqn.params
-        in_keys = [_key_impl(v.aval) for v in eqn.invars]
-        out_keys = [_key_impl(v.aval) for v in eqn.outvars]
+        in_keys = [dtypes.key_impl(v.aval) for v in eqn.invars]
+        out_keys = [dtypes.key_impl(v.aval) for v in eqn.outvars]
 
         def bound(*xs: Any) -> tuple:
             xs = [x if k is None else jax.random.wrap_key_data(x, impl=k)
@@ -218,23 +194,15 @@ def _unchanged(fn: Callable[..., Any]) -> Callable[[], bool]:
     return lambda: (f := ref()) is not None and same_bindings(bindings(f), now)
 
 
-def _key_impl(aval: Any) -> Any:
-    """The PRNG implementation of a typed key aval, None for other values."""
-    dt = getattr(aval, "dtype", None)
-    if dt is not None and jax.dtypes.issubdtype(dt, jax.dtypes.prng_key):
-        return dt._impl
-    return None
-
-
 def _complex(aval: Any) -> bool:
     """Complex values are JAX's alone: srcgrad's rows and gradients are for real values."""
     dt = getattr(aval, "dtype", None)
-    return dt is not None and _key_impl(aval) is None and np.issubdtype(dt, np.complexfloating)
+    return dt is not None and dtypes.key_impl(aval) is None and np.issubdtype(dt, np.complexfloating)
 
 
 def _const(c: Any) -> Variable:
     """A closed-over array: a scalar is written into the program, an array is captured."""
-    if _key_impl(c) is not None:
+    if dtypes.key_impl(c) is not None:
         c = jax.random.key_data(c)
     if np.ndim(c) == 0 and not isinstance(c, jax.core.Tracer):
         return constant(np.asarray(c)[()])
@@ -245,7 +213,7 @@ def _typed(val: Any, aval: Any, prim: str, where: list[Any]) -> Variable:
     """`val` in the dtype of the jaxpr's variable; a shape that differs is a translation bug.
     A typed PRNG key is its uint32 key data."""
     v = as_var(val)
-    impl = _key_impl(aval)
+    impl = dtypes.key_impl(aval)
     shape = tuple(aval.shape) + (tuple(impl.key_shape) if impl is not None else ())
     want = np.dtype(np.uint32) if impl is not None else dtypes.canonical(aval.dtype)
     if v.dtype != want:

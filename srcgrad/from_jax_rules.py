@@ -16,6 +16,7 @@ from .builder import constant
 from .errors import SrcgradError, user_location
 from .ir import Variable
 from .ops import debug as D
+from .ops import bitwise as B
 from .ops import elementwise as E
 from .ops import lax_ops as X
 from .ops import contraction as L
@@ -45,11 +46,11 @@ def _bin(fn: Callable[[Variable, Variable], Variable]) -> Rule:
     return lambda cx, a, p: fn(a[0], a[1])
 
 
-def _bool_only(fn: Callable[..., Variable], prim: str) -> Rule:
-    """and/or/xor/not: logical ops on bools; JAX's bitwise forms on integers run as a jax_op."""
+def _bool_only(fn: Callable[..., Variable], bitwise: Callable[..., Variable]) -> Rule:
+    """and/or/xor/not: logical ops on bools, bitwise ops (srcgrad/ops/bitwise.py) on integers."""
     def rule(cx: Cx, a: list[Variable], p: dict) -> Variable:
         if any(v.dtype != np.dtype(bool) for v in a):
-            return cx.fallback(a)
+            return bitwise(*a)
         return fn(*a)
     return rule
 
@@ -315,13 +316,13 @@ BASIC: dict[str, Rule] = {
     "tanh": _un(E.tanh), "asinh": _un(E.arcsinh), "acosh": _un(E.arccosh),
     "atanh": _un(E.arctanh), "logistic": _un(E.sigmoid), "erf": _un(E.erf),
     "integer_pow": lambda cx, a, p: E.integer_pow(a[0], int(p["y"])),
-    "not": _bool_only(E.logical_not, "not"),
+    "not": _bool_only(E.logical_not, B.bitwise_not),
     # elementwise, two or more arguments
     "add": _bin(E.add), "add_any": _bin(E.add), "sub": _bin(E.subtract),
     "mul": _bin(E.multiply), "div": _div,
     "rem": _rem, "pow": _bin(E.power), "max": _bin(E.maximum), "min": _bin(E.minimum),
-    "atan2": _bin(E.arctan2), "and": _bool_only(E.logical_and, "and"),
-    "or": _bool_only(E.logical_or, "or"), "xor": _bool_only(E.not_equal, "xor"),
+    "atan2": _bin(E.arctan2), "and": _bool_only(E.logical_and, B.bitwise_and),
+    "or": _bool_only(E.logical_or, B.bitwise_or), "xor": _bool_only(E.not_equal, B.bitwise_xor),
     "eq": _bin(E.equal), "ne": _bin(E.not_equal), "lt": _bin(E.less), "le": _bin(E.less_equal),
     "gt": _bin(E.greater), "ge": _bin(E.greater_equal), "select_n": _select_n, "clamp": _clamp,
     # types and values
@@ -345,6 +346,9 @@ BASIC: dict[str, Rule] = {
     "dynamic_update_slice": lambda cx, a, p: dynamic_update_slice(a[0], a[1], a[2:]),
     "gather": _gather, "scatter-add": _scatter(X.scatter_add, "scatter-add"),
     "scatter": _scatter(X.scatter, "scatter"),
+    "scatter-mul": _scatter(X.scatter_mul, "scatter-mul"),
+    "scatter-min": _scatter(X.scatter_min, "scatter-min"),
+    "scatter-max": _scatter(X.scatter_max, "scatter-max"),
     # contractions
     "dot_general": _dot_general, "conv_general_dilated": _conv,
     # reductions

@@ -198,6 +198,9 @@ class Program:
         #: True once an effectful op (sg.debug.print) is appended: only then do the passes
         #: look for effects inside control flow (analysis.has_effect).
         self.effects = False
+        #: Variables that hold a typed PRNG key's uint32 data (an argument or a closed-over key),
+        #: with its PRNG implementation: sg.from_jax gives the JAX function the key back.
+        self.key_data: dict[Variable, Any] = {}
 
     def global_block(self) -> Block:
         return self.blocks[0]
@@ -271,6 +274,7 @@ class Program:
         self.captures.clear()
         self.captured.clear()
         self.capture_values.clear()
+        self.key_data.clear()
         self._block_stack.clear()
 
     #: The verifier and the printer, registered by srcgrad.verify and srcgrad.printer (the

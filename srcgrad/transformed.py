@@ -17,7 +17,7 @@ import jax
 import numpy as np
 
 from . import dtypes, hooks
-from .builder import as_var
+from .builder import active_program, as_var
 from .cache import CACHE, Slot, bindings, same_bindings, static_key
 from .config import config
 from .dispatch import tracing
@@ -69,7 +69,23 @@ def arg_names(fun: Callable[..., Any], args: tuple, tree_paths: list) -> list[st
 
 
 def as_vars(tree: Any) -> Any:
-    return jax.tree_util.tree_map(as_var, tree)
+    return jax.tree_util.tree_map(_as_var, tree)
+
+
+def _as_var(x: Any) -> Variable:
+    """`as_var(x)`; a typed PRNG key becomes its uint32 key data, recorded as a key's in the
+    program (`Program.key_data`)."""
+    impl = dtypes.key_impl(x)
+    if impl is None:
+        return as_var(x)
+    v = as_var(jax.random.key_data(x))
+    active_program("a PRNG key").key_data[v] = impl
+    return v
+
+
+def key_type(v: Variable, impl: Any) -> str:
+    """A key's type as JAX prints it (`key<fry>[]`), from its data `v`."""
+    return f"key<{impl.tag}>[{','.join(map(str, v.shape[:v.ndim - len(impl.key_shape)]))}]"
 
 
 @dataclass
@@ -212,10 +228,15 @@ class Transformed:
         prog = Program()
         prog.capacities = dict(capacities or {})
         with program_guard(prog):
-            ins = [input_var(n if n not in prog._taken else f"{n}_{i}",
-                          np.shape(l), leaf_dtype(l), "data") for i, (n, l) in enumerate(zip(names, leaves))]
-            for v in ins:
-                v.stop_gradient = False
+            ins = []
+            for i, (n, l) in enumerate(zip(names, leaves)):
+                impl = dtypes.key_impl(l)  # a typed PRNG key: an input of its uint32 data
+                shape, dt = ((np.shape(l), leaf_dtype(l)) if impl is None else
+                             (np.shape(l) + tuple(impl.key_shape), np.dtype(np.uint32)))
+                ins.append(input_var(n if n not in prog._taken else f"{n}_{i}", shape, dt, "data"))
+                ins[-1].stop_gradient = False
+                if impl is not None:
+                    prog.key_data[ins[-1]] = impl
             traced = jax.tree_util.tree_unflatten(tree, ins)
             inline = hooks.user_fn(self._inline)
             out = inline(*[args[i] if i in static else a for i, a in enumerate(traced)])
@@ -293,13 +314,20 @@ class Transformed:
         else:
             statics, dynamic = (), args
         leaves, tree = jax.tree_util.tree_flatten(dynamic)
-        arrays = [_leaf_array(l) for l in leaves]
+        impls = tuple(dtypes.key_impl(l) for l in leaves)
+        keyed = any(i is not None for i in impls)
+        # A typed PRNG key is fed as its uint32 data (and traced from the key).
+        arrays = [_leaf_array(l) if i is None else jax.random.key_data(l)
+                  for l, i in zip(leaves, impls)]
         key = (statics, tree, tuple((np.shape(a), leaf_dtype(a)) for a in arrays), dtypes.x64(),
-               config.max_loop_records)
+               config.max_loop_records) + ((impls,) if keyed else ())
 
         def call_args() -> tuple:
-            """The arguments to trace with: the arrays, the static values in their places."""
-            traced = jax.tree_util.tree_unflatten(tree, arrays)
+            """The arguments to trace with: the arrays (and keys), the static values in their
+            places."""
+            traced = jax.tree_util.tree_unflatten(
+                tree, [l if i is not None else a for a, l, i in zip(arrays, leaves, impls)]
+                if keyed else arrays)
             return tuple(args[i] if i in static else a for i, a in enumerate(traced))
         slot = self._slot(key)
         now = bindings(self._base)
@@ -419,4 +447,4 @@ def _eager(fn: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-__all__ = ["Transformed", "arg_names", "as_vars", "leaf_dtype", "static_positions"]
+__all__ = ["Transformed", "arg_names", "as_vars", "key_type", "leaf_dtype", "static_positions"]

@@ -435,7 +435,8 @@ def test_translated_ops_carry_the_callers_line() -> None:
 
 
 def test_a_primitive_jax_cannot_differentiate_names_it_and_the_line() -> None:
-    """nextafter has no row: it runs as a jax_op; its gradient is JAX's refusal, at the op."""
+    """JAX has no derivative of nextafter: the gradient is a GradientError naming it, at the
+    user's line."""
     f = lambda x: lax.nextafter(x, x + 1.0)
     x = arr(3)
     np.testing.assert_array_equal(sg.from_jax(f)(x), f(x))
@@ -469,7 +470,7 @@ def test_debug_prints_are_dropped() -> None:
                                np.cos(np.ones(2)))
 
 
-def test_bitwise_ops_on_integers_run_as_jax_ops() -> None:
+def test_bitwise_ops_on_integers() -> None:
     i = np.arange(6, dtype=np.int32)
     np.testing.assert_array_equal(sg.from_jax(lambda i: (i & 3) | (i >> 1))(i), (i & 3) | (i >> 1))
 

@@ -1,6 +1,7 @@
 """lax-level indexing ops that jaxprs need and jax.numpy-style ops do not cover: the general
-`gather`, `scatter-add` and `scatter` with XLA dimension numbers (what `x[idx]`,
-`jnp.take_along_axis`, `x.at[idx].add(v)` and `x.at[idx].set(v)` become in a jaxpr).
+`gather`, `scatter-add`, `scatter` and `scatter-mul`/`-min`/`-max` with XLA dimension numbers
+(what `x[idx]`, `jnp.take_along_axis`, `x.at[idx].add(v)`, `.set(v)`, `.multiply(v)`,
+`.min(v)` and `.max(v)` become in a jaxpr).
 
 They are internal rows (no `sg.` function): `sg.from_jax` reaches them. Each is the transpose
 of another (gather <-> scatter-add, as in JAX), so their gradients are again these ops and
@@ -8,7 +9,8 @@ they differentiate to any order. Dimension numbers are tuples of ints in the att
 gather's `(offset_dims, collapsed_slice_dims, start_index_map, operand_batching_dims,
 start_indices_batching_dims)`, scatter's `(update_window_dims, inserted_window_dims,
 scatter_dims_to_operand_dims, operand_batching_dims, scatter_indices_batching_dims)`, the
-same five lists in the same roles. `mode` is "clip", "fill" or "promise_in_bounds".
+same five lists in the same roles (older JAX has only the first three: the batching dims are
+then empty). `mode` is "clip", "fill" or "promise_in_bounds".
 
 Layer L3 (the ops): see docs/design.md.
 """
@@ -21,23 +23,35 @@ import jax
 import numpy as np
 from jax import lax
 
-from ..errors import ShapeError
+from ..errors import GradientError, ShapeError
 from ..ir import Op, Variable
 from ..registry import OutType
 from .creation import arange, full, zeros
-from .declare import defop
+from .declare import defop, named
 from .elementwise import equal, where
 from .shape import reshape
 
 DimNums = tuple[tuple[int, ...], ...]
 MODES = ("clip", "fill", "promise_in_bounds")
+#: How many of the five lists lax's dimension numbers take: 3 in JAX before batching dims
+#: (0.4.30), whose jaxprs have no batching dims to give.
+_FIELDS = len(lax.GatherDimensionNumbers._fields)
+_CUT = "" if _FIELDS == 5 else f"[:{_FIELDS}]"
+
+
+def _gather_dn(dn: DimNums) -> Any:
+    return lax.GatherDimensionNumbers(*dn[:_FIELDS])
+
+
+def _scatter_dn(dn: DimNums) -> Any:
+    return lax.ScatterDimensionNumbers(*dn[:_FIELDS])
 
 
 @lru_cache(maxsize=1024)
 def _gather_shape(x: tuple, idx: tuple, dts: tuple, dn: DimNums, sizes: tuple, mode: str
                   ) -> tuple[tuple[int, ...], np.dtype]:
     out = jax.eval_shape(
-        lambda a, i: lax.gather(a, i, lax.GatherDimensionNumbers(*dn), sizes, mode=mode),
+        lambda a, i: lax.gather(a, i, _gather_dn(dn), sizes, mode=mode),
         jax.ShapeDtypeStruct(x, dts[0]), jax.ShapeDtypeStruct(idx, dts[1]))
     return tuple(out.shape), np.dtype(out.dtype)
 
@@ -45,7 +59,7 @@ def _gather_shape(x: tuple, idx: tuple, dts: tuple, dn: DimNums, sizes: tuple, m
 @lru_cache(maxsize=1024)
 def _check_scatter(x: tuple, idx: tuple, upd: tuple, dts: tuple, dn: DimNums, mode: str) -> None:
     jax.eval_shape(
-        lambda a, i, u: lax.scatter_add(a, i, u, lax.ScatterDimensionNumbers(*dn), mode=mode),
+        lambda a, i, u: lax.scatter_add(a, i, u, _scatter_dn(dn), mode=mode),
         jax.ShapeDtypeStruct(x, dts[0]), jax.ShapeDtypeStruct(idx, dts[1]),
         jax.ShapeDtypeStruct(upd, dts[0]))
 
@@ -75,7 +89,8 @@ def _scatter_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[Out
 
 def _lower_gather(args: list[str], attrs: dict[str, str]) -> str:
     return (f"lax.gather({args[0]}, {args[1]}, "
-            f"lax.GatherDimensionNumbers(*{attrs['dimension_numbers']}), {attrs['slice_sizes']}, "
+            f"lax.GatherDimensionNumbers(*{attrs['dimension_numbers']}{_CUT}), "
+            f"{attrs['slice_sizes']}, "
             f"indices_are_sorted={attrs['indices_are_sorted']}, "
             f"unique_indices={attrs['unique_indices']}, mode={attrs['mode']}, "
             f"fill_value={attrs['fill_value']})")
@@ -84,7 +99,7 @@ def _lower_gather(args: list[str], attrs: dict[str, str]) -> str:
 def _lower_scatter(fn: str) -> Any:
     def lower(args: list[str], attrs: dict[str, str]) -> str:
         return (f"lax.{fn}({args[0]}, {args[1]}, {args[2]}, "
-                f"lax.ScatterDimensionNumbers(*{attrs['dimension_numbers']}), "
+                f"lax.ScatterDimensionNumbers(*{attrs['dimension_numbers']}{_CUT}), "
                 f"indices_are_sorted={attrs['indices_are_sorted']}, "
                 f"unique_indices={attrs['unique_indices']}, mode={attrs['mode']})")
     return lower
@@ -148,12 +163,61 @@ def _g_scatter(op: Op, g: list, need: list) -> list:
     return [gx, None, gu]
 
 
+def _g_scatter_mul(op: Op, g: list, need: list) -> list:
+    """JAX's rule: the operand's gradient is the cotangent scaled as the operand was; an
+    update's is the cotangent times the operand at its target (unique indices only, as in
+    JAX: with repeated indices the product's other factors would be needed)."""
+    x, idx, upd = op.inputs
+    a = op.attrs
+    flags = (a["indices_are_sorted"], a["unique_indices"])
+    gx = gu = None
+    if need[0]:
+        gx = scatter_mul(g[0], idx, upd, a["dimension_numbers"], a["mode"], *flags)
+    if need[2]:
+        if not a["unique_indices"]:
+            raise GradientError("the gradient of scatter-mul (x.at[idx].multiply(v)) with "
+                                "respect to the updates needs unique indices (as in JAX)",
+                                op="lax_scatter_mul", loc=op.loc)
+        gu = _read_back(g[0] * x, op)
+    return [gx, None, gu]
+
+
+def _g_scatter_extremal(op: Op, g: list, need: list) -> list:
+    """JAX's rule for scatter-min/max (the transpose of its JVP): the result at a target takes
+    the gradient of the values that reach it, shared equally among the updates that won and
+    the operand's value where it equals them (a tie)."""
+    x, idx, upd = op.inputs
+    a = op.attrs
+    dn, mode = a["dimension_numbers"], a["mode"]
+    sizes = _window_sizes(x.shape, upd.shape, dn)
+
+    def at(v: Variable) -> Variable:  # JAX's reads: fill mode, NaN outside
+        return gather(v, idx, dn, sizes, "fill")
+
+    def count(v: Variable) -> Variable:
+        return at(scatter_add(zeros(x.shape, x.dtype), idx, v, dn, "fill"))
+    target = at(op.outputs[0])
+    won, kept = equal(upd, target), equal(at(x), target)
+    wins = count(where(won, 1.0, 0.0).astype(x.dtype))
+    refs = count(full(upd.shape, 1, x.dtype))
+    upd_coef = where(won, where(kept, 1.0 / (wins + 1.0), 1.0 / wins), 0.0)
+    x_coef = (where(kept, 1.0 / (wins + 1.0), 0.0) - 1.0) / refs
+    g_at = gather(g[0], idx, dn, sizes, mode, 0, a["indices_are_sorted"], a["unique_indices"])
+    gx = gu = None
+    if need[0]:
+        gx = g[0] + scatter_add(zeros(x.shape, x.dtype), idx, g_at * x_coef, dn, "fill")
+    if need[2]:
+        gu = g_at * upd_coef
+    return [gx, None, gu]
+
+
 # ---------------------------------------------------------------- the ops
 
 def _attrs(dn: Sequence[Sequence[int]], mode: str, sorted_: bool, unique: bool) -> dict[str, Any]:
     if mode not in MODES:
         raise ShapeError(f"gather/scatter mode must be one of {MODES}, got {mode!r}")
-    return {"dimension_numbers": tuple(tuple(int(d) for d in part) for part in dn), "mode": mode,
+    parts = tuple(tuple(int(d) for d in part) for part in dn)
+    return {"dimension_numbers": parts + ((),) * (5 - len(parts)), "mode": mode,
             "indices_are_sorted": bool(sorted_), "unique_indices": bool(unique)}
 
 
@@ -186,3 +250,22 @@ def scatter(x: Variable, indices: Variable, updates: Variable,
     """lax.scatter: `updates` written over `x` (one of several updates to a position wins)."""
     return [x, indices, updates], _attrs(dimension_numbers, mode, indices_are_sorted,
                                          unique_indices)
+
+
+def _combining(name: str, lax_fn: str, grad: Any, doc: str) -> Any:
+    def front(x: Variable, indices: Variable, updates: Variable,
+              dimension_numbers: Sequence[Sequence[int]], mode: str = "fill",
+              indices_are_sorted: bool = False, unique_indices: bool = False) -> Any:
+        return [x, indices, updates], _attrs(dimension_numbers, mode, indices_are_sorted,
+                                             unique_indices)
+    named(front, lax_fn, doc)
+    return defop(name, _scatter_rule, _lower_scatter(lax_fn), grad, export=False,
+                 base=lax_fn)(front)
+
+
+scatter_mul = _combining("lax_scatter_mul", "scatter_mul", _g_scatter_mul,
+                         "lax.scatter_mul: `x` times `updates` at the indices.")
+scatter_min = _combining("lax_scatter_min", "scatter_min", _g_scatter_extremal,
+                         "lax.scatter_min: the minimum of `x` and the updates at the indices.")
+scatter_max = _combining("lax_scatter_max", "scatter_max", _g_scatter_extremal,
+                         "lax.scatter_max: the maximum of `x` and the updates at the indices.")
