@@ -104,7 +104,7 @@ def apply(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
     if tape is not None:
         return tape.record(fn, leaves, tree)
     out = eager.run(fn, [l._value if type(l) is Tensor else l for l in leaves], tree)
-    return jax.tree_util.tree_map(Tensor, out)
+    return Tensor(out) if isinstance(out, jax.Array) else jax.tree_util.tree_map(Tensor, out)
 
 
 # ---------------------------------------------------------------- scopes

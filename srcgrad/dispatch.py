@@ -26,6 +26,7 @@ import inspect
 from typing import Any, Callable, Sequence
 
 import jax
+import numpy as np
 
 from .ir import Variable, current_program
 from .traceback_filter import leave_out_internal_frames
@@ -86,6 +87,7 @@ def register_tape(run: Interpreter, wants: Callable[[Leaves], bool],
     INTERPRETERS.tape_wants = wants
     INTERPRETERS.leaf_types = leaf_types
     _LEAF_TYPES = frozenset(leaf_types)
+    _PLAIN_LEAVES.update(leaf_types)
 
 
 def tracing(args: Any) -> bool:
@@ -131,15 +133,45 @@ def call(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any],
     """`fn(*args, **kwargs)` by the interpreter the arguments and the context pick."""
     if current_program() is not None:
         return fn(*args, **kwargs)
+    return _outside(fn, args, kwargs, operands)
+
+
+def _outside(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any],
+             operands: Operands | None) -> Any:
+    """A call outside any trace: the tape's or the eager interpreter's."""
     if operands is not None:
         args, kwargs = weaken(args, kwargs, operands)
-    leaves, tree = jax.tree_util.tree_flatten((args, kwargs), is_leaf=_is_leaf)
+    leaves, tree = _flatten(args, kwargs)
     reg = INTERPRETERS
     if reg.tape_wants(leaves):
         return reg.tape(fn, leaves, tree)
     if reg.eager is None:
         raise RuntimeError("srcgrad's eager interpreter is not registered: import srcgrad")
     return reg.eager(fn, leaves, tree)
+
+
+#: Types that are leaves as they are (the common arguments of an op call), besides the
+#: registered leaf types; a call whose positional arguments are all of them is flattened
+#: without walking a pytree.
+_PLAIN_LEAVES = {float, int, bool, complex, str, Weak, type(np.zeros(0)),
+                 type(jax.numpy.zeros(0))}
+_FLAT_TREES: dict[int, Any] = {}
+
+
+def _flatten(args: tuple, kwargs: dict[str, Any]) -> tuple[list, Any]:
+    """`tree_flatten((args, kwargs))` with sg.Tensor a leaf."""
+    if not kwargs:
+        plain = _PLAIN_LEAVES
+        for a in args:
+            if type(a) not in plain:
+                break
+        else:
+            tree = _FLAT_TREES.get(len(args))
+            if tree is None:
+                tree = _FLAT_TREES[len(args)] = jax.tree_util.tree_structure(
+                    (tuple(range(len(args))), {}))
+            return list(args), tree
+    return jax.tree_util.tree_flatten((args, kwargs), is_leaf=_is_leaf)
 
 
 def dispatched(fn: Callable[..., Any], operands: Sequence[str] = ()) -> Callable[..., Any]:
@@ -150,7 +182,7 @@ def dispatched(fn: Callable[..., Any], operands: Sequence[str] = ()) -> Callable
         try:
             if current_program() is not None:
                 return fn(*args, **kwargs)
-            return call(fn, args, kwargs, spec)
+            return _outside(fn, args, kwargs, spec)
         except Exception as e:  # the error shows the user's frames only (inline: no frame)
             leave_out_internal_frames(e)
             raise

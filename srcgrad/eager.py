@@ -66,7 +66,7 @@ def run(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
 
 
 def evaluate(fn: Callable[..., Any], leaves: list, tree: Any, parts: tuple, arrays: list,
-             weak: list) -> tuple[list, Any, list[tuple[int, np.dtype, jax.Array]]]:
+             weak: list) -> tuple[Any, Any, list[tuple[int, np.dtype, jax.Array]]]:
     """`fn` on leaves whose `signature` is given: its result leaves, their tree, and each
     weak number the program lifted (its index among the weak ones, dtype and device value)."""
     key = (fn, tree, parts, dtypes.x64())
@@ -82,7 +82,7 @@ def evaluate(fn: Callable[..., Any], leaves: list, tree: Any, parts: tuple, arra
     outs, _ = prog.run(*arrays, *fed, *prog.captured)
     if first:  # compiled: later calls go to jax.jit's dispatch directly
         PROGRAMS.put(key, prog._replace(run=prog.run.jitted))
-    return list(outs), prog.out_tree, lifted
+    return outs, prog.out_tree, lifted
 
 
 _NUMBERS: dict[tuple[str, np.dtype], jax.Array] = {}
