@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import operator
 import threading
 import types
 import weakref
@@ -202,4 +203,4 @@ def bindings(fun: Callable[..., Any]) -> tuple[Any, ...]:
 
 
 def same_bindings(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+    return len(a) == len(b) and all(map(operator.is_, a, b))

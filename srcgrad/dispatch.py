@@ -93,9 +93,14 @@ def register_tape(run: Interpreter, wants: Callable[[Leaves], bool],
 def tracing(args: Any) -> bool:
     """True when a call on `args` is traced: a program is being built, or a traced value is
     among the arguments. (A transformed function asks this to run inline, not compiled.)"""
+    return tracing_leaves(jax.tree_util.tree_leaves(args))
+
+
+def tracing_leaves(leaves: list) -> bool:
+    """`tracing` of arguments already flattened."""
     if current_program() is not None:
         return True
-    for leaf in jax.tree_util.tree_leaves(args):
+    for leaf in leaves:
         if type(leaf) is Variable:
             return True
     return False

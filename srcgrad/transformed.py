@@ -20,7 +20,7 @@ from . import dtypes, hooks
 from .builder import active_program, as_var
 from .cache import CACHE, Slot, bindings, same_bindings, static_key
 from .config import config
-from .dispatch import tracing
+from .dispatch import tracing_leaves
 from .fluid import input_var
 from .errors import SrcgradError, user_location
 from .ir import Program, Variable, program_guard
@@ -144,16 +144,17 @@ class Transformed:
         if kwargs:
             args = self._positional(args, kwargs)
         static = self._static_positions(args) if self._static else frozenset()
-        if tracing(args):
+        leaves = jax.tree_util.tree_leaves(args)
+        if tracing_leaves(leaves):
             inline = hooks.user_fn(self._inline)
             return inline(*[a if i in static else as_vars(a) for i, a in enumerate(args)])
         if not static and self._fast is not False:
-            out = self._fast_call(args)
+            out = self._fast_call(args, leaves)
             if out is not _SLOW:
                 return out
         return self._run(args, static)
 
-    def _fast_call(self, args: tuple) -> Any:
+    def _fast_call(self, args: tuple, leaves: list) -> Any:
         """The call served by JAX's own dispatch: a `jax.jit` of this function's pipeline,
         which runs srcgrad's trace, transform and lowering when JAX traces (once per input
         signature), so a repeated call costs what a jax.jit call does, plus the check that
@@ -162,7 +163,7 @@ class Transformed:
         captured arrays (fed their current values on every call), size loop records at run
         time, watch another function's globals (`sg.from_jax`) or nest deeply take the full
         path (`_run`); `_SLOW` says so."""
-        for leaf in jax.tree_util.tree_leaves(args):
+        for leaf in leaves:
             if type(leaf) not in _FAST_TYPES and not isinstance(leaf, np.generic):
                 return _SLOW
         now = bindings(self._base)
