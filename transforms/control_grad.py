@@ -55,6 +55,7 @@ from srcgrad.registry import REGISTRY, ZERO, grad_maker
 
 from .accumulate import accumulate, is_zero
 from .backward import backward_block, forward_requires
+from .replay import replay_op, replayed
 from .treeverse import outputs_unused, treeverse_grad
 from .passes import (const_scalar, free_vars, live_ops, producer, recomputable, shape_only_reads,
                      residual_name, replace_op, residuals, substitute)
@@ -91,9 +92,11 @@ class Rebuild:
     else is recorded.
     """
 
-    def __init__(self, fwd: Block, given: dict[Variable, Callable[[], Variable]]):
+    def __init__(self, fwd: Block, given: dict[Variable, Callable[[], Variable]],
+                 replay: set[Op] | None = None):
         self.fwd = fwd
         self.given = given
+        self.replay = replay or set()  # inner loops run again from their inputs (replay.py)
         self.producer = {o: op for op in fwd.ops for o in op.outputs}
         self._can: dict[Variable, bool] = {}
 
@@ -103,9 +106,27 @@ class Rebuild:
             return True
         if v not in self._can:
             src = self.producer.get(v)
-            self._can[v] = (src is not None and recomputable(src)
-                            and all(self.can(i) for i in src.inputs))
+            self._can[v] = src is not None and (src in self.replay or (
+                recomputable(src) and all(self.can(i) for i in src.inputs)))
         return self._can[v]
+
+    def inputs_to_record(self, vs: list[Variable]) -> list[Variable]:
+        """The inputs of the replayed ops that computing `vs` runs which cannot be computed
+        again: the caller records them."""
+        out: dict[Variable, None] = {}
+        seen: set[Variable] = set()
+        todo = list(vs)
+        while todo:
+            v = todo.pop()
+            if v.block is not self.fwd or v in self.given or v in seen:
+                continue
+            seen.add(v)
+            for i in self.producer[v].inputs:
+                if self.can(i):
+                    todo.append(i)
+                else:
+                    out.setdefault(i, None)
+        return list(out)
 
     def emit(self, vs: list[Variable]) -> dict[Variable, Variable]:
         """Emit into the current block the ops that compute `vs`; map each to its copy."""
@@ -120,7 +141,11 @@ class Rebuild:
                 else:
                     src = self.producer[v]
                     ins = [get(i) for i in src.inputs]
-                    base = re.sub(r"_[0-9]+$", "", src.outputs[0].name.split("@")[0])
+                    if src in self.replay:
+                        out.update(zip(src.outputs, replay_op(src, ins)))
+                        return out[v]
+                    name = src.outputs[0].name  # a replayed loop's records keep their names
+                    base = re.sub(r"_[0-9]+$", "", name if name.endswith("@INIT") else name.split("@")[0])
                     out.update(zip(src.outputs, emit(src.type, ins, dict(src.attrs), base=base)))
             return out[v]
         return {v: get(v) for v in vs}
@@ -334,11 +359,20 @@ class ResidualPlan:
     stacks: dict[Variable, Variable] = field(default_factory=dict)  # read from a stack
 
     def loads(self, k1: Variable) -> dict[Variable, Variable]:
-        """Emit the grad body's copies of the residuals (iteration k1); map each to its copy."""
+        """Emit the grad body's copies of the residuals (iteration k1); map each to its copy.
+        Replayed loops read recorded values, so then the records are loaded first."""
+        if not self.rebuild.replay:
+            got = self.rebuild.emit(self.rebuilt)
+            got.update((r, zeros(r.shape, r.dtype)) for r in self.zeroed)
+            got.update((r, dynamic_index(s, k1, allow_negative_indices=False))
+                       for r, s in self.stacks.items())
+            return got
+        loaded = {r: dynamic_index(s, k1, allow_negative_indices=False)
+                  for r, s in self.stacks.items()}
+        self.rebuild.given.update((r, lambda v=v: v) for r, v in loaded.items())
         got = self.rebuild.emit(self.rebuilt)
         got.update((r, zeros(r.shape, r.dtype)) for r in self.zeroed)
-        got.update((r, dynamic_index(s, k1, allow_negative_indices=False))
-                   for r, s in self.stacks.items())
+        got.update(loaded)
         return got
 
 
@@ -353,8 +387,8 @@ def _plan_residuals(fwd: Op, loop: Op, grad: GradBody, counter: Variable,
         p: (lambda v=loop.inputs[j]: v) for j, p in enumerate(body.params) if body.results[j] is p}
     for p, (start, step) in counters.items():
         given.setdefault(p, lambda start=start, step=step: _iteration_value(start, step, grad.k1))
-    plan = ResidualPlan(Rebuild(body, given))
     reads = residuals(grad.block, body)
+    plan = ResidualPlan(Rebuild(body, given, replayed(body, reads)))
     recorded = []
     shape_only = shape_only_reads(grad.block)
     for r in reads:
@@ -364,6 +398,8 @@ def _plan_residuals(fwd: Op, loop: Op, grad: GradBody, counter: Variable,
             plan.zeroed.append(r)
         else:
             recorded.append(r)
+    if plan.rebuild.replay:
+        recorded = list(dict.fromkeys(recorded + plan.rebuild.inputs_to_record(plan.rebuilt)))
     checks = [v for _, v, _ in body.program.capacity_checks if v.block is body]
     stacks = _stacked(loop, counters, slots)
     new = [r for r in dict.fromkeys(checks + recorded) if r not in stacks]
