@@ -16,8 +16,10 @@ A `while` is differentiated in five phases (`_while_grad`):
    values the body returns unchanged, views and index arithmetic over those: ops whose
    registry row has `remat`), zeros (read only for its shape), read it from a stack the
    loop already has (an earlier gradient of the same loop, a user's scan output), or record
-   it in a new stack (one slot per iteration); the records give a new forward loop op
-   (`_extend_loop`) that replaces the old one;
+   it in a new stack (one slot per iteration); a loop nested in the body (or a `cond`
+   holding one) runs again from its recorded inputs (replay.py) rather than have its
+   stacks recorded per iteration; the records give a new forward loop op (`_extend_loop`)
+   that replaces the old one;
 5. **emit the backward loop** (`_backward_loop`): k counts up to the trip count.
 
 A loop with `checkpoints=k` (a `treeverse` attr) records nothing: after phase 1 its
