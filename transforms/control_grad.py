@@ -36,7 +36,6 @@ Layer L4 (transforms): see docs/design.md.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Callable, TypeVar
 
@@ -57,9 +56,9 @@ from srcgrad.registry import REGISTRY, ZERO, grad_maker
 
 from .accumulate import accumulate, is_zero
 from .backward import backward_block, forward_requires
-from .replay import replay_op, replayed
+from .replay import Rebuild, replayed
 from .treeverse import outputs_unused, treeverse_grad
-from .passes import (const_scalar, free_vars, live_ops, producer, recomputable, shape_only_reads,
+from .passes import (const_scalar, free_vars, live_ops, producer, shape_only_reads,
                      residual_name, replace_op, residuals, substitute)
 
 #: Stack capacity of an unbounded loop on its first run; overflow reruns with a larger one.
@@ -82,75 +81,6 @@ def emit_at(block: Block, pos: int, make: Callable[[], T]) -> T:
 def emit_before(anchor: Op, make: Callable[[], T]) -> T:
     """Run `make` in the anchor's block and move the ops it made just before the anchor."""
     return emit_at(anchor.block, anchor.block.ops.index(anchor), make)
-
-
-class Rebuild:
-    """The values of a forward block that its grad block computes again instead of recording.
-
-    `given` says how the grad block gets some parameters of `fwd` (a loop's init for a
-    carried value the body passes through unchanged, `start + step * k` for a counter, the
-    operand for a branch parameter). Values of enclosing blocks are at hand as they are.
-    Constants, and views and index arithmetic over values at hand, are rebuilt; anything
-    else is recorded.
-    """
-
-    def __init__(self, fwd: Block, given: dict[Variable, Callable[[], Variable]],
-                 replay: set[Op] | None = None):
-        self.fwd = fwd
-        self.given = given
-        self.replay = replay or set()  # inner loops run again from their inputs (replay.py)
-        self.producer = {o: op for op in fwd.ops for o in op.outputs}
-        self._can: dict[Variable, bool] = {}
-
-    def can(self, v: Variable) -> bool:
-        """True if the grad block can compute `v` again from values at hand."""
-        if v.block is not self.fwd or v in self.given:
-            return True
-        if v not in self._can:
-            src = self.producer.get(v)
-            self._can[v] = src is not None and (src in self.replay or (
-                recomputable(src) and all(self.can(i) for i in src.inputs)))
-        return self._can[v]
-
-    def inputs_to_record(self, vs: list[Variable]) -> list[Variable]:
-        """The inputs of the replayed ops that computing `vs` runs which cannot be computed
-        again: the caller records them."""
-        out: dict[Variable, None] = {}
-        seen: set[Variable] = set()
-        todo = list(vs)
-        while todo:
-            v = todo.pop()
-            if v.block is not self.fwd or v in self.given or v in seen:
-                continue
-            seen.add(v)
-            for i in self.producer[v].inputs:
-                if self.can(i):
-                    todo.append(i)
-                else:
-                    out.setdefault(i, None)
-        return list(out)
-
-    def emit(self, vs: list[Variable]) -> dict[Variable, Variable]:
-        """Emit into the current block the ops that compute `vs`; map each to its copy."""
-        out: dict[Variable, Variable] = {}
-
-        def get(v: Variable) -> Variable:
-            if v.block is not self.fwd:
-                return v
-            if v not in out:
-                if v in self.given:
-                    out[v] = self.given[v]()
-                else:
-                    src = self.producer[v]
-                    ins = [get(i) for i in src.inputs]
-                    if src in self.replay:
-                        out.update(zip(src.outputs, replay_op(src, ins)))
-                        return out[v]
-                    name = src.outputs[0].name  # a replayed loop's records keep their names
-                    base = re.sub(r"_[0-9]+$", "", name if name.endswith("@INIT") else name.split("@")[0])
-                    out.update(zip(src.outputs, emit(src.type, ins, dict(src.attrs), base=base)))
-            return out[v]
-        return {v: get(v) for v in vs}
 
 
 def _lift_checks(prog: Program, fwd: Block, outer: Callable[[Variable], Variable]) -> None:

@@ -1,6 +1,9 @@
-"""Replaying an inner loop in an outer loop's grad body instead of recording its stacks.
+"""Forward values a grad block computes again instead of recording them (`Rebuild`), and
+inner loops it runs again (`replayed`, `replay_op`).
 
-The grad body of a loop reads the records of the loops nested in its body (their stacks and
+Constants, views and index arithmetic over values at hand are rebuilt where the grad block
+reads them; anything else is recorded, except the outputs of a loop nested in the body. The
+grad body of a loop reads the records of the loops nested in its body (their stacks and
 trip counts). Recording those per outer iteration multiplies the capacities down the nest
 (64^depth slots for unbounded loops, the product of the `max_iters` for bounded ones), so
 the grad body runs the inner loop (or the branch that holds it) again from its inputs, which
@@ -17,9 +20,10 @@ Layer L4 (transforms): see docs/design.md.
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Callable, Sequence
 
 from srcgrad.analysis import walk_blocks
+from srcgrad.builder import emit
 from srcgrad.ir import Block, Op, Variable
 from srcgrad.registry import recomputable
 
@@ -86,3 +90,72 @@ def replay_op(op: Op, inputs: list[Variable]) -> list[Variable]:
     vmap = dict(zip(op.inputs, inputs))
     _copy_ops([op], into, vmap)
     return into.ops[-1].outputs
+
+
+class Rebuild:
+    """The values of a forward block that its grad block computes again instead of recording.
+
+    `given` says how the grad block gets some parameters of `fwd` (a loop's init for a
+    carried value the body passes through unchanged, `start + step * k` for a counter, the
+    operand for a branch parameter). Values of enclosing blocks are at hand as they are.
+    Constants, and views and index arithmetic over values at hand, are rebuilt; anything
+    else is recorded.
+    """
+
+    def __init__(self, fwd: Block, given: dict[Variable, Callable[[], Variable]],
+                 replay: set[Op] | None = None):
+        self.fwd = fwd
+        self.given = given
+        self.replay = replay or set()  # inner loops run again from their inputs (replay.py)
+        self.producer = {o: op for op in fwd.ops for o in op.outputs}
+        self._can: dict[Variable, bool] = {}
+
+    def can(self, v: Variable) -> bool:
+        """True if the grad block can compute `v` again from values at hand."""
+        if v.block is not self.fwd or v in self.given:
+            return True
+        if v not in self._can:
+            src = self.producer.get(v)
+            self._can[v] = src is not None and (src in self.replay or (
+                recomputable(src) and all(self.can(i) for i in src.inputs)))
+        return self._can[v]
+
+    def inputs_to_record(self, vs: list[Variable]) -> list[Variable]:
+        """The inputs of the replayed ops that computing `vs` runs which cannot be computed
+        again: the caller records them."""
+        out: dict[Variable, None] = {}
+        seen: set[Variable] = set()
+        todo = list(vs)
+        while todo:
+            v = todo.pop()
+            if v.block is not self.fwd or v in self.given or v in seen:
+                continue
+            seen.add(v)
+            for i in self.producer[v].inputs:
+                if self.can(i):
+                    todo.append(i)
+                else:
+                    out.setdefault(i, None)
+        return list(out)
+
+    def emit(self, vs: list[Variable]) -> dict[Variable, Variable]:
+        """Emit into the current block the ops that compute `vs`; map each to its copy."""
+        out: dict[Variable, Variable] = {}
+
+        def get(v: Variable) -> Variable:
+            if v.block is not self.fwd:
+                return v
+            if v not in out:
+                if v in self.given:
+                    out[v] = self.given[v]()
+                else:
+                    src = self.producer[v]
+                    ins = [get(i) for i in src.inputs]
+                    if src in self.replay:
+                        out.update(zip(src.outputs, replay_op(src, ins)))
+                        return out[v]
+                    name = src.outputs[0].name  # a replayed loop's records keep their names
+                    base = re.sub(r"_[0-9]+$", "", name if name.endswith("@INIT") else name.split("@")[0])
+                    out.update(zip(src.outputs, emit(src.type, ins, dict(src.attrs), base=base)))
+            return out[v]
+        return {v: get(v) for v in vs}
