@@ -112,3 +112,35 @@ def test_second_order_through_three_nested_loops() -> None:
     sg.trace(g2, X, W).verify()
     np.testing.assert_allclose(g2(X, W), jax.grad(lambda x, w: jax.grad(twin, 1)(x, w))(X, W),
                                rtol=1e-9)
+
+
+def inner_reads_outer_values(x: Any, w: Any) -> Any:
+    """The inner loop reads values the outer body computes from its carry (recorded per outer
+    iteration for the replay) and the outer counter (rebuilt), with a traced trip count."""
+    def outer(i: Any, v: Any) -> Any:
+        a = sg.exp(-v * v) * w
+        return sg.fori_loop(0, i + 1, lambda j, u: sg.tanh(u * a + sg.astype(j, "float64")), v,
+                            max_iters=4) + a
+    return sg.sum(sg.fori_loop(0, 3, outer, x))
+
+
+def inner_reads_outer_values_twin(x: Any, w: Any) -> Any:
+    v = x
+    for i in range(3):
+        a = jnp.exp(-v * v) * w
+        u = v
+        for j in range(i + 1):
+            u = jnp.tanh(u * a + float(j))
+        v = u + a
+    return jnp.sum(v)
+
+
+def test_inner_loop_reading_outer_values_matches_jax() -> None:
+    g = sg.grad(inner_reads_outer_values, (0, 1))
+    sg.trace(g, X, W).verify()
+    got = jax.jit(g)(X, W)
+    want = jax.grad(inner_reads_outer_values_twin, (0, 1))(X, W)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-10)
+    check_grads(inner_reads_outer_values, (X, W), jax_fun=inner_reads_outer_values_twin,
+                order=2, directions=1)
