@@ -106,12 +106,16 @@ def test_a_loop_in_a_branch_in_a_loop_is_replayed_and_matches_jax() -> None:
         check_grads(loop_cond_loop, (x, 0.7), jax_fun=loop_cond_loop_twin, directions=1)
 
 
-def test_second_order_through_three_nested_loops() -> None:
+def test_second_order_through_three_nested_loops_reverse_and_forward_over_reverse() -> None:
     f, twin = nest(3, 2), nest(3, 2, jnp)
     g2 = sg.grad(lambda x, w: sg.grad(f, 1)(x, w))
     sg.trace(g2, X, W).verify()
     np.testing.assert_allclose(g2(X, W), jax.grad(lambda x, w: jax.grad(twin, 1)(x, w))(X, W),
                                rtol=1e-9)
+    out, tangent = sg.jvp(sg.grad(f), (X, W), (np.ones(3), 0.5))  # forward over reverse
+    want_out, want_tangent = jax.jvp(jax.grad(twin), (X, W), (np.ones(3), 0.5))
+    np.testing.assert_allclose(out, want_out, rtol=1e-10)
+    np.testing.assert_allclose(tangent, want_tangent, rtol=1e-9)
 
 
 def inner_reads_outer_values(x: Any, w: Any) -> Any:
