@@ -451,9 +451,11 @@ def check_program(program: Block, seed: int, backend: Any = _Sg,
 
 
 def _unbounded(block: Block) -> bool:
-    """True if the program has a while loop without max_iters (if its gradient records, it
-    needs concrete inputs: under jax.jit or jax.vmap it asks for max_iters)."""
-    return any(n[0] == "while" and n[4] is None for n in _walk(block))
+    """True if the program has a while loop without max_iters or a fori loop with a traced
+    bound (if its gradient records, it needs concrete inputs: under jax.jit or jax.vmap it
+    asks for max_iters)."""
+    return any((n[0] == "while" and n[4] is None) or (n[0] == "fori" and isinstance(n[2], str))
+               for n in _walk(block))
 
 
 def check_modes(program: Block, ct: np.ndarray, args: list[np.ndarray], want_value: float,
