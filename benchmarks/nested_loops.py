@@ -92,7 +92,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=21)
     args = parser.parse_args()
     jax.config.update("jax_enable_x64", True)
-    print(f"| depth | innermost iterations | temp memory MiB | first call s | step ms |")
+    print("| depth | innermost iterations | temp memory MiB | first call s | step ms |")
     print("|---|---|---|---|---|")
     for d in (int(s) for s in args.depths.split(",") if s):
         print(depth_row(d, args.reps), flush=True)

@@ -98,8 +98,9 @@ class Rebuild:
     `given` says how the grad block gets some parameters of `fwd` (a loop's init for a
     carried value the body passes through unchanged, `start + step * k` for a counter, the
     operand for a branch parameter). Values of enclosing blocks are at hand as they are.
-    Constants, and views and index arithmetic over values at hand, are rebuilt; anything
-    else is recorded.
+    Constants, and views and index arithmetic over values at hand, are rebuilt; the ops in
+    `replay` (loops nested in `fwd`, see `replayed`) run again from their inputs, which are
+    rebuilt or recorded (`inputs_to_record`); anything else is recorded.
     """
 
     def __init__(self, fwd: Block, given: dict[Variable, Callable[[], Variable]],
@@ -155,7 +156,8 @@ class Rebuild:
                         out.update(zip(src.outputs, replay_op(src, ins)))
                         return out[v]
                     name = src.outputs[0].name  # a replayed loop's records keep their names
-                    base = re.sub(r"_[0-9]+$", "", name if name.endswith("@INIT") else name.split("@")[0])
+                    base = re.sub(r"_[0-9]+$", "",
+                                  name if name.endswith("@INIT") else name.split("@")[0])
                     out.update(zip(src.outputs, emit(src.type, ins, dict(src.attrs), base=base)))
             return out[v]
         return {v: get(v) for v in vs}
