@@ -397,7 +397,7 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
     parent = prog.current_block()
     body = op.attrs["body"]
     n = len(body.params)
-    caps = [c for c, nd in zip(op.inputs[n:], need[n:]) if nd]
+    caps = list(dict.fromkeys(c for c, nd in zip(op.inputs[n:], need[n:]) if nd))
     if "treeverse" in op.attrs and outputs_unused(op, gs):
         return _checkpointed_grad(op, gs, need, caps)
     carried = _carried(body, gs, need[:n], caps)
@@ -428,7 +428,7 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
         result[j] = g if need[j] else None
     acc_out = dict(zip(caps, outs[len(carried):]))
     for i, c in enumerate(op.inputs[n:]):
-        result[n + i] = acc_out.get(c)
+        result[n + i] = acc_out.pop(c, None)  # a value captured twice: its gradient once
     return result
 
 
@@ -488,7 +488,12 @@ def _cond_grad(op: Op, gs: list, need: list) -> list:
     prog = op.block.program
     outer = prog.current_block()
     first_block = len(prog.blocks)
-    wanted = [i for i in range(1, len(op.inputs)) if need[i]]
+    n = op.attrs["n_operands"]
+    # A value captured twice (a substitution can make two captures one value) takes its
+    # gradient once: the branch's gradient of a captured value is its whole gradient.
+    first = {id(op.inputs[i]): i for i in range(len(op.inputs) - 1, n, -1)}
+    wanted = [i for i in range(1, len(op.inputs))
+              if need[i] and (i <= n or first[id(op.inputs[i])] == i)]
     out_idx = [j for j, o in enumerate(op.outputs) if dtypes.is_inexact(o.dtype)]
     branches = [op.attrs["true"], op.attrs["false"]]
     grads = [_cond_branch_grad(op, fb, outer, wanted, out_idx) for fb in branches]
