@@ -86,6 +86,39 @@ class _Sg:
     def fori_loop(upper: Any, body: Callable, init: Any) -> Any:
         return sg.fori_loop(0, upper, body, init)
 
+    @staticmethod
+    def scan(body: Callable, init: Any, xs: Any) -> tuple[Any, Any]:
+        return sg.scan(lambda c, x: (body(c, x),) * 2, init, xs)
+
+
+class _Imp(_Sg):
+    """srcgrad's ops on sg.Tensors under `sg.autograd.record()`, with Python control flow (the
+    control-flow ops trace programs and do not take Tensors): the imperative run."""
+
+    @staticmethod
+    def cond(pred: Any, true_fn: Callable, false_fn: Callable, operand: Any) -> Any:
+        return true_fn(operand) if bool(pred) else false_fn(operand)
+
+    @staticmethod
+    def while_loop(n: Any, body: Callable, init: Any, max_iters: int | None) -> Any:
+        for _ in range(int(n) if max_iters is None else min(int(n), max_iters)):
+            init = body(init)
+        return init
+
+    @staticmethod
+    def fori_loop(upper: Any, body: Callable, init: Any) -> Any:
+        for i in range(int(upper)):
+            init = body(i, init)
+        return init
+
+    @staticmethod
+    def scan(body: Callable, init: Any, xs: Any) -> tuple[Any, Any]:
+        ys = []
+        for i in range(xs.shape[0]):
+            init = body(init, xs[i])
+            ys.append(init)
+        return init, sg.stack(ys)
+
 
 class _Jnp:
     """jax.numpy with Python control flow; branch decisions, trip counts, comparison masks,
@@ -145,6 +178,14 @@ class _Jnp:
         for i in range(self.decide(lambda: upper)):
             init = body(i, init)
         return init
+
+    @staticmethod
+    def scan(body: Callable, init: Any, xs: Any) -> tuple[Any, Any]:
+        ys = []
+        for i in range(xs.shape[0]):
+            init = body(init, xs[i])
+            ys.append(init)
+        return init, jnp.stack(ys)
 
 
 # ---------------------------------------------------------------- the interpreter
@@ -222,6 +263,12 @@ def _run_node(B: Any, kind: str, a: tuple, env: list[Any], shapes: list) -> Any:
             r = run_block(B, body, env + [v, B.to_float(i) * 0.1], shape)
             return B.unary["tanh"](r)
         return B.fori_loop(upper, step, env[x])
+    if kind == "scan":  # over the rows of a (2, 3) value; the carry plus half its steps' sum
+        x, xs, body = a
+        shape = shapes[x]
+        last, ys = B.scan(lambda c, row: B.unary["tanh"](run_block(B, body, env + [c, row], shape)),
+                          env[x], env[xs])
+        return last + 0.5 * B.reduce["sum"](ys, axis=0)
     raise ValueError(kind)
 
 
@@ -268,6 +315,8 @@ def _node(draw: Any, shapes: list, depth: int) -> tuple[Node, tuple[int, ...]]:
         kinds += ["mv"]
     if depth < 3:
         kinds += ["cond", "while", "fori"] * 2
+        if _of(shapes, (2, 3)):
+            kinds += ["scan"]
     kind = draw(st.sampled_from(kinds))
     if kind == "unary":
         i = draw(idx)
@@ -331,6 +380,9 @@ def _node(draw: Any, shapes: list, depth: int) -> tuple[Node, tuple[int, ...]]:
     if kind == "while":
         body = draw(blocks(shapes + [shape], depth + 1, 1, 3))
         return ("while", x, draw(idx), body, draw(st.sampled_from([None, None, 1, 2]))), shape
+    if kind == "scan":
+        body = draw(blocks(shapes + [shape, (3,)], depth + 1, 1, 3))
+        return ("scan", x, draw(st.sampled_from(_of(shapes, (2, 3)))), body), shape
     trips = draw(st.sampled_from([0, 1, 2, 3, "t"]))
     upper = trips if isinstance(trips, int) else f"t{draw(idx)}"
     body = draw(blocks(shapes + [shape, ()], depth + 1, 1, 3))
@@ -350,33 +402,122 @@ def _loss(B: Any, program: Block, ct: np.ndarray) -> Callable[..., Any]:
     return loss
 
 
-def check_program(program: Block, seed: int, backend: Any = _Sg) -> None:
-    """srcgrad's value and gradient of `program` against JAX's and finite differences."""
+def _reference(program: Block, ct: np.ndarray, args: list[np.ndarray], log: bool = True
+               ) -> tuple[float, Any, Callable[..., Any]]:
+    """JAX's value and jax.grad of the program at `args`, and the replayed program (its
+    branches, trip counts, masks and stopped values fixed at the concrete run's)."""
+    tape: list[Any] = []
+    value = float(_loss(_Jnp(tape, False), program, ct)(*args))
+    if log:
+        _log(program, tape)
+
+    def replayed(*a: Any) -> Any:
+        return _loss(_Jnp(tape, True), program, ct)(*a)  # a fresh tape position per call
+    return value, jax.grad(replayed, argnums=(0, 1, 2))(*args), replayed
+
+
+def _assert_grads(grads: Any, want: Any, what: str, rtol: float = 1e-7) -> None:
+    for name, g, w in zip("xys", grads, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=rtol, atol=1e-9,
+                                   err_msg=f"d/d{name} {what}")
+
+
+#: The other ways `check_modes` runs a program.
+MODES = frozenset({"jit=False", "jit+vmap", "imperative", "second order"})
+
+
+def check_program(program: Block, seed: int, backend: Any = _Sg,
+                  modes: frozenset[str] = frozenset()) -> None:
+    """srcgrad's value and gradient of `program` against JAX's and finite differences, then
+    run the other ways in `modes` (`check_modes`)."""
     rng = np.random.default_rng(seed)
     args = [rng.standard_normal(s) for s in INPUTS]
     ct = rng.standard_normal((2, 3))
-
-    def jax_loss(replay: bool, tape: list[int]) -> Callable[..., Any]:
-        return _loss(_Jnp(tape, replay), program, ct)
-
-    tape: list[Any] = []
-    want_value = float(jax_loss(False, tape)(*args))
-    _log(program, tape)
-    want_grads = jax.grad(jax_loss(True, tape), argnums=(0, 1, 2))(*args)
+    want_value, want_grads, replayed = _reference(program, ct, args)
     value, grads = sg.value_and_grad(_loss(backend, program, ct), argnums=(0, 1, 2))(*args)
     np.testing.assert_allclose(float(value), want_value, rtol=1e-9, atol=1e-9,
                                err_msg="srcgrad's value differs from JAX's")
-    for name, g, w in zip("xys", grads, want_grads):
-        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-7, atol=1e-9,
-                                   err_msg=f"d/d{name} differs from jax.grad of the unrolled program")
+    _assert_grads(grads, want_grads, "differs from jax.grad of the unrolled program")
     v = [rng.standard_normal(s) for s in INPUTS]
     eps = 1e-6
-    plus = float(jax_loss(True, tape)(*[a + eps * d for a, d in zip(args, v)]))
-    minus = float(jax_loss(True, tape)(*[a - eps * d for a, d in zip(args, v)]))
+    plus = float(replayed(*[a + eps * d for a, d in zip(args, v)]))
+    minus = float(replayed(*[a - eps * d for a, d in zip(args, v)]))
     numeric = (plus - minus) / (2 * eps)
     analytic = float(sum(np.vdot(np.asarray(g), d) for g, d in zip(grads, v)))
     assert abs(analytic - numeric) <= 1e-5 * max(1.0, abs(numeric), abs(analytic)), \
         f"directional derivative: srcgrad {analytic!r}, finite differences {numeric!r}"
+    if modes:
+        check_modes(program, ct, args, want_value, want_grads, replayed, v, rng, modes)
+
+
+def _unbounded(block: Block) -> bool:
+    """True if the program has a while loop without max_iters or a fori loop with a traced
+    bound (if its gradient records, it needs concrete inputs: under jax.jit or jax.vmap it
+    asks for max_iters)."""
+    return any((n[0] == "while" and n[4] is None) or (n[0] == "fori" and isinstance(n[2], str))
+               for n in _walk(block))
+
+
+def check_modes(program: Block, ct: np.ndarray, args: list[np.ndarray], want_value: float,
+                want_grads: Any, replayed: Callable[..., Any], v: list[np.ndarray],
+                rng: np.random.Generator, modes: frozenset[str] = MODES) -> None:
+    """The program's gradient run the other ways in `modes`, against the same JAX
+    references: op by op (`jit=False`), under `jax.jit(jax.vmap(...))` (a batch of two
+    inputs; only an unbounded loop whose gradient records may instead ask for max_iters),
+    imperatively
+    (`sg.autograd.record()` and `backward()` on sg.Tensors, Python control flow), and to
+    second order (a Hessian-vector product against jax.grad of the replayed program's
+    gradient)."""
+    loss = _loss(_Sg, program, ct)
+    if "jit=False" in modes:
+        value, grads = sg.value_and_grad(loss, argnums=(0, 1, 2), jit=False)(*args)
+        np.testing.assert_allclose(float(value), want_value, rtol=1e-9, atol=1e-9,
+                                   err_msg="jit=False: the value differs from JAX's")
+        _assert_grads(grads, want_grads, "jit=False: differs from jax.grad")
+    if "jit+vmap" in modes:
+        other = [rng.standard_normal(s) for s in INPUTS]
+        batch = [np.stack([a, b]) for a, b in zip(args, other)]
+        try:
+            batched = jax.jit(jax.vmap(sg.grad(loss, argnums=(0, 1, 2))))(*batch)
+        except sg.SrcgradError as e:  # an unbounded loop that the gradient records
+            assert _unbounded(program) and "max_iters" in str(e), e
+        else:
+            _, other_grads, _ = _reference(program, ct, other, log=False)
+            for i, want in enumerate((want_grads, other_grads)):
+                _assert_grads([g[i] for g in batched], want,
+                              f"jax.jit(jax.vmap), example {i}: differs from jax.grad")
+    if "imperative" in modes:
+        _check_imperative(program, ct, args, want_value, want_grads)
+    if "second order" in modes:
+        _check_second_order(loss, replayed, args, v)
+
+
+def _check_imperative(program: Block, ct: np.ndarray, args: list[np.ndarray],
+                      want_value: float, want_grads: Any) -> None:
+    tensors = [sg.tensor(a) for a in args]
+    for t in tensors:
+        t.attach_grad()
+    with sg.autograd.record():
+        out = _loss(_Imp, program, ct)(*tensors)
+    out.backward()
+    np.testing.assert_allclose(float(out.item()), want_value, rtol=1e-9, atol=1e-9,
+                               err_msg="imperative: the value differs from JAX's")
+    _assert_grads([t.grad.numpy() for t in tensors], want_grads,
+                  "imperative (record/backward): differs from jax.grad")
+
+
+def _check_second_order(loss: Callable[..., Any], replayed: Callable[..., Any],
+                        args: list[np.ndarray], v: list[np.ndarray]) -> None:
+    g = sg.grad(loss, argnums=(0, 1, 2))
+
+    def sg_along_v(*a: Any) -> Any:
+        return sum(sg.sum(gi * vi) for gi, vi in zip(g(*a), v))
+
+    def jax_along_v(*a: Any) -> Any:
+        return sum(jnp.sum(gi * vi) for gi, vi in zip(jax.grad(replayed, (0, 1, 2))(*a), v))
+    _assert_grads(sg.grad(sg_along_v, argnums=(0, 1, 2))(*args),
+                  jax.grad(jax_along_v, argnums=(0, 1, 2))(*args),
+                  "second order: the Hessian-vector product differs from JAX's", rtol=1e-6)
 
 
 def _depth(block: Block) -> int:
@@ -426,6 +567,15 @@ def test_fuzz_gradients_long(program: Block, seed: int) -> None:
     check_program(program, seed)
 
 
+@pytest.mark.slow
+@settings(max_examples=int(_N) if _N else 300, **_SETTINGS)
+@given(programs, st.integers(0, 2 ** 31 - 1))
+def test_fuzz_all_modes_long(program: Block, seed: int) -> None:
+    """Each program also op by op, under jax.jit and jax.vmap, imperatively and to second
+    order (`check_modes`)."""
+    check_program(program, seed, modes=MODES)
+
+
 # ---------------------------------------------------------------- the interpreters agree
 
 def test_interpreter_covers_every_node_kind() -> None:
@@ -447,8 +597,20 @@ def test_interpreter_covers_every_node_kind() -> None:
         ("binary", "add", 23, 24), ("sum3", 25, 19, 22), ("binary", "add", 26, 17),  # 25 - 27
         ("sum3", 27, 15, 20), ("binary", "multiply", 28, 21), ("sum3", 29, 18, 16),  # 28 - 30
         ("sum3", 30, 14, 13), ("sum3", 31, 12, 10), ("sum3", 32, 7, 6),              # 31 - 33
+        ("scan", 2, 0, (("dot", 35, 1), ("binary", "add", 36, 34))),                 # 34
+        ("binary", "add", 33, 34),                                                    # 35
     )
     check_program(program, 0)
+
+
+def test_one_program_checks_out_in_every_mode() -> None:
+    """A loop, a branch and a scan, run op by op and imperatively (the modes that compile
+    nothing; the long profile runs every mode on random programs)."""
+    program = (("while", 0, 1, (("binary", "multiply", 3, 1),), 2),                  # 3
+               ("cond", 2, 1, (("unary", "sin", 4),), (("unary", "cos", 4),)),       # 4
+               ("scan", 2, 3, (("dot", 6, 4), ("binary", "add", 7, 5))),             # 5
+               ("sum3", 3, 4, 5))                                                     # 6
+    check_program(program, 3, modes=frozenset({"jit=False", "imperative"}))
 
 
 def test_a_wrong_gradient_is_caught() -> None:

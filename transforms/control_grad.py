@@ -16,8 +16,10 @@ A `while` is differentiated in five phases (`_while_grad`):
    values the body returns unchanged, views and index arithmetic over those: ops whose
    registry row has `remat`), zeros (read only for its shape), read it from a stack the
    loop already has (an earlier gradient of the same loop, a user's scan output), or record
-   it in a new stack (one slot per iteration); the records give a new forward loop op
-   (`_extend_loop`) that replaces the old one;
+   it in a new stack (one slot per iteration); a loop nested in the body (or a `cond`
+   holding one) runs again from its recorded inputs (replay.py) rather than have its
+   stacks recorded per iteration; the records give a new forward loop op (`_extend_loop`)
+   that replaces the old one;
 5. **emit the backward loop** (`_backward_loop`): k counts up to the trip count.
 
 A loop with `checkpoints=k` (a `treeverse` attr) records nothing: after phase 1 its
@@ -34,7 +36,6 @@ Layer L4 (transforms): see docs/design.md.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Callable, TypeVar
 
@@ -55,8 +56,9 @@ from srcgrad.registry import REGISTRY, ZERO, grad_maker
 
 from .accumulate import accumulate, is_zero
 from .backward import backward_block, forward_requires
+from .replay import Rebuild, replayed
 from .treeverse import outputs_unused, treeverse_grad
-from .passes import (const_scalar, free_vars, live_ops, producer, recomputable, shape_only_reads,
+from .passes import (const_scalar, free_vars, live_ops, producer, shape_only_reads,
                      residual_name, replace_op, residuals, substitute)
 
 #: Stack capacity of an unbounded loop on its first run; overflow reruns with a larger one.
@@ -79,51 +81,6 @@ def emit_at(block: Block, pos: int, make: Callable[[], T]) -> T:
 def emit_before(anchor: Op, make: Callable[[], T]) -> T:
     """Run `make` in the anchor's block and move the ops it made just before the anchor."""
     return emit_at(anchor.block, anchor.block.ops.index(anchor), make)
-
-
-class Rebuild:
-    """The values of a forward block that its grad block computes again instead of recording.
-
-    `given` says how the grad block gets some parameters of `fwd` (a loop's init for a
-    carried value the body passes through unchanged, `start + step * k` for a counter, the
-    operand for a branch parameter). Values of enclosing blocks are at hand as they are.
-    Constants, and views and index arithmetic over values at hand, are rebuilt; anything
-    else is recorded.
-    """
-
-    def __init__(self, fwd: Block, given: dict[Variable, Callable[[], Variable]]):
-        self.fwd = fwd
-        self.given = given
-        self.producer = {o: op for op in fwd.ops for o in op.outputs}
-        self._can: dict[Variable, bool] = {}
-
-    def can(self, v: Variable) -> bool:
-        """True if the grad block can compute `v` again from values at hand."""
-        if v.block is not self.fwd or v in self.given:
-            return True
-        if v not in self._can:
-            src = self.producer.get(v)
-            self._can[v] = (src is not None and recomputable(src)
-                            and all(self.can(i) for i in src.inputs))
-        return self._can[v]
-
-    def emit(self, vs: list[Variable]) -> dict[Variable, Variable]:
-        """Emit into the current block the ops that compute `vs`; map each to its copy."""
-        out: dict[Variable, Variable] = {}
-
-        def get(v: Variable) -> Variable:
-            if v.block is not self.fwd:
-                return v
-            if v not in out:
-                if v in self.given:
-                    out[v] = self.given[v]()
-                else:
-                    src = self.producer[v]
-                    ins = [get(i) for i in src.inputs]
-                    base = re.sub(r"_[0-9]+$", "", src.outputs[0].name.split("@")[0])
-                    out.update(zip(src.outputs, emit(src.type, ins, dict(src.attrs), base=base)))
-            return out[v]
-        return {v: get(v) for v in vs}
 
 
 def _lift_checks(prog: Program, fwd: Block, outer: Callable[[Variable], Variable]) -> None:
@@ -334,11 +291,20 @@ class ResidualPlan:
     stacks: dict[Variable, Variable] = field(default_factory=dict)  # read from a stack
 
     def loads(self, k1: Variable) -> dict[Variable, Variable]:
-        """Emit the grad body's copies of the residuals (iteration k1); map each to its copy."""
+        """Emit the grad body's copies of the residuals (iteration k1); map each to its copy.
+        Replayed loops read recorded values, so then the records are loaded first."""
+        if not self.rebuild.replay:
+            got = self.rebuild.emit(self.rebuilt)
+            got.update((r, zeros(r.shape, r.dtype)) for r in self.zeroed)
+            got.update((r, dynamic_index(s, k1, allow_negative_indices=False))
+                       for r, s in self.stacks.items())
+            return got
+        loaded = {r: dynamic_index(s, k1, allow_negative_indices=False)
+                  for r, s in self.stacks.items()}
+        self.rebuild.given.update((r, lambda v=v: v) for r, v in loaded.items())
         got = self.rebuild.emit(self.rebuilt)
         got.update((r, zeros(r.shape, r.dtype)) for r in self.zeroed)
-        got.update((r, dynamic_index(s, k1, allow_negative_indices=False))
-                   for r, s in self.stacks.items())
+        got.update(loaded)
         return got
 
 
@@ -353,8 +319,8 @@ def _plan_residuals(fwd: Op, loop: Op, grad: GradBody, counter: Variable,
         p: (lambda v=loop.inputs[j]: v) for j, p in enumerate(body.params) if body.results[j] is p}
     for p, (start, step) in counters.items():
         given.setdefault(p, lambda start=start, step=step: _iteration_value(start, step, grad.k1))
-    plan = ResidualPlan(Rebuild(body, given))
     reads = residuals(grad.block, body)
+    plan = ResidualPlan(Rebuild(body, given, replayed(body, reads)))
     recorded = []
     shape_only = shape_only_reads(grad.block)
     for r in reads:
@@ -364,6 +330,8 @@ def _plan_residuals(fwd: Op, loop: Op, grad: GradBody, counter: Variable,
             plan.zeroed.append(r)
         else:
             recorded.append(r)
+    if plan.rebuild.replay:
+        recorded = list(dict.fromkeys(recorded + plan.rebuild.inputs_to_record(plan.rebuilt)))
     checks = [v for _, v, _ in body.program.capacity_checks if v.block is body]
     stacks = _stacked(loop, counters, slots)
     new = [r for r in dict.fromkeys(checks + recorded) if r not in stacks]
@@ -429,7 +397,7 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
     parent = prog.current_block()
     body = op.attrs["body"]
     n = len(body.params)
-    caps = [c for c, nd in zip(op.inputs[n:], need[n:]) if nd]
+    caps = list(dict.fromkeys(c for c, nd in zip(op.inputs[n:], need[n:]) if nd))
     if "treeverse" in op.attrs and outputs_unused(op, gs):
         return _checkpointed_grad(op, gs, need, caps)
     carried = _carried(body, gs, need[:n], caps)
@@ -460,7 +428,7 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
         result[j] = g if need[j] else None
     acc_out = dict(zip(caps, outs[len(carried):]))
     for i, c in enumerate(op.inputs[n:]):
-        result[n + i] = acc_out.get(c)
+        result[n + i] = acc_out.pop(c, None)  # a value captured twice: its gradient once
     return result
 
 
@@ -520,7 +488,12 @@ def _cond_grad(op: Op, gs: list, need: list) -> list:
     prog = op.block.program
     outer = prog.current_block()
     first_block = len(prog.blocks)
-    wanted = [i for i in range(1, len(op.inputs)) if need[i]]
+    n = op.attrs["n_operands"]
+    # A value captured twice (a substitution can make two captures one value) takes its
+    # gradient once: the branch's gradient of a captured value is its whole gradient.
+    first = {id(op.inputs[i]): i for i in range(len(op.inputs) - 1, n, -1)}
+    wanted = [i for i in range(1, len(op.inputs))
+              if need[i] and (i <= n or first[id(op.inputs[i])] == i)]
     out_idx = [j for j, o in enumerate(op.outputs) if dtypes.is_inexact(o.dtype)]
     branches = [op.attrs["true"], op.attrs["false"]]
     grads = [_cond_branch_grad(op, fb, outer, wanted, out_idx) for fb in branches]
