@@ -23,9 +23,14 @@ def assert_tree_close(got: Any, want: Any, rtol: float = 1e-10, atol: float = 1e
         np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
 
 
-def sliced(cases: list, every: int, name: Callable[[Any], str] = str) -> list:
+def sliced(cases: list, every: int, name: Callable[[Any], str] = str,
+           unpack: bool = False) -> list:
     """`cases` as pytest params where all but every `every`-th is marked `slow`: the default
-    run keeps a representative slice, `-m slow` runs the rest (docs/testing.md)."""
+    run keeps a representative slice, `-m slow` runs the rest (docs/testing.md). `unpack`:
+    each case is a tuple of several parameters' values."""
     import pytest
+    if unpack:
+        return [pytest.param(*c, marks=() if i % every == 0 else pytest.mark.slow)
+                for i, c in enumerate(cases)]
     return [c if i % every == 0 else pytest.param(c, marks=pytest.mark.slow, id=name(c))
             for i, c in enumerate(cases)]

@@ -18,27 +18,40 @@ from benchmarks.report import markdown, text_table  # noqa: E402
 #: The while-loop workloads' peers need equinox (the `bench` extra); the rest runs without.
 NAMES = tuple(n for n in benchmarks.NAMES if n not in ("while", "checkpointed")
               or importlib.util.find_spec("equinox") is not None)
+#: The default run's slice: a dense net, a scan, the while loops, forward mode; `-m slow`
+#: runs the others (cnn, transformer, gp, forward_loop, transform).
+DEFAULT = tuple(n for n in NAMES if n in ("mlp", "rnn", "while", "checkpointed", "hessian"))
+
+
+def _run(names: tuple) -> list:
+    settings = benchmarks.Settings(reps=1, first_reps=1, sample_s=0.0)
+    return benchmarks.run(names, quick=True, settings=settings)
 
 
 @pytest.fixture(scope="module")
 def rows() -> list:
-    settings = benchmarks.Settings(reps=1, first_reps=1, sample_s=0.0)
-    return benchmarks.run(NAMES, quick=True, settings=settings)
+    return _run(DEFAULT)
 
 
-def test_every_workload_reports(rows: list) -> None:
-    assert {r.workload for r in rows} == set(NAMES)
-    for name in set(NAMES) & set(benchmarks.WORKLOADS):
+def _check(rows: list, names: tuple) -> None:
+    assert {r.workload for r in rows} == set(names)
+    for name in set(names) & set(benchmarks.WORKLOADS):
         figures = {r.figure for r in rows if r.workload == name}
         assert {"step", "first gradient", "temp memory", "max rel. difference"} <= figures, name
     for r in rows:
         assert math.isfinite(r.srcgrad), r
-
-
-def test_srcgrad_agrees_with_peers(rows: list) -> None:
-    for r in rows:
         if r.figure == "max rel. difference":
-            assert r.met, r
+            assert r.met, r  # srcgrad agrees with its peer
+
+
+def test_every_workload_reports_and_agrees(rows: list) -> None:
+    _check(rows, DEFAULT)
+
+
+@pytest.mark.slow
+def test_the_other_workloads_report_and_agree() -> None:
+    others = tuple(n for n in NAMES if n not in DEFAULT)
+    _check(_run(others), others)
 
 
 def test_report_renders(rows: list) -> None:

@@ -18,6 +18,8 @@ import pytest
 import srcgrad as sg
 from srcgrad.testing import check_grads
 
+from _util import sliced
+
 RNG = np.random.default_rng(0)
 
 
@@ -108,14 +110,15 @@ def gauge_free_svd(svd: Callable, full_matrices: bool = False) -> Callable:
 
 # ---------------------------------------------------------------- solves and determinants
 
-@pytest.mark.parametrize("ashape,bshape,order", [
-    ((3, 3), (3,), 2), ((2, 3, 3), (3, 1), 2), ((2, 3, 3), (3,), 1), ((1, 3, 3), (2, 3, 2), 1)])
+@pytest.mark.parametrize("ashape,bshape,order", sliced([
+    ((3, 3), (3,), 2), ((2, 3, 3), (3, 1), 2), ((2, 3, 3), (3,), 1), ((1, 3, 3), (2, 3, 2), 1)],
+    2, unpack=True))
 def test_solve(ashape: tuple, bshape: tuple, order: int) -> None:
     a, b = general(*ashape), RNG.standard_normal(bshape)
     both(sg.linalg.solve, jnp.linalg.solve, a, b, order=order)
 
 
-@pytest.mark.parametrize("shape", [(3, 3), (2, 3, 3)])
+@pytest.mark.parametrize("shape", sliced([(3, 3), (2, 3, 3)], 2))
 def test_inv_det_slogdet(shape: tuple) -> None:
     a = general(*shape, seed=1)
     a[..., 0, :] *= -1  # a negative determinant too
@@ -161,9 +164,9 @@ def test_det_gradient_at_singular_matrices() -> None:
     both(sg.linalg.det, jnp.linalg.det, general(2, 4, 4, seed=3), order=2)  # the LU rule
 
 
-@pytest.mark.parametrize("trans,lower,unit_diagonal,order", [
+@pytest.mark.parametrize("trans,lower,unit_diagonal,order", sliced([
     (0, False, False, 2), (1, True, False, 1), ("T", False, True, 1), (2, True, True, 2),
-    ("N", True, False, 1)])
+    ("N", True, False, 1)], 2, unpack=True))
 def test_solve_triangular(trans: Any, lower: bool, unit_diagonal: bool, order: int) -> None:
     a, b = general(2, 3, 3, seed=2), RNG.standard_normal((3, 2))
     kw = {"trans": trans, "lower": lower, "unit_diagonal": unit_diagonal}
@@ -213,7 +216,8 @@ def test_eigh_of_one_triangle(uplo: str) -> None:
              gauge_free_eigh(lambda x: jnp.linalg.eigh(x, **kw)), a)
 
 
-@pytest.mark.parametrize("shape,order", [((3, 3), 2), ((4, 2), 1), ((2, 4), 2), ((2, 3, 2), 1)])
+@pytest.mark.parametrize("shape,order", sliced([((3, 3), 2), ((4, 2), 1), ((2, 4), 2),
+                                                ((2, 3, 2), 1)], 2, unpack=True))
 def test_svd(shape: tuple, order: int) -> None:
     a = singular(*shape)
     both(gauge_free_svd(sg.linalg.svd), gauge_free_svd(jnp.linalg.svd), a, order=order)
@@ -231,8 +235,8 @@ def test_svd_full_matrices() -> None:
         sg.grad(gauge_free_svd(sg.linalg.svd, True))(tall)
 
 
-@pytest.mark.parametrize("shape,order", [((3, 3), 1), ((4, 2), 2), ((2, 4), 2), ((2, 3, 2), 1),
-                                         ((2, 2, 3), 1)])
+@pytest.mark.parametrize("shape,order", sliced([((3, 3), 1), ((4, 2), 2), ((2, 4), 2),
+                                                ((2, 3, 2), 1), ((2, 2, 3), 1)], 2, unpack=True))
 def test_qr(shape: tuple, order: int) -> None:
     a = general(*shape[:-2], max(shape[-2:]), max(shape[-2:]), seed=4)[..., :shape[-2], :shape[-1]]
     both(lambda x: sg.linalg.qr(x), lambda x: jnp.linalg.qr(x), a, order=order)
@@ -242,7 +246,8 @@ def test_qr(shape: tuple, order: int) -> None:
              lambda x: jnp.linalg.qr(x, mode="complete"), a)
 
 
-@pytest.mark.parametrize("shape,order", [((3, 3), 2), ((4, 2), 1), ((2, 4), 1), ((2, 3, 3), 1)])
+@pytest.mark.parametrize("shape,order", sliced([((3, 3), 2), ((4, 2), 1), ((2, 4), 1),
+                                                ((2, 3, 3), 1)], 2, unpack=True))
 def test_lu(shape: tuple, order: int) -> None:
     a = RNG.standard_normal(shape)
     both(sg.linalg.lu, jax.vmap(jsl.lu) if len(shape) > 2 else jsl.lu, a, order=order)
@@ -252,7 +257,8 @@ def test_lu(shape: tuple, order: int) -> None:
 
 # ---------------------------------------------------------------- composites
 
-@pytest.mark.parametrize("shape,order", [((3, 3), 2), ((4, 2), 1), ((2, 3), 2), ((2, 3, 2), 1)])
+@pytest.mark.parametrize("shape,order", sliced([((3, 3), 2), ((4, 2), 1), ((2, 3), 2),
+                                                ((2, 3, 2), 1)], 2, unpack=True))
 def test_pinv(shape: tuple, order: int) -> None:
     both(sg.linalg.pinv, jnp.linalg.pinv, singular(*shape, seed=5), order=order)
 
@@ -266,7 +272,8 @@ def test_pinv_of_repeated_singular_values_and_rtol() -> None:
          jnp.linalg.pinv(low_rank, rtol=1e-6))
 
 
-@pytest.mark.parametrize("n,order", [(0, 1), (1, 1), (3, 1), (5, 2), (-1, 1), (-3, 2)])
+@pytest.mark.parametrize("n,order", sliced([(0, 1), (1, 1), (3, 1), (5, 2), (-1, 1), (-3, 2)], 3,
+                                            unpack=True))
 def test_matrix_power(n: int, order: int) -> None:
     a = general(2, 3, 3, seed=6) / 3
     both(lambda x: sg.linalg.matrix_power(x, n), lambda x: jnp.linalg.matrix_power(x, n), a,
@@ -436,8 +443,9 @@ def test_einsum_errors(spec: str, shapes: list, match: str) -> None:
         sg.jit(lambda *xs: sg.einsum(spec, *xs))(*[np.ones(s) for s in shapes])
 
 
-@pytest.mark.parametrize("ashape,bshape", [((2, 1, 3, 4), (5, 4, 2)), ((1, 3, 4), (2, 1, 4, 5)),
-                                           ((3, 2, 4), (3, 4, 2))])
+@pytest.mark.parametrize("ashape,bshape", sliced([((2, 1, 3, 4), (5, 4, 2)),
+                                                  ((1, 3, 4), (2, 1, 4, 5)),
+                                                  ((3, 2, 4), (3, 4, 2))], 2, unpack=True))
 def test_matmul_broadcasting_batches(ashape: tuple, bshape: tuple) -> None:
     a, b = RNG.standard_normal(ashape), RNG.standard_normal(bshape)
     both(sg.matmul, jnp.matmul, a, b, order=2)
