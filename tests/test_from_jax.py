@@ -341,7 +341,7 @@ def test_the_corpus_is_large_enough() -> None:
     assert len({c.name for c in CORPUS}) == len(CORPUS)
 
 
-@pytest.mark.parametrize("case", CORPUS, ids=str)
+@pytest.mark.parametrize("case", sliced(CORPUS, 2), ids=str)
 def test_forward_equals_the_jax_function(case: Case) -> None:
     got = sg.from_jax(case.fn)(*case.args)
     want = case.fn(*case.args)
