@@ -13,7 +13,7 @@ jax.config.update("jax_enable_x64", True)
 # The suite verifies the IR after every transform unless asked not to (SRCGRAD_ENABLE_CHECKS=0).
 os.environ.setdefault("SRCGRAD_ENABLE_CHECKS", "1")
 
-settings.register_profile("default", max_examples=10, deadline=None,
+settings.register_profile("default", max_examples=7, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("exhaustive", max_examples=300, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])

@@ -196,9 +196,9 @@ LIBS: list[Lib] = [
     Lib("jax.nn", _mlp_nn, (arr(3, 3), arr(4, 3))),
     Lib("jax.scipy.stats", _stats, (arr(3, seed=1, hi=0.5), arr(3, seed=2)), slow=True),
     # first order: JAX's gammainc has no second derivative in `a` (igamma_grad_a), nor srcgrad's
-    Lib("jax.scipy.special", _special, (arr(3, lo=0.5, hi=3.0), arr(3, seed=1, lo=0.2, hi=2.0))),
+    Lib("jax.scipy.special", _special, (arr(3, lo=0.5, hi=3.0), arr(3, seed=1, lo=0.2, hi=2.0)), slow=True),
     Lib("jax.scipy.linalg", _linalg, (arr(3, 3), arr(3, 2)), slow=True),
-    Lib("optax.losses", _optax, (arr(4, 3), arr(4, 3, seed=1))),
+    Lib("optax.losses", _optax, (arr(4, 3), arr(4, 3, seed=1)), slow=True),
     Lib("equinox.MLP", _eqx_mlp, (_np_params(_EQX_PARAMS), arr(4, 3))),
     Lib("numpyro.log_prob", _numpyro, (arr(3, hi=0.5), arr(3, seed=1))),
     Lib("lineax.LU", _lineax, (arr(3, 3), arr(3)), fd=True),

@@ -17,8 +17,6 @@ from jax import lax
 
 import srcgrad as sg
 
-from _util import sliced
-
 nan, inf = np.nan, np.inf
 INPUTS = {
     "nan": np.array([1.0, nan, 3.0, 2.0]),
@@ -105,7 +103,9 @@ def _has_ties(x: np.ndarray) -> bool:
     return len(set(x.tolist())) < x.size and not np.isnan(x).all()
 
 
-@pytest.mark.parametrize("ours, theirs, kw", sliced(CASES, 2, unpack=True))
+@pytest.mark.parametrize("ours, theirs, kw", [  # every other case by default, -m slow all
+    c if i % 2 == 0 else pytest.param(*c.values, marks=pytest.mark.slow, id=c.id)
+    for i, c in enumerate(CASES)])
 def test_nonfinite_value_grad_and_jvp_match_jax(ours: Callable, theirs: Callable, kw: dict) -> None:
     def ct_like(y: Any) -> np.ndarray:
         return np.resize(CT, np.shape(y))
