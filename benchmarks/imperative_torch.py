@@ -57,14 +57,20 @@ def _weights(sizes: list[int], seed: int) -> list[tuple[np.ndarray, np.ndarray]]
 
 # ---------------------------------------------------------------- the MLP step, three ways
 
-def sg_mlp(weights: list, x: np.ndarray) -> Callable[[], Any]:
+def sg_layers(weights: list, last_act: str | None = None) -> tuple[list, list]:
+    """The MLP as sg.nn.Linear layers (tanh, then `last_act`) holding `weights`, and their
+    parameters."""
     layers = []
     for i, (w, b) in enumerate(weights):
-        layer = sg.nn.Linear(*w.shape, act="tanh" if i < len(weights) - 1 else None)
+        layer = sg.nn.Linear(*w.shape, act="tanh" if i < len(weights) - 1 else last_act)
         layer.weight.assign(w)
         layer.bias.assign(b)
         layers.append(layer)
-    params = [p for layer in layers for p in layer.params()]
+    return layers, [p for layer in layers for p in layer.params()]
+
+
+def sg_mlp(weights: list, x: np.ndarray) -> Callable[[], Any]:
+    layers, params = sg_layers(weights)
     sgd, xt = sg.optim.SGD(LR), sg.tensor(x)
 
     def step() -> Any:
@@ -279,12 +285,7 @@ def _rss_mb() -> float:
 def memory_rows(steps: int) -> list[Row]:
     weights = _weights([32, 32, 32, 4], 3)
     x = np.random.default_rng(3).standard_normal((8, 32)).astype(np.float32)
-    layers = []
-    for i, (w, b) in enumerate(weights):
-        layer = sg.nn.Linear(*w.shape, act="tanh")
-        layer.weight.assign(w)
-        layers.append(layer)
-    params = [p for layer in layers for p in layer.params()]
+    layers, params = sg_layers(weights, last_act="tanh")
     xt = sg.tensor(x)
 
     def step(lr: float) -> None:
