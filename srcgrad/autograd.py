@@ -296,10 +296,9 @@ def _gradients(tape: Tape, heads: list[int], seeds: list, xs: list[int | None]) 
 def _agree(got: list, other: list, tier: str) -> None:
     """SRCGRAD_ENABLE_CHECKS: the two backward tiers give the same gradients."""
     for i, (a, b) in enumerate(zip(got, other)):
-        if a is None or b is None:
-            a = b = None if a is None and b is None else (a if a is not None else b)
-            zero = a is None or not np.any(np.asarray(a))
-            if not zero:
+        if a is None or b is None:  # no gradient on one side: the other must be zeros
+            given = b if a is None else a
+            if given is not None and np.any(np.asarray(given)):
                 raise AssertionError(f"backward: the {tier} tier and the other disagree on "
                                      f"whether gradient {i} is zero")
             continue
