@@ -18,7 +18,9 @@ Layer L0 (base: errors, dtypes, config, caches): see docs/design.md.
 from __future__ import annotations
 
 import collections
+import dis
 import functools
+import itertools
 import operator
 import threading
 import types
@@ -171,14 +173,42 @@ def static_key(value: Any) -> Any:
 _UNBOUND = object()
 
 
+#: The instructions that read a global name (attribute names, also in `co_names`, are not).
+_GLOBAL_READS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS"})
+
+
 @functools.lru_cache(maxsize=4096)
 def _names(code: types.CodeType) -> tuple[str, ...]:
-    """The global names `code` and the functions nested in it may read."""
-    names = set(code.co_names)
+    """The global names `code` and the functions nested in it read."""
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_READS}
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
             names.update(_names(c))
     return tuple(sorted(names))
+
+
+def binding_reader(fun: Callable[..., Any]) -> Callable[[], tuple[Any, ...]] | None:
+    """A function that returns `bindings(fun)`, made once and called on every call of a
+    transformed `fun`; None when `fun` reads no global and no closure cell (its bindings
+    are always `()`)."""
+    f = getattr(fun, "__func__", fun)
+    code = getattr(f, "__code__", None)
+    if not isinstance(code, types.CodeType):
+        return None
+    names, cells = _names(code), f.__closure__ or ()
+    if not names and not cells:
+        return None
+    get, unbound = f.__globals__.get, itertools.repeat(_UNBOUND)
+
+    def read() -> tuple[Any, ...]:
+        out = list(map(get, names, unbound))
+        for cell in cells:
+            try:
+                out.append(cell.cell_contents)
+            except ValueError:  # a cell not yet assigned
+                out.append(_UNBOUND)
+        return tuple(out)
+    return read
 
 
 def bindings(fun: Callable[..., Any]) -> tuple[Any, ...]:
@@ -188,18 +218,8 @@ def bindings(fun: Callable[..., Any]) -> tuple[Any, ...]:
     variable was rebound to another array or number since): it is traced again. Values
     read elsewhere (in a helper `fun` calls, or as an attribute) are not looked at.
     """
-    f = getattr(fun, "__func__", fun)
-    code = getattr(f, "__code__", None)
-    if not isinstance(code, types.CodeType):
-        return ()
-    glob = f.__globals__
-    out = [glob.get(n, _UNBOUND) for n in _names(code)]
-    for cell in f.__closure__ or ():
-        try:
-            out.append(cell.cell_contents)
-        except ValueError:  # a cell not yet assigned
-            out.append(_UNBOUND)
-    return tuple(out)
+    read = binding_reader(fun)
+    return read() if read is not None else ()
 
 
 def same_bindings(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:

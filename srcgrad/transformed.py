@@ -10,6 +10,7 @@ import functools
 import inspect
 import re
 import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -18,13 +19,13 @@ import numpy as np
 
 from . import dtypes, hooks
 from .builder import active_program, as_var
-from .cache import CACHE, Slot, bindings, same_bindings, static_key
+from .cache import CACHE, Slot, binding_reader, same_bindings, static_key
 from .config import config
 from .dispatch import tracing_leaves
 from .fluid import input_var
 from .errors import SrcgradError, user_location
-from .ir import Program, Variable, program_guard
-from .traceback_filter import api_boundary
+from .ir import Program, Variable, current_program, program_guard
+from .traceback_filter import leave_out_internal_frames
 from .verify import check
 
 from .transforms import control_grad  # noqa: F401  (registers the control-flow grad makers)
@@ -129,6 +130,7 @@ class Transformed:
         # sg.grad(sg.grad(f)), the innermost one) and every transformation applied to it.
         inner = fun._key if isinstance(fun, Transformed) else ()
         self._base: Callable[..., Any] = fun._base if isinstance(fun, Transformed) else fun
+        self._read = binding_reader(self._base)
         self._key = (name, jit, params, self._static) + inner
         self._own: dict[Any, Slot] = {}
         self._own_lock = threading.Lock()
@@ -136,11 +138,37 @@ class Transformed:
         #: bindings it was made under); None before the first call, False where it cannot
         #: serve (captured arrays or loop records sized at run time).
         self._fast: tuple[Callable[..., Any], tuple] | bool | None = None if jit else False
+        self._weak = weakref.ref(self)
         self.compilations = 0
         functools.update_wrapper(self, fun, updated=())
 
-    @api_boundary
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run on arrays (compiled), or record inline on Variables. A repeated call on flat
+        arrays and numbers goes straight to JAX's dispatch of the compiled pipeline
+        (`_fast_call`) once the function's bindings are seen unchanged."""
+        try:
+            fast = self._fast
+            if fast.__class__ is tuple and not kwargs and current_program() is None:
+                for a in args:
+                    if a.__class__ not in _FAST_TYPES:
+                        break
+                else:
+                    read = self._read
+                    if read is None or same_bindings(fast[1], read()):  # type: ignore[index]
+                        _CALLER.ref = self._weak
+                        return fast[0](*args)  # type: ignore[index]
+            return self._call(args, kwargs)
+        except _NotFast:
+            self._fast = False
+            return self._call(args, kwargs)
+        except Exception as e:
+            notes = getattr(e, "__notes__", None)  # srcgrad's error, without JAX's note
+            if notes:
+                notes[:] = [n for n in notes if "JAX has removed its internal frames" not in n]
+            leave_out_internal_frames(e)
+            raise
+
+    def _call(self, args: tuple, kwargs: dict[str, Any]) -> Any:
         if kwargs:
             args = self._positional(args, kwargs)
         static = self._static_positions(args) if self._static else frozenset()
@@ -154,8 +182,13 @@ class Transformed:
                 return out
         return self._run(args, static)
 
+    def _bindings(self) -> tuple:
+        """`cache.bindings` of the user's function, read by the reader made once."""
+        read = self._read
+        return read() if read is not None else ()
+
     def _fast_call(self, args: tuple, leaves: list) -> Any:
-        """The call served by JAX's own dispatch: a `jax.jit` of this function's pipeline,
+        """The call served by JAX's own dispatch: the `jax.jit` of this function's `_Pipeline`,
         which runs srcgrad's trace, transform and lowering when JAX traces (once per input
         signature), so a repeated call costs what a jax.jit call does, plus the check that
         the globals and closure cells the function reads are the same objects (`bindings`).
@@ -166,24 +199,31 @@ class Transformed:
         for leaf in leaves:
             if type(leaf) not in _FAST_TYPES and not isinstance(leaf, np.generic):
                 return _SLOW
-        now = bindings(self._base)
+        now = self._bindings()
         fast = self._fast
         if fast is None or not same_bindings(fast[1], now):  # type: ignore[index]
-            fast = self._fast = (jax.jit(self._traced), now)
+            pipeline = self._pipeline(now)
+            if pipeline.slow:
+                self._fast = False
+                return _SLOW
+            fast = self._fast = (pipeline.jitted, now)
+        _CALLER.ref = self._weak
         try:
             return fast[0](*args)  # type: ignore[index]
         except _NotFast:
             self._fast = False
             return _SLOW
-        except Exception as e:  # srcgrad's error, without the note JAX adds on its way out
-            notes = getattr(e, "__notes__", None)
-            if notes:
-                notes[:] = [n for n in notes if "JAX has removed its internal frames" not in n]
-            raise
 
-    def _traced(self, *args: Any) -> Any:
-        """`_run` on JAX's tracers of the fast path's jax.jit."""
-        return self._run(args, frozenset(), fast=True)
+    def _pipeline(self, now: tuple) -> _Pipeline:
+        """The `_Pipeline` of this function and transformation traced under the bindings
+        `now` (made, or remade after the bindings changed, under the cache slot's lock)."""
+        slot = self._slot(_PIPELINE)
+        with slot.lock:
+            pipeline = slot.entry
+            if pipeline is None or not same_bindings(pipeline.bindings, now):
+                pipeline = slot.entry = _Pipeline(now, getattr(self._base, "__name__", "fn"))
+            pipeline.users.add(self)
+        return pipeline
 
     def records_loops(self) -> bool:
         """True if a program this object compiled sizes its loop records at run time (its
@@ -331,7 +371,7 @@ class Transformed:
                 if keyed else arrays)
             return tuple(args[i] if i in static else a for i, a in enumerate(traced))
         slot = self._slot(key)
-        now = bindings(self._base)
+        now = self._bindings()
         entry, fed = self._entry(slot, call_args, now)
         if fast and (entry.checks or entry.captures or entry.watched
                      or entry.lowered.nesting > SHALLOW_NESTING):
@@ -370,9 +410,46 @@ class _NotFast(Exception):
     """Raised while JAX traces the fast path, for a program it cannot serve."""
 
 
+#: The `Transformed` whose call (in this thread) last went to a `_Pipeline`, weakly: a trace
+#: the call starts runs srcgrad's pipeline on it, so that its `compilations` count the build.
+_CALLER = threading.local()
+#: The cache key, beside the input signatures, of a function and transformation's pipeline.
+_PIPELINE = "jax.jit pipeline"
+
+
+class _Pipeline:
+    """What the fast path's `jax.jit` traces, one per function, transformation and bindings,
+    kept in the compile cache: a fresh `sg.grad(f)` of the same `f` reuses JAX's compiled
+    executable. It holds the `Transformed` objects that call it weakly (never the user's
+    function, whose lifetime keys the cache); a trace runs `_run` on the caller, or on any
+    of them (they are alike but for their `compilations`)."""
+
+    def __init__(self, bindings: tuple, name: str) -> None:
+        self.bindings = bindings
+        self.users: weakref.WeakSet[Transformed] = weakref.WeakSet()
+        self.slow = False  # a program the fast path cannot serve (`_NotFast`)
+
+        def pipeline(*args: Any) -> Any:
+            return self.run(args)
+        pipeline.__name__ = pipeline.__qualname__ = name
+        self.jitted = jax.jit(pipeline)
+
+    def run(self, args: tuple) -> Any:
+        ref = getattr(_CALLER, "ref", None)
+        caller = ref() if ref is not None else None
+        if caller is None or caller not in self.users:
+            caller = next(iter(self.users))
+        try:
+            return caller._run(args, frozenset(), fast=True)
+        except _NotFast:
+            self.slow = True
+            raise
+
+
 _SLOW = object()
 #: The leaf types the fast path takes (concrete arrays and numbers; never a JAX tracer).
-_FAST_TYPES = frozenset({type(jax.numpy.zeros(())), np.ndarray, bool, int, float, complex})
+_FAST_TYPES = frozenset({type(jax.numpy.zeros(())), np.ndarray, bool, int, float, complex,
+                         *(np.dtype(c).type for c in "?bhilqBHILQefdFD")})
 
 
 def _usable(entry: _Entry | None, now: tuple) -> list[Any] | None:

@@ -50,6 +50,22 @@ def test_rebinding_a_global_the_function_reads_is_seen() -> None:
         SCALE = old
 
 
+def test_a_global_read_in_a_nested_function_is_watched_too() -> None:
+    global SCALE
+    x, old = np.array([0.3, 0.5]), SCALE
+
+    def f(x: Any) -> Any:
+        inner = lambda y: sg.sin(y) * SCALE  # noqa: E731  (SCALE is read by the lambda's code)
+        return sg.sum(inner(x))
+    g = sg.grad(f)
+    try:
+        np.testing.assert_allclose(g(x), np.cos(x) * [1.0, 2.0], rtol=1e-12)
+        SCALE = np.array([-4.0, 0.5])
+        np.testing.assert_allclose(g(x), np.cos(x) * [-4.0, 0.5], rtol=1e-12)
+    finally:
+        SCALE = old
+
+
 def test_rebinding_a_closed_over_variable_is_seen() -> None:
     lr = 0.5
 
@@ -143,6 +159,21 @@ def test_a_fresh_grad_of_the_same_function_reuses_the_compiled_program() -> None
     other(x)
     assert other.compilations == 1
     assert sg.value_and_grad(f)(x)[0] == pytest.approx(np.sum(np.sin(x) ** 2))
+
+
+def test_a_fresh_grad_compiles_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    """A fresh `sg.grad(f)` of a function called before reuses JAX's compiled executable
+    (JAX logs no compilation); a new input shape compiles once."""
+    def f(x: Any) -> Any:
+        return sg.sum(sg.sin(x) ** 2)
+    x = np.array([0.1, 0.2])
+    sg.grad(f)(x)
+    with jax.log_compiles(True), caplog.at_level("WARNING"):
+        for _ in range(3):
+            np.testing.assert_allclose(sg.grad(f)(x), np.sin(2 * x), rtol=1e-12)
+        assert not [r for r in caplog.records if "Compiling" in r.getMessage()]
+        np.testing.assert_allclose(sg.grad(f)(np.ones(3)), np.sin(2.0) * np.ones(3), rtol=1e-12)
+        assert len([r for r in caplog.records if "Compiling" in r.getMessage()]) == 1
 
 
 def test_the_cache_does_not_share_between_closures_of_one_code_object() -> None:
