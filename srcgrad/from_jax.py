@@ -25,7 +25,7 @@ try:
     from jax.extend.core import ClosedJaxpr, DropVar, Literal
 except ImportError:  # older JAX (before jax.extend.core had them)
     from jax.core import ClosedJaxpr, DropVar, Literal  # type: ignore[no-redef]
-try:  # JAX's dead-code elimination, with its rules for while/cond/scan carries
+try:  # JAX's dead-code elimination, with its rules for scan carries and cond outputs
     from jax._src.interpreters.partial_eval import dce_jaxpr
 except ImportError:  # pragma: no cover - a JAX without it: translate the jaxpr as traced
     dce_jaxpr = None
@@ -102,9 +102,9 @@ def translate(fn: Callable[..., Any], args: tuple, max_iters: int | None = None,
 
 
 def _pruned(closed: ClosedJaxpr) -> ClosedJaxpr:
-    """`closed` without its dead equations and dead loop carries (JAX's `dce_jaxpr`, which
-    `jax.jit` and `jax.grad` apply too): a library's loop state that no output reads (diffrax's
-    bounded while loops carry some) would otherwise be carried, copied and differentiated."""
+    """`closed` without its dead equations and dead scan carries (JAX's `dce_jaxpr`): a
+    library's loop state that no output reads (diffrax's bounded loops, nested scans, carry
+    some) would otherwise be carried, copied and differentiated."""
     if dce_jaxpr is None:
         return closed
     jaxpr, _ = dce_jaxpr(closed.jaxpr, [True] * len(closed.jaxpr.outvars), instantiate=True)
