@@ -25,6 +25,10 @@ try:
     from jax.extend.core import ClosedJaxpr, DropVar, Literal
 except ImportError:  # older JAX (before jax.extend.core had them)
     from jax.core import ClosedJaxpr, DropVar, Literal  # type: ignore[no-redef]
+try:  # JAX's dead-code elimination, with its rules for scan carries and cond outputs
+    from jax._src.interpreters.partial_eval import dce_jaxpr
+except ImportError:  # pragma: no cover - a JAX without it: translate the jaxpr as traced
+    dce_jaxpr = None
 
 from . import dtypes
 from .transformed import Transformed
@@ -90,10 +94,21 @@ def translate(fn: Callable[..., Any], args: tuple, max_iters: int | None = None,
         specs.append(spec)
     closed, out_shape = jax.make_jaxpr(lambda *a: fn(*a), return_shape=True)(
         *jax.tree_util.tree_unflatten(tree, specs))
+    closed = _pruned(closed)
     if prog is not None:
         prog.watched.append(_unchanged(fn))
     outs = _Translator(max_iters, checkpoints, custom_rules).call(closed, leaves)
     return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(out_shape), outs)
+
+
+def _pruned(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """`closed` without its dead equations and dead scan carries (JAX's `dce_jaxpr`): a
+    library's loop state that no output reads (diffrax's bounded loops, nested scans, carry
+    some) would otherwise be carried, copied and differentiated."""
+    if dce_jaxpr is None:
+        return closed
+    jaxpr, _ = dce_jaxpr(closed.jaxpr, [True] * len(closed.jaxpr.outvars), instantiate=True)
+    return ClosedJaxpr(jaxpr, closed.consts)
 
 
 class _Translator:

@@ -415,6 +415,19 @@ def test_closed_over_arrays_are_captured() -> None:
     np.testing.assert_allclose(sg.grad(sg.from_jax(f))(np.ones(3)), jax.grad(f)(np.ones(3)))
 
 
+def test_dead_scan_carries_are_not_translated() -> None:
+    """A scan carry no output reads (diffrax's bounded loops have some) is pruned before
+    translation: the program neither carries nor differentiates it."""
+    def f(x: jax.Array) -> jax.Array:
+        def step(c: tuple, _: Any) -> tuple:
+            y, dead = c
+            return (jnp.tanh(y) * 1.1, dead + jnp.sin(y)), None
+        return jnp.sum(lax.scan(step, (x, x), None, length=4)[0][0])
+    x = arr(3)
+    assert "sin" not in sg.source(sg.grad(sg.from_jax(f)), x)
+    check_grads(sg.from_jax(f), (x,), jax_fun=f)
+
+
 def test_inside_a_srcgrad_function_with_other_ops() -> None:
     def loss(x: Any) -> Any:
         h = sg.tanh(x) * 2.0
