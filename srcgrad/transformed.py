@@ -156,10 +156,10 @@ class Transformed:
                     read = self._read
                     if read is None or same_bindings(fast[1], read()):  # type: ignore[index]
                         _CALLER.ref = self._weak
-                        return fast[0](*args)  # type: ignore[index]
-            return self._call(args, kwargs)
-        except _NotFast:
-            self._fast = False
+                        try:
+                            return fast[0](*args)  # type: ignore[index]
+                        except _NotFast:  # a new signature whose program it cannot serve
+                            self._fast = False
             return self._call(args, kwargs)
         except Exception as e:
             notes = getattr(e, "__notes__", None)  # srcgrad's error, without JAX's note
