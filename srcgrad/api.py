@@ -19,7 +19,8 @@ from .ir import Program, Variable
 from .ops.creation import zeros
 from .ops.grad_helpers import assign
 from .traceback_filter import api_boundary
-from .transformed import Transformed, arg_names, as_vars, key_type, leaf_dtype, static_positions
+from .arguments import arg_names, as_vars, key_type, leaf_dtype, static_positions
+from .transformed import Transformed
 from .transforms.backward import append_backward, gradients
 
 

@@ -18,7 +18,8 @@ import numpy as np
 
 from . import dtypes, hooks
 from .api import argnums_tuple, grad
-from .transformed import Transformed, leaf_dtype
+from .arguments import leaf_dtype
+from .transformed import Transformed
 from .dispatch import tracing
 from .builder import active_program, as_var
 from .errors import GradientError, SrcgradError, user_location

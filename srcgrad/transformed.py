@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import re
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -18,15 +17,16 @@ import jax
 import numpy as np
 
 from . import dtypes, hooks
-from .builder import active_program, as_var
+from .builder import as_var
 from .cache import CACHE, Slot, binding_reader, same_bindings, static_key
 from .config import config
 from .dispatch import tracing_leaves
 from .fluid import input_var
 from .errors import SrcgradError, user_location
-from .ir import Program, Variable, current_program, program_guard
+from .ir import Program, current_program, program_guard
 from .traceback_filter import leave_out_internal_frames
 from .verify import check
+from .arguments import arg_names, as_vars, hashable, leaf_array, leaf_dtype, static_positions
 
 from .transforms import control_grad  # noqa: F401  (registers the control-flow grad makers)
 from .transforms.checks import lift_checks
@@ -38,56 +38,6 @@ from .transforms.lower_jax import lower_program
 #: tracer matches and every traced call goes through a nested jit: correct, a little slower
 #: to compile.
 _JaxprTracer: Any = getattr(jax.interpreters.partial_eval, "DynamicJaxprTracer", type(None))
-
-_IDENT = re.compile(r"[^0-9A-Za-z_]+")
-
-
-# ---------------------------------------------------------------- functional transforms
-
-def _leaf_array(x: Any) -> Any:
-    if isinstance(x, jax.core.Tracer) or isinstance(x, jax.Array):
-        return x
-    if isinstance(x, (bool, int, float, complex)):
-        return np.asarray(x, dtypes.scalar_dtype(x, None))
-    arr = np.asarray(x)
-    return arr.astype(dtypes.canonical(arr.dtype), copy=False)
-
-
-def arg_names(fun: Callable[..., Any], args: tuple, tree_paths: list) -> list[str]:
-    try:
-        params = list(inspect.signature(fun).parameters)
-    except (TypeError, ValueError):
-        params = []
-    names = []
-    for path in tree_paths:
-        first, rest = path[0], path[1:]
-        pos = getattr(first, "idx", 0)
-        base = params[pos] if pos < len(params) and params[pos] not in ("args", "kwargs") else f"arg{pos}"
-        parts = [base] + [_IDENT.sub("", str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))))
-                          for k in rest]
-        names.append(_IDENT.sub("_", "_".join(p for p in parts if p)) or "x")
-    return names
-
-
-def as_vars(tree: Any) -> Any:
-    return jax.tree_util.tree_map(_as_var, tree)
-
-
-def _as_var(x: Any) -> Variable:
-    """`as_var(x)`; a typed PRNG key becomes its uint32 key data, recorded as a key's in the
-    program (`Program.key_data`)."""
-    impl = dtypes.key_impl(x)
-    if impl is None:
-        return as_var(x)
-    v = as_var(jax.random.key_data(x))
-    active_program("a PRNG key").key_data[v] = impl
-    return v
-
-
-def key_type(v: Variable, impl: Any) -> str:
-    """A key's type as JAX prints it (`key<fry>[]`), from its data `v`."""
-    return f"key<{impl.tag}>[{','.join(map(str, v.shape[:v.ndim - len(impl.key_shape)]))}]"
-
 
 @dataclass
 class _Entry:
@@ -350,7 +300,7 @@ class Transformed:
 
     def _run(self, args: tuple, static: frozenset[int], fast: bool = False) -> Any:
         if static:
-            statics = tuple(static_key(_hashable(args[i], i, self._name)) for i in sorted(static))
+            statics = tuple(static_key(hashable(args[i], i, self._name)) for i in sorted(static))
             dynamic = tuple(None if i in static else a for i, a in enumerate(args))
         else:
             statics, dynamic = (), args
@@ -358,7 +308,7 @@ class Transformed:
         impls = tuple(dtypes.key_impl(l) for l in leaves)
         keyed = any(i is not None for i in impls)
         # A typed PRNG key is fed as its uint32 data (and traced from the key).
-        arrays = [_leaf_array(l) if i is None else jax.random.key_data(l)
+        arrays = [leaf_array(l) if i is None else jax.random.key_data(l)
                   for l, i in zip(leaves, impls)]
         key = (statics, tree, tuple((np.shape(a), leaf_dtype(a)) for a in arrays), dtypes.x64(),
                config.max_loop_records) + ((impls,) if keyed else ())
@@ -484,39 +434,11 @@ def _capacities_needed(entry: _Entry, counts: Sequence[Any]) -> dict[int, int]:
     return grow
 
 
-def static_positions(static_argnums: int | Sequence[int], who: str) -> tuple[int, ...]:
-    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
-    if not all(isinstance(i, int) and not isinstance(i, bool) for i in nums):
-        raise TypeError(f"{who}: static_argnums must be ints, got {static_argnums!r}")
-    return tuple(sorted(set(nums)))
-
-
-def _hashable(value: Any, i: int, who: str) -> Any:
-    """A static argument, checked to be hashable (it is part of the cache key)."""
-    if isinstance(value, (jax.Array, np.ndarray, Variable)):
-        raise SrcgradError(f"{who}: static argument {i} is an array ({type(value).__name__}); "
-                           "static arguments are Python values (str, bool, int, tuples), pass "
-                           "arrays without static_argnums", loc=user_location())
-    try:
-        hash(value)
-    except TypeError:
-        raise SrcgradError(f"{who}: static argument {i} must be hashable (it keys the compile "
-                           f"cache), got a {type(value).__name__}: {value!r:.60}",
-                           loc=user_location()) from None
-    return value
-
-
 def _in_jit_trace(arrays: Sequence[Any]) -> bool:
     """True when the traced arrays belong to a jax.jit (make_jaxpr) trace itself, not to a
     vmap or grad transformation running on top of one or eagerly."""
     tracers = [a for a in arrays if isinstance(a, jax.core.Tracer)]
     return bool(tracers) and all(isinstance(t, _JaxprTracer) for t in tracers)
-
-
-def leaf_dtype(x: Any) -> np.dtype:
-    if isinstance(x, (bool, int, float, complex)):
-        return dtypes.scalar_dtype(x, None)
-    return dtypes.canonical(np.dtype(x.dtype) if hasattr(x, "dtype") else np.asarray(x).dtype)
 
 
 def _eager(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -525,4 +447,4 @@ def _eager(fn: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-__all__ = ["Transformed", "arg_names", "as_vars", "key_type", "leaf_dtype", "static_positions"]
+__all__ = ["Transformed"]
