@@ -169,7 +169,7 @@ def test_the_trie_is_bounded_for_ever_new_structures(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(tape_compile, "TRIE_LIMIT", 12)
     xv = RNG.standard_normal(3)
     tries = set()
-    for i in range(30):  # each integer exponent is another structure: 4 new nodes per tape
+    for i in range(8):  # each integer exponent is another structure: 4 new nodes per tape
         _check(lambda np_, x: np_.sum(np_.sin(x) ** (i + 1)), xv)
         trie = tape_compile._trie
         tries.add(id(trie))
