@@ -43,6 +43,7 @@ from .tape_vjp import run_op_by_op
 from .tensors import Tensor
 from .verify import checks_enabled
 
+_Tracer = jax.core.Tracer
 #: The grad_reqs whose Tensors backward writes a gradient to.
 _WRITTEN = ("write", "add")
 
@@ -90,19 +91,17 @@ def apply(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
     results wrapped as Tensors (under record() also those of a constructor: sg.zeros)."""
     tape = _active_tape()
     if tape is not None:
+        reads = False
         for leaf in leaves:
             if type(leaf) is Tensor:
+                if isinstance(leaf._value, _Tracer):
+                    break  # values of a JAX trace (jax.jit of a function of Tensors)
+                reads = True
+            elif isinstance(leaf, _Tracer):
                 break
         else:
-            tape = None
-    if tape is not None:
-        for leaf in leaves:
-            if isinstance(leaf, jax.core.Tracer) or (type(leaf) is Tensor and
-                                                     isinstance(leaf._value, jax.core.Tracer)):
-                tape = None  # values of a JAX trace (jax.jit of a function of Tensors)
-                break
-    if tape is not None:
-        return tape.record(fn, leaves, tree)
+            if reads:
+                return tape.record(fn, leaves, tree)
     out = eager.run(fn, [l._value if type(l) is Tensor else l for l in leaves], tree)
     return Tensor(out) if isinstance(out, jax.Array) else jax.tree_util.tree_map(Tensor, out)
 

@@ -59,6 +59,8 @@ class Entry(NamedTuple):
     leaves: tuple
     outs: tuple[int, ...]
     loc: Any
+    #: The call's signature, as `eager.signature` gives it (the vjp kernel's starts so).
+    parts: tuple = ()
 
 
 class Tape:
@@ -160,16 +162,17 @@ class Tape:
             parts.append((value.shape, value.dtype))
             key.append(n)
             arrays.append(value)
-        outs, out_tree, lifted = eager.evaluate(fn, args, tree, tuple(parts), arrays, weak)
+        sig = tuple(parts)
+        outs, out_tree, lifted = eager.evaluate(fn, args, tree, sig, arrays, weak)
         if lifted:
             weak_refs = [r for r in refs if type(r) is WeakRef]
             for i, dt, arr in lifted:
                 weak_refs[i].nums[dt] = self.input(arr, "data", "c", keyed=False)
-        nums = self.add(fn, tree, tuple(refs), outs, (fn, tree, tuple(key)), user_location())
+        nums = self.add(fn, tree, tuple(refs), outs, (fn, tree, tuple(key)), user_location(), sig)
         return jax.tree_util.tree_unflatten(out_tree, [self.bind(v, n) for v, n in zip(outs, nums)])
 
     def add(self, fn: Callable[..., Any], tree: Any, refs: tuple, outs: list, key: tuple,
-            loc: Any = None) -> range:
+            loc: Any = None, parts: tuple = ()) -> range:
         """Append an entry computing `outs` (their values) and step the structure by `key`."""
         start = len(self.values)
         nums = range(start, start + len(outs))
@@ -179,7 +182,7 @@ class Tape:
         self.names.extend([getattr(fn, "__name__", "op")] * len(outs))
         for n in nums:
             self.producer[n] = index
-        self.entries.append(Entry(fn, tree, refs, tuple(nums), loc))
+        self.entries.append(Entry(fn, tree, refs, tuple(nums), loc, parts))
         self.structure.step(key)
         return nums
 
@@ -223,7 +226,7 @@ class Tape:
                     refs.append(r)
                     key.append(static_key(r))
             nums = self.add(entry.fn, entry.tree, tuple(refs), [src.values[o] for o in entry.outs],
-                            (entry.fn, entry.tree, tuple(key)), entry.loc)
+                            (entry.fn, entry.tree, tuple(key)), entry.loc, entry.parts)
             mapped.update(zip(entry.outs, nums))
         return mapped[num]
 

@@ -27,7 +27,7 @@ from .dispatch import Weak
 from .ops.creation import zeros_like
 from .ops.elementwise import add
 from .ops.grad_helpers import assign
-from .tape import Ref, Tape, WeakRef
+from .tape import Entry, Ref, Tape, WeakRef
 from .tensors import Tensor
 from .transforms.backward import gradients
 
@@ -105,15 +105,39 @@ def run_op_by_op(tape: Tape, heads: list[int], seeds: list, xs: list[int | None]
             acc = tuple(n in cts for n in nums)
             fn, ktree = kernel(e.fn, e.tree, len(e.leaves), tuple(map(tuple, by_num.values())),
                                outs, acc)
-            leaves = [_leaf(tape, r, create_graph) for r in e.leaves]
-            leaves += [cts[e.outs[i]] for i in outs]
-            leaves += [cts[n] for n, has in zip(nums, acc) if has]
-            grads = (tape.record(fn, leaves, ktree) if create_graph else
-                     eager.run(fn, leaves, ktree))
+            extra = [cts[e.outs[i]] for i in outs] + [cts[n] for n, has in zip(nums, acc) if has]
+            if create_graph:
+                grads = tape.record(fn, [_leaf(tape, r, True) for r in e.leaves] + extra, ktree)
+            else:
+                grads = _run_kernel(tape, e, fn, ktree, extra)
             cts.update(zip(nums, grads))
         for i in outs:
             del cts[e.outs[i]]
     return [None if x is None else cts.get(x) for x in xs]
+
+
+def _run_kernel(tape: Tape, e: Entry, fn: Callable[..., Any], tree: Any, extra: list) -> list:
+    """The kernel `fn` on the entry's recorded leaves and the cotangents `extra`, by the eager
+    interpreter; the entry's signature was taken when it was recorded."""
+    values = tape.values
+    leaves: list[Any] = []
+    arrays: list[Any] = []
+    weak: list[Any] = []
+    for r in e.leaves:
+        t = type(r)
+        if t is Ref:
+            v = values[r.num]
+            leaves.append(v)
+            arrays.append(v)
+        elif t is WeakRef:
+            leaves.append(Weak(r.value))
+            weak.append(r.value)
+        else:
+            leaves.append(r)
+    parts, more, more_weak = eager.signature(extra)
+    outs, _, _ = eager.evaluate(fn, leaves + extra, tree, e.parts + parts, arrays + more,
+                                weak + more_weak)
+    return outs
 
 
 def _add(a: Any, b: Any) -> Any:

@@ -87,12 +87,12 @@ def test_each_tier_gives_jax_grads(tier: None, name: str, order: int) -> None:
 
 def test_a_wrong_tier_fails_the_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "1")
-    real = tape_vjp.eager.run
+    real = tape_vjp.eager.evaluate
 
-    def doubled(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
-        out = real(fn, leaves, tree)
-        return tuple(2 * g for g in out) if fn.__name__.endswith("_vjp") else out
-    monkeypatch.setattr(tape_vjp.eager, "run", doubled)
+    def doubled(fn: Callable[..., Any], *args: Any) -> Any:
+        outs, tree, lifted = real(fn, *args)
+        return ([2 * g for g in outs] if fn.__name__.endswith("_vjp") else outs), tree, lifted
+    monkeypatch.setattr(tape_vjp.eager, "evaluate", doubled)
     with pytest.raises(AssertionError, match="tier"):
         _imperative(*CASES["mixed"])
 
