@@ -6,9 +6,10 @@
     y.backward()                        # the tape differentiated
     x.grad                              # dy/dx
 
-An op on Tensors computes its value eagerly (srcgrad/eager.py: one jitted call per op
-signature) and, while recording, appends a light entry to the tape (srcgrad/tape.py: the
-call, the numbers of the values it read, its results' values). Backward is tiered. A tape
+An op on Tensors outside `record()` computes its value eagerly (srcgrad/eager.py: one jitted
+call per op signature); while recording it appends a light entry to the tape
+(srcgrad/tape.py: the call, the numbers of the values it read, its results' numbers) and its
+results are computed when read or by backward. Backward is tiered. A tape
 whose structure (srcgrad/tape_compile.py: the calls, their wiring, shapes, dtypes, static
 arguments; never values) has been seen `sg.config.tape_compile_after` times is
 differentiated whole: the entries are replayed into a Program, `gradients` (Fluid's
@@ -86,15 +87,16 @@ def _takes(leaves: list) -> bool:
 
 
 def apply(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
-    """An op call imperative mode takes (srcgrad.dispatch hands it here): computed now by
-    the eager interpreter, recorded onto the tape while recording if it reads a Tensor, its
-    results wrapped as Tensors (under record() also those of a constructor: sg.zeros)."""
+    """An op call imperative mode takes (srcgrad.dispatch hands it here): recorded onto the
+    tape while recording if it reads a Tensor (computed when needed), else computed now by
+    the eager interpreter; its results as Tensors (under record() also those of a
+    constructor: sg.zeros)."""
     tape = _active_tape()
     if tape is not None:
         reads = False
         for leaf in leaves:
             if type(leaf) is Tensor:
-                if isinstance(leaf._value, _Tracer):
+                if isinstance(leaf._v, _Tracer):
                     break  # values of a JAX trace (jax.jit of a function of Tensors)
                 reads = True
             elif isinstance(leaf, _Tracer):
@@ -281,13 +283,14 @@ def _gradients(tape: Tape, heads: list[int], seeds: list, xs: list[int | None]) 
     """The gradients' values, by the tier the tape's structure is in: compiled whole once
     it has been seen `config.tape_compile_after` times, op by op before. With
     SRCGRAD_ENABLE_CHECKS the other tier runs too and must agree."""
+    fused = tape.lazy
     slot, seen = tape.structure.trie.visit(key_of(tape, heads, seeds, xs))
     whole = slot.entry is not None or seen + 1 >= config.tape_compile_after
-    got = (run_whole(tape, heads, seeds, xs, slot) if whole else
+    got = (run_whole(tape, heads, seeds, xs, slot, fused) if whole else
            run_op_by_op(tape, heads, seeds, xs))
     if checks_enabled():
         other = (run_op_by_op(tape, heads, seeds, xs) if whole else
-                 run_whole(tape, heads, seeds, xs, slot))
+                 run_whole(tape, heads, seeds, xs, slot, fused))
         _agree(got, other, "compiled" if whole else "op-by-op")
     return got
 

@@ -37,6 +37,8 @@ class _Program(NamedTuple):
     weak: tuple[tuple[int, np.dtype], ...]
     #: The arrays the traced code captured (an op's index constants), fed after the rest.
     captured: tuple[Any, ...]
+    #: The result leaves' shapes and dtypes.
+    avals: tuple[jax.ShapeDtypeStruct, ...] = ()
 
 
 def is_array(x: Any) -> bool:
@@ -75,7 +77,7 @@ def evaluate(fn: Callable[..., Any], leaves: list, tree: Any, parts: tuple, arra
     if first:
         prog = _lower(fn, leaves, tree)
     if prog.weak:
-        lifted = [(i, dt, _on_device(weak[i], dt)) for i, dt in prog.weak]
+        lifted = [(i, dt, on_device(weak[i], dt)) for i, dt in prog.weak]
         fed = [arr for _, _, arr in lifted]
     else:
         lifted = fed = []
@@ -85,10 +87,21 @@ def evaluate(fn: Callable[..., Any], leaves: list, tree: Any, parts: tuple, arra
     return outs, prog.out_tree, lifted
 
 
+def program(fn: Callable[..., Any], leaves: list, tree: Any, parts: tuple) -> _Program:
+    """The program of a call whose `signature` is `parts`, lowered now if it is new, not run
+    (an array leaf may be a jax.ShapeDtypeStruct): the results' shapes and dtypes, and the
+    errors of a bad call, without computing anything."""
+    key = (fn, tree, parts, dtypes.x64())
+    prog = PROGRAMS.get(key)
+    if prog is None:
+        prog = PROGRAMS.put(key, _lower(fn, leaves, tree))
+    return prog
+
+
 _NUMBERS: dict[tuple[str, np.dtype], jax.Array] = {}
 
 
-def _on_device(value: int | float | complex, dtype: np.dtype) -> jax.Array:
+def on_device(value: int | float | complex, dtype: np.dtype) -> jax.Array:
     """A weak number as a device array of `dtype`, kept for the numbers seen last (`x * 2.0`
     then costs no transfer per call; a schedule's new values cost one each)."""
     key = (repr(value), dtype)  # repr: 0.0 and -0.0 differ
@@ -118,7 +131,7 @@ def _lower(fn: Callable[..., Any], leaves: list, tree: Any) -> _Program:
     prog.lift_weak = lift
     traced = []
     for leaf in leaves:
-        if is_array(leaf):
+        if is_array(leaf) or type(leaf) is jax.ShapeDtypeStruct:
             v = block.new_var(f"x{len(prog.inputs)}", tuple(leaf.shape),
                               dtypes.canonical(np.dtype(leaf.dtype)), kind="data",
                               stop_gradient=True, exact_name=True)
@@ -130,13 +143,14 @@ def _lower(fn: Callable[..., Any], leaves: list, tree: Any) -> _Program:
         out = fn(*args, **kwargs)
         out_leaves, out_tree = jax.tree_util.tree_flatten(out)
         outs = [as_var(v) for v in out_leaves]
+    avals = tuple(jax.ShapeDtypeStruct(v.shape, v.dtype) for v in outs)
     name = getattr(fn, "__name__", "op")
     lowered = lower_program(prog, list(prog.inputs) + prog.captures, outs, [],
                             name=f"eager_{name}")
     captured = tuple(np.asarray(value, v.dtype) if not isinstance(value, jax.Array) else value
                      for v, value in zip(prog.captures, prog.capture_values))
     prog.dispose()
-    return _Program(lowered.jitted(), out_tree, tuple(lifted), captured)
+    return _Program(lowered.jitted(), out_tree, tuple(lifted), captured, avals)
 
 
 register_eager(run)

@@ -1,9 +1,12 @@
 """A recording for imperative mode: light tape entries, built into a Program only on demand.
 
-Recording an op call costs its eager evaluation plus one entry: the op's front, its argument
-tree, its leaves (a tape value by number, a weak number, or a static value) and the numbers
-of its results. Every tape value (an input read, a weak number, an op result) has a number
-and its concrete value. The entries key the tape's structure as they are appended (one trie
+Recording an op call costs a lookup of its one-op program (lowered the first time, which
+checks the call) and one entry: the op's front, its argument tree, its leaves (a tape value
+by number, a weak number, or a static value), the numbers of its results and the call's
+signature. Nothing runs: every tape value (an input read, a weak number, an op result) has
+a number, and a result holds its shape and dtype (`PENDING`) until it is computed -- when
+read (`value_of`: the calls it depends on, by their one-op programs), or by backward (the
+compiled backward's forward, `fill`; the op-by-op backward's `compute`). The entries key the tape's structure as they are appended (one trie
 step each, srcgrad/tape_compile.py), so a backward over a structure seen before runs its
 compiled program on the values without building any IR; `program` replays the entries into
 an ordinary `Program` (named, verified, printable) only when something asks for it: a
@@ -14,6 +17,7 @@ Layer L6 (front ends): see docs/design.md.
 from __future__ import annotations
 
 import re
+import weakref
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -26,7 +30,7 @@ from .dispatch import Weak
 from .errors import SrcgradError, user_location
 from .ir import Program, Variable, program_guard
 from .tape_compile import Structure
-from .tensors import Tensor
+from .tensors import PENDING, Tensor
 
 _SUFFIX = re.compile(r"_[0-9]+$")
 
@@ -82,6 +86,11 @@ class Tape:
         self.imported: dict[Tape, dict[int, int]] = {}
         self.structure = Structure()
         self.freed = False
+        #: Entries before this index are computed (their results hold arrays).
+        self.computed = 0
+        #: The Tensors bound to results not computed when recorded (weakly): they take their
+        #: values when the tape is freed.
+        self.pending: list[weakref.ref] = []
         self._program: Program | None = None
         self._vars: list[Variable | None] = []
         self._done = 0  # entries replayed into `_program`
@@ -139,7 +148,7 @@ class Tape:
         for leaf in leaves:
             t = type(leaf)
             if t is Tensor:
-                value = leaf._value
+                value = leaf._v
                 n = leaf._num if leaf._tape is self else self.num_of(leaf)
             elif t is Weak:
                 refs.append(WeakRef(leaf.value))
@@ -163,13 +172,88 @@ class Tape:
             key.append(n)
             arrays.append(value)
         sig = tuple(parts)
-        outs, out_tree, lifted = eager.evaluate(fn, args, tree, sig, arrays, weak)
-        if lifted:
+        prog = eager.program(fn, args, tree, sig)  # checks the call; computes nothing
+        if prog.weak:
             weak_refs = [r for r in refs if type(r) is WeakRef]
-            for i, dt, arr in lifted:
-                weak_refs[i].nums[dt] = self.input(arr, "data", "c", keyed=False)
-        nums = self.add(fn, tree, tuple(refs), outs, (fn, tree, tuple(key)), user_location(), sig)
-        return jax.tree_util.tree_unflatten(out_tree, [self.bind(v, n) for v, n in zip(outs, nums)])
+            for i, dt in prog.weak:
+                weak_refs[i].nums[dt] = self.input(eager.on_device(weak[i], dt), "data", "c",
+                                                   keyed=False)
+        nums = self.add(fn, tree, tuple(refs), list(prog.avals), (fn, tree, tuple(key)),
+                        user_location(), sig)
+        pending = self.pending
+        outs = []
+        for v, n in zip(prog.avals, nums):
+            t = self.bind(v, n)
+            pending.append(weakref.ref(t))
+            outs.append(t)
+        return jax.tree_util.tree_unflatten(prog.out_tree, outs)
+
+    # ------------------------------------------------------------ values
+    def value_of(self, num: int) -> Any:
+        """The value of `num`, computing the recorded calls it depends on that are not
+        computed yet (only those: a value nobody reads is never computed)."""
+        values = self.values
+        if type(values[num]) is PENDING:
+            need: set[int] = set()
+            stack = [num]
+            while stack:
+                e = self.producer[stack.pop()]
+                if e not in need:
+                    need.add(e)
+                    stack.extend(r.num for r in self.entries[e].leaves
+                                 if type(r) is Ref and type(values[r.num]) is PENDING)
+            for e in sorted(need):
+                self._evaluate(self.entries[e])
+        return values[num]
+
+    def compute(self) -> None:
+        """Compute every recorded call not computed yet, in recording order."""
+        values = self.values
+        for e in self.entries[self.computed:]:
+            if e.outs and type(values[e.outs[0]]) is PENDING:
+                self._evaluate(e)
+        self.computed = len(self.entries)
+
+    def _evaluate(self, e: Entry) -> None:
+        """One recorded call by the eager interpreter, on computed values."""
+        leaves, arrays, weak = self.call_leaves(e)
+        outs, _, _ = eager.evaluate(e.fn, leaves, e.tree, e.parts, arrays, weak)
+        values = self.values
+        for n, v in zip(e.outs, outs):
+            values[n] = v
+
+    def call_leaves(self, e: Entry) -> tuple[list, list, list]:
+        """The leaves of an entry's call (values, weak numbers, static values), its arrays
+        and its weak numbers' values, as `eager.evaluate` takes them."""
+        values = self.values
+        leaves: list[Any] = []
+        arrays: list[Any] = []
+        weak: list[Any] = []
+        for r in e.leaves:
+            t = type(r)
+            if t is Ref:
+                v = values[r.num]
+                leaves.append(v)
+                arrays.append(v)
+            elif t is WeakRef:
+                leaves.append(Weak(r.value))
+                weak.append(r.value)
+            else:
+                leaves.append(r)
+        return leaves, arrays, weak
+
+    def fill(self, nums: list[int], outs: Any) -> None:
+        """Values computed elsewhere (a compiled backward's forward) for the numbers `nums`."""
+        values = self.values
+        for n, v in zip(nums, outs):
+            if type(values[n]) is PENDING:
+                values[n] = v
+        self.computed = len(self.entries)
+
+    @property
+    def lazy(self) -> bool:
+        """True while some recorded call has not been computed."""
+        return self.computed < len(self.entries)
 
     def add(self, fn: Callable[..., Any], tree: Any, refs: tuple, outs: list, key: tuple,
             loc: Any = None, parts: tuple = ()) -> range:
@@ -312,6 +396,13 @@ class Tape:
         """Drop the recorded values: a later backward over this tape is an error. The
         entries stay (`program` still shows the recording)."""
         values = self.values
+        if self.pending:
+            self.compute()
+            for ref in self.pending:
+                t = ref()
+                if t is not None and type(t._v) is PENDING and t._tape is self:
+                    t._v = values[t._num]
+            self.pending = []
         self._avals = {n: (values[n].shape, values[n].dtype) for n in self._inputs}
         self.freed = True
         self.values = []

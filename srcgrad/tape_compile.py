@@ -13,7 +13,7 @@ Layer L6 (front ends): see docs/design.md.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -43,6 +43,9 @@ class Compiled:
     consts: list[Any]
     returned: list[bool]
     source: str
+    #: The recorded results it also returns (a backward fed only the tape's inputs computes
+    #: the forward too), by number.
+    forward: list[int] = field(default_factory=list)
 
 
 def plan(ops: Sequence[Op], fetch: Sequence[Variable], known: set[Variable]
@@ -182,30 +185,38 @@ class Structure:
 
 def key_of(tape: Any, heads: Sequence[int], seeds: Sequence[Any], xs: Sequence[int | None]
            ) -> tuple:
-    """The key of a backward: the tape's node, the heads, the seeds' shapes, the inputs."""
+    """The key of a backward: the tape's node, the heads, the seeds' shapes, the inputs, and
+    whether the forward is still to compute."""
     return (tape.structure.flush(), tuple(heads),
             tuple([None if s is None else (s.shape, s.dtype) for s in seeds]),
-            tuple([-1 if x is None else x for x in xs]))
+            tuple([-1 if x is None else x for x in xs]), tape.lazy)
 
 
-def run_whole(tape: Any, heads: list[int], seeds: list, xs: list[int | None], slot: Slot
-              ) -> list[Any]:
-    """The gradients' values, from the backward compiled for the tape's structure."""
+def run_whole(tape: Any, heads: list[int], seeds: list, xs: list[int | None], slot: Slot,
+              fused: bool) -> list[Any]:
+    """The gradients' values, from the backward compiled for the tape's structure (`fused`:
+    with its forward, as the slot's key says)."""
     entry = slot.entry
     if entry is None:
         with slot.lock:
             entry = slot.entry
             if entry is None:
-                entry = slot.entry = build(tape, heads, seeds, xs)
+                entry = slot.entry = build(tape, heads, seeds, xs, fused)
     values = tape.values
     fed = [values[i] for i in entry.feeds] + entry.consts + [s for s in seeds if s is not None]
     outs = iter(entry.fn(*fed))
-    return [next(outs) if r else None for r in entry.returned]
+    got = [next(outs) if r else None for r in entry.returned]
+    if entry.forward:
+        tape.fill(entry.forward, outs)
+    return got
 
 
-def build(tape: Any, heads: list[int], seeds: list, xs: list[int | None]) -> Compiled:
+def build(tape: Any, heads: list[int], seeds: list, xs: list[int | None], fused: bool = False
+          ) -> Compiled:
     """Differentiate the tape's Program (the grad ops are taken off again afterwards) and
-    compile the ops the gradients need beyond the recorded values."""
+    compile the ops the gradients need beyond the recorded values; `fused`: the recorded
+    results are not computed, so the program is fed the tape's inputs only, computes the
+    forward with the backward, and returns every recorded result as well."""
     prog = tape.program
     block = prog.global_block()
     head_vars = [tape.var(h) for h in heads]
@@ -219,7 +230,13 @@ def build(tape: Any, heads: list[int], seeds: list, xs: list[int | None]) -> Com
         got = dict(zip(wrt, gs))
         fetch = [g for g in gs if g is not None]
         captured = tape.captured()
-        known = {v for v in tape.known_vars()}.union(captured, [v for v in hg if v is not None])
+        known = set(tape.known_vars())
+        forward: list[int] = []
+        if fused:
+            forward = [n for n, kind in enumerate(tape.kinds) if kind == "op"]
+            fetch += [tape.var(n) for n in forward]
+            known = {v for v in known if tape.kinds[tape.num_by_var(v)] != "op"}
+        known.update(captured, [v for v in hg if v is not None])
         ops, feeds = plan(block.ops, fetch, known)
         numbered = sorted((v for v in feeds if tape.num_by_var(v) is not None),
                           key=tape.num_by_var)
@@ -227,7 +244,7 @@ def build(tape: Any, heads: list[int], seeds: list, xs: list[int | None]) -> Com
         fn, source = emit(prog, ops, numbered + consts + [v for v in hg if v is not None], fetch)
         returned = [x is not None and got.get(tape.var(x)) is not None for x in xs]
         return Compiled(fn, [tape.num_by_var(v) for v in numbered],
-                        [captured[v] for v in consts], returned, source)
+                        [captured[v] for v in consts], returned, source, forward)
     finally:
         del block.ops[n_ops:]
         del prog.inputs[n_inputs:]

@@ -81,6 +81,7 @@ def run_op_by_op(tape: Tape, heads: list[int], seeds: list, xs: list[int | None]
     """The gradients of the heads (seeded by `seeds`; None: ones) with respect to the tape
     values `xs`, entry by entry. With `create_graph` the seeds and kernels are recorded onto
     the tape and the gradients are Tensors there."""
+    tape.compute()  # the kernels read the recorded values
     values = tape.values
     active = {x for x in xs if x is not None}
     for e in tape.entries:
@@ -119,21 +120,7 @@ def run_op_by_op(tape: Tape, heads: list[int], seeds: list, xs: list[int | None]
 def _run_kernel(tape: Tape, e: Entry, fn: Callable[..., Any], tree: Any, extra: list) -> list:
     """The kernel `fn` on the entry's recorded leaves and the cotangents `extra`, by the eager
     interpreter; the entry's signature was taken when it was recorded."""
-    values = tape.values
-    leaves: list[Any] = []
-    arrays: list[Any] = []
-    weak: list[Any] = []
-    for r in e.leaves:
-        t = type(r)
-        if t is Ref:
-            v = values[r.num]
-            leaves.append(v)
-            arrays.append(v)
-        elif t is WeakRef:
-            leaves.append(Weak(r.value))
-            weak.append(r.value)
-        else:
-            leaves.append(r)
+    leaves, arrays, weak = tape.call_leaves(e)
     parts, more, more_weak = eager.signature(extra)
     outs, _, _ = eager.evaluate(fn, leaves + extra, tree, e.parts + parts, arrays + more,
                                 weak + more_weak)

@@ -1,8 +1,9 @@
 """`sg.Tensor`: an eager array for imperative mode (MXNet's NDArray with autograd info).
 
-A Tensor holds a concrete `jax.Array`. Inside `sg.autograd.record()` every op on Tensors
-computes its value at once and is also appended to the recording's tape (srcgrad/tape.py);
-the Tensor then remembers its number on that tape. Its operators and methods are installed by
+A Tensor holds a concrete `jax.Array`, or, as the result of a call recorded inside
+`sg.autograd.record()` that nothing has read yet, its shape and dtype (`PENDING`): reading
+`_value` computes it on the recording's tape (srcgrad/tape.py), where the Tensor has a
+number. Its operators and methods are installed by
 `srcgrad.autograd` (they are the srcgrad ops). A Tensor is a JAX pytree of one leaf, its
 array, so `jax.jit`, `jax.tree_util` and optax take Tensors where they take arrays.
 
@@ -20,6 +21,8 @@ from . import dtypes
 from .errors import SrcgradError, user_location
 
 GRAD_REQS = ("write", "add", "null")
+#: The type of a recorded result's value before it is computed (its shape and dtype).
+PENDING = jax.ShapeDtypeStruct
 #: srcgrad.autograd's functions that the methods call (it imports this module; it fills this in).
 _autograd: dict[str, Any] = {}
 
@@ -27,12 +30,13 @@ _autograd: dict[str, Any] = {}
 class Tensor:
     """An eager array that can be recorded for backward (see `sg.autograd`)."""
 
-    __slots__ = ("_value", "_tape", "_num", "grad", "grad_req", "name", "__weakref__")
+    __slots__ = ("_v", "_tape", "_num", "grad", "grad_req", "name", "__weakref__")
     # NumPy arrays and scalars defer their binary operators to ours (np_array + tensor).
     __array_priority__ = 1000
 
     def __init__(self, value: Any, name: str | None = None):
-        self._value: jax.Array = value
+        #: The array, or (a recorded result not computed yet) its jax.ShapeDtypeStruct.
+        self._v: Any = value
         self._tape: Any = None  # the autograd Tape that recorded it
         self._num: int | None = None  # its number on that tape
         #: The gradient written by backward (a Tensor), None before `attach_grad`.
@@ -43,20 +47,32 @@ class Tensor:
 
     # ------------------------------------------------------------ the array
     @property
+    def _value(self) -> jax.Array:
+        """The array, computed now if the recording has not computed it yet."""
+        v = self._v
+        if type(v) is PENDING:
+            v = self._v = self._tape.value_of(self._num)
+        return v
+
+    @_value.setter
+    def _value(self, value: jax.Array) -> None:
+        self._v = value
+
+    @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(self._value.shape)
+        return tuple(self._v.shape)
 
     @property
     def dtype(self) -> np.dtype:
-        return np.dtype(self._value.dtype)
+        return np.dtype(self._v.dtype)
 
     @property
     def ndim(self) -> int:
-        return self._value.ndim
+        return len(self._v.shape)
 
     @property
     def size(self) -> int:
-        return int(self._value.size)
+        return int(np.prod(self._v.shape, dtype=np.int64))
 
     def value(self) -> jax.Array:
         """The array (DyNet's `loss.value()`)."""
