@@ -26,7 +26,7 @@ A loop with `checkpoints=k` (a `treeverse` attr) records nothing: after phase 1 
 gradient is transforms/treeverse.py's backward loop over the forward's k snapshots.
 
 A `cond`'s residuals are rebuilt the same way or returned from the taken branch (zeros from
-the other), which also gives a new forward `cond` op; the backward `cond` on the same
+the others), which also gives a new forward `cond` op; the backward `cond` on the same
 predicate runs the taken branch's grad block.
 
 Because the grad blocks are made of ordinary ops (and loops of ordinary `while` ops), the
@@ -43,6 +43,7 @@ import jax
 import numpy as np
 
 from srcgrad import dtypes
+from srcgrad.analysis import branch_attrs, branch_blocks
 from srcgrad.builder import constant_pool, emit
 from srcgrad.config import config
 from srcgrad.ir import Block, Op, Program, Variable
@@ -451,10 +452,10 @@ def _cond_branch_grad(op: Op, fb: Block, outer: Block, wanted: list[int],
     return gb
 
 
-def _pass_residuals(op: Op, fb: Block, other: Block, gb: Block, outs: list[Variable]) -> None:
-    """Give `gb` the values of branch `fb` it reads: rebuilt in `gb` (operands, constants,
-    views), zeros (read for their shape), or returned from `fb` (zeros from `other`) as a
-    new output appended to `outs`."""
+def _branch_reads(op: Op, fb: Block, gb: Block) -> tuple[dict[Variable, Variable], list[Variable]]:
+    """The values of branch `fb` that its grad block `gb` reads: those rebuilt in `gb`
+    (operands, constants, views) or zeros there (read for their shape), as a mapping, and
+    the rest, which `fb` must return (capacity checks first)."""
     prog = op.block.program
     operands = op.inputs[1:1 + op.attrs["n_operands"]]
     checks_here = [v for _, v, _ in prog.capacity_checks if v.block is fb]
@@ -468,19 +469,53 @@ def _pass_residuals(op: Op, fb: Block, other: Block, gb: Block, outs: list[Varia
         got.update((r, zeros(r.shape, r.dtype)) for r in zeroed)
         return got
     mapping = emit_at(gb, 0, rebuilt)
-    passed: dict[Variable, Variable] = {}
-    for r, out in zip(fb.results, outs):
-        passed.setdefault(r, out)
-    for r in dict.fromkeys(checks_here + [r for r in reads if r not in mapping]):
-        if r not in passed:
-            with prog.block_guard(other):
-                other.results.append(zeros(r.shape, r.dtype))
-            fb.results.append(r)
-            passed[r] = op.block.new_var(residual_name(r), r.shape, r.dtype)
-            outs.append(passed[r])
-        mapping[r] = passed[r]
-    substitute(gb, mapping)
-    _lift_checks(prog, fb, lambda v: mapping[v])
+    return mapping, list(dict.fromkeys(checks_here + [r for r in reads if r not in mapping]))
+
+
+def _pass_residuals(op: Op, branches: list[Block], grads: list[Block],
+                    outs: list[Variable]) -> None:
+    """Give each grad block the values of its branch that it reads (`_branch_reads`): those
+    the branch does not rebuild are returned from it as new outputs appended to `outs`.
+    Branches share an output for residuals of the same type (zeros from a branch that has
+    none there; the output is then named after the op, `cond_1_res`), as JAX's cond does: the
+    op returns, per type, the most residuals one branch needs rather than the sum over
+    branches. A capacity check gets an output of its own, so that its value is the taken
+    branch's count or 0."""
+    prog = op.block.program
+    slots: list[tuple[tuple, bool]] = []  # (shape, dtype), shared
+    fills: list[dict[int, Variable]] = []
+    reads = [_branch_reads(op, fb, gb) for fb, gb in zip(branches, grads)]
+    for fb, (mapping, passing) in zip(branches, reads):
+        checks = {v for _, v, _ in prog.capacity_checks if v.block is fb}
+        done = set(fb.results)
+        fill: dict[int, Variable] = {}
+        for r in passing:
+            if r in done:
+                continue
+            done.add(r)
+            kind = ((r.shape, r.dtype), r not in checks)
+            k = next((k for k, t in enumerate(slots) if t == kind and kind[1] and k not in fill),
+                     len(slots))
+            if k == len(slots):
+                slots.append(kind)
+            fill[k] = r
+        fills.append(fill)
+    base = f"{op.outputs[0].name.split('@')[0]}_res" if op.outputs else "cond_res"
+    new = []
+    for k, ((shape, dtype), _) in enumerate(slots):
+        users = [fill[k] for fill in fills if k in fill]
+        new.append(op.block.new_var(residual_name(users[0]) if len(users) == 1 else base,
+                                    shape, dtype))
+    for fb, gb, fill, (mapping, passing) in zip(branches, grads, fills, reads):
+        passed = dict(reversed(list(zip(fb.results, op.outputs))))
+        passed.update((r, new[k]) for k, r in fill.items())
+        mapping.update((r, passed[r]) for r in passing)
+        substitute(gb, mapping)
+        _lift_checks(prog, fb, lambda v, m=mapping: m[v])
+        with prog.block_guard(fb):
+            fb.results.extend(fill[k] if k in fill else zeros(v.shape, v.dtype)
+                              for k, v in enumerate(new))
+    outs.extend(new)
 
 
 @grad_maker("cond")
@@ -495,16 +530,15 @@ def _cond_grad(op: Op, gs: list, need: list) -> list:
     wanted = [i for i in range(1, len(op.inputs))
               if need[i] and (i <= n or first[id(op.inputs[i])] == i)]
     out_idx = [j for j, o in enumerate(op.outputs) if dtypes.is_inexact(o.dtype)]
-    branches = [op.attrs["true"], op.attrs["false"]]
+    branches = branch_blocks(op)
     grads = [_cond_branch_grad(op, fb, outer, wanted, out_idx) for fb in branches]
     outs = list(op.outputs)
-    for fb, other, gb in zip(branches, branches[::-1], grads):
-        _pass_residuals(op, fb, other, gb, outs)
-    caps = list(dict.fromkeys(free_vars(grads[0]) + free_vars(grads[1])))
+    _pass_residuals(op, branches, grads, outs)
+    caps = list(dict.fromkeys(v for gb in grads for v in free_vars(gb)))
     g_outs = emit("cond", [op.inputs[0]] + [gs[j] for j in out_idx] + caps,
-                  {"true": grads[0], "false": grads[1], "n_operands": len(out_idx)},
-                  base="cond_grad")
-    grads[0].owner = grads[1].owner = outer.ops[-1]
+                  {**branch_attrs(op, grads), "n_operands": len(out_idx)}, base="cond_grad")
+    for gb in grads:
+        gb.owner = outer.ops[-1]
     if len(outs) > len(op.outputs):
         replace_op(op, Op("cond", op.inputs, outs, dict(op.attrs), op.loc, op.block, op.origin),
                    prog.blocks[first_block:] + [outer])
