@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import srcgrad as sg
+from srcgrad.analysis import producer
 from srcgrad.testing import check_grads
 
 RNG = np.random.default_rng(4)
@@ -75,6 +76,42 @@ def test_fori_loop_with_static_bounds_matches_jax() -> None:
     args = (arr(3), arr(3, 3, scale=0.5))
     assert_grads_equal(f, twin, args)
     check_grads(f, args, jax_fun=twin, directions=1)
+
+
+def backward_loop_bounds(prog: sg.Program) -> list[Any]:
+    """The count in the condition `k < count` of each backward loop of the global block: its
+    value where it is a constant, else None."""
+    out = []
+    for op in prog.global_block().ops:
+        if op.type == "while" and op.origin is not None:
+            count = producer(producer(op.attrs["cond"].results[0]).inputs[1])
+            out.append(count.attrs["value"] if count is not None and count.type == "constant"
+                       else None)
+    return out
+
+
+def test_a_known_trip_count_bounds_the_backward_loop_as_a_constant() -> None:
+    """A loop `i < N` over a counter from a constant start (fori_loop's static bounds, a
+    scan): its backward loop runs `k < N - start` on a constant, so XLA knows its trip count
+    (as it knows those of JAX's scans); a data-dependent loop keeps its recorded count."""
+    def f(x: Any, w: Any) -> Any:
+        h = sg.fori_loop(3, 8, lambda i, h: sg.tanh(h @ w) + x * sg.astype(i, "float64"), x)
+        return sg.while_loop(lambda s: s < 4.0, lambda s: s * 1.5 + 0.1, sg.sum(h ** 2) * 0.01)
+
+    def twin(x: Any, w: Any) -> Any:
+        h = jax.lax.fori_loop(3, 8, lambda i, h: jnp.tanh(h @ w) + x * i, x)
+        s = jnp.sum(h ** 2) * 0.01
+        for _ in range(n):
+            s = s * 1.5 + 0.1
+        return s
+    args = (arr(3, scale=0.3), arr(3, 3, scale=0.5))
+    h = args[0]
+    for i in range(3, 8):
+        h = np.tanh(h @ args[1]) + args[0] * i
+    n = trip_count(lambda s: s < 4.0, lambda s: s * 1.5 + 0.1, np.sum(h ** 2) * 0.01)
+    assert n > 0
+    assert_grads_equal(f, twin, args)
+    assert backward_loop_bounds(sg.trace(sg.grad(f, (0, 1)), *args)) == [None, 5]
 
 
 def test_scan_written_with_dynamic_update_index_matches_jax() -> None:

@@ -20,7 +20,9 @@ A `while` is differentiated in five phases (`_while_grad`):
    holding one) runs again from its recorded inputs (replay.py) rather than have its
    stacks recorded per iteration; the records give a new forward loop op (`_extend_loop`)
    that replaces the old one;
-5. **emit the backward loop** (`_backward_loop`): k counts up to the trip count.
+5. **emit the backward loop** (`_backward_loop`): k counts up to the trip count (a
+   constant where the forward loop's is known, `counter < N` from a constant start as in a
+   scan: `_static_trips`, so that XLA knows the backward loop's trip count too).
 
 A loop with `checkpoints=k` (a `treeverse` attr) records nothing: after phase 1 its
 gradient is transforms/treeverse.py's backward loop over the forward's k snapshots.
@@ -44,7 +46,7 @@ import numpy as np
 
 from srcgrad import dtypes
 from srcgrad.analysis import branch_attrs, branch_blocks
-from srcgrad.builder import constant_pool, emit
+from srcgrad.builder import constant, constant_pool, emit
 from srcgrad.config import config
 from srcgrad.ir import Block, Op, Program, Variable
 from srcgrad.builder import as_var
@@ -212,6 +214,26 @@ def _with_counter(loop: Op, counters: dict[Variable, tuple[Variable, int]]
     counter = body.params[-1]
     counters[counter] = (zero, 1)
     return loop, counter, iters.out
+
+
+def _static_trips(loop: Op, counters: dict[Variable, tuple[Variable, int]]) -> int | None:
+    """The trip count of a loop whose condition is `counter < N` for a counter that starts
+    at a constant and adds 1 per iteration, and a constant N (a scan's loop): N - start,
+    else None."""
+    cond_b, body = loop.attrs["cond"], loop.attrs["body"]
+    test = producer(cond_b.results[0])
+    if test is None or test.type != "less" or test.block is not cond_b:
+        return None
+    x, bound = test.inputs
+    limit = const_scalar(bound)
+    j = next((j for j, p in enumerate(cond_b.params) if p is x), None)
+    if j is None or not isinstance(limit, int):
+        return None
+    start, step = counters.get(body.params[j], (None, 0))
+    first = None if start is None else const_scalar(start)
+    if step != 1 or not isinstance(first, int):
+        return None
+    return max(0, limit - first)
 
 
 def _iteration_value(start: Variable, step: int, k1: Variable) -> Variable:
@@ -410,7 +432,10 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
     first_block = len(prog.blocks)  # the grad blocks made from here on
     counters = _counters(op)
     loop, counter, count = _with_counter(op, counters)
-    grad = _grad_body(body, carried, caps, count, parent)
+    trips = _static_trips(op, counters)
+    # A known trip count (a scan's) as a constant: XLA then knows the backward loop's too.
+    steps = constant(trips, INT32) if trips is not None and trips <= capacity else count
+    grad = _grad_body(body, carried, caps, steps, parent)
     loop, plan, stacks = _plan_residuals(op, loop, grad, counter, counters, max(capacity, 1))
     substitute(grad.block, emit_at(grad.block, grad.n_head, lambda: plan.loads(grad.k1)))
 
@@ -421,7 +446,7 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
     if not bounded and not any(v is count for _, v, _ in prog.capacity_checks):
         prog.capacity_checks.append((op.attrs["loop_id"], count, op))
         _stop_at_limit(loop, next(j for j, p in enumerate(body.params) if p is counter))
-    outs = _backward_loop(op, grad.block, count, [gs[j] for j in carried], caps, capacity, parent)
+    outs = _backward_loop(op, grad.block, steps, [gs[j] for j in carried], caps, capacity, parent)
     if loop is not op:
         replace_op(op, loop, prog.blocks[first_block:] + [parent])
     result: list = [None] * len(need)
