@@ -515,6 +515,16 @@ def test_a_switch_is_one_cond_op_with_a_branch_per_case() -> None:
     assert [len(op.sub_blocks()) for op in conds] == [3, 3]
 
 
+def test_an_integer_clamp_is_min_of_max() -> None:
+    """lax.clamp of integers (lax.switch's index) needs none of the float clamp's derivative
+    selects: two ops, with lax's values below, inside and above the bounds."""
+    f = sg.from_jax(lambda i: lax.clamp(np.int32(0), i, np.int32(4)))
+    for i, want in ((-3, 0), (2, 2), (9, 4)):
+        assert int(f(np.int32(i))) == want
+    prog = sg.trace(f, np.int32(2))
+    assert [op.type for op in prog.global_block().ops if op.inputs] == ["maximum", "minimum"]
+
+
 def test_the_docs_list_every_primitive() -> None:
     doc = (Path(__file__).resolve().parents[1] / "docs" / "jax_frontend.md").read_text()
     table = doc[doc.index("## Primitives"):doc.index("## Limits")]
