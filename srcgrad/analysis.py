@@ -63,3 +63,18 @@ def free_vars(block: Block) -> list[Variable]:
 def producer(v: Variable) -> Op | None:
     """The op of `v`'s block that makes `v` (None for a block parameter or program input)."""
     return next((op for op in v.block.ops if any(o is v for o in op.outputs)), None)
+
+
+def branch_blocks(op: Op) -> list[Block]:
+    """A `cond` op's branch blocks in index order: `[true, false]` for a bool predicate,
+    `branch0, branch1, ...` for an integer index (lax.switch)."""
+    if "true" in op.attrs:
+        return [op.attrs["true"], op.attrs["false"]]
+    return [op.attrs[f"branch{k}"] for k in range(len(op.sub_blocks()))]
+
+
+def branch_attrs(op: Op, blocks: Sequence[Block]) -> dict[str, Block]:
+    """The branch attrs of a `cond` with `blocks` as branches, in the form `op` has."""
+    if "true" in op.attrs:
+        return {"true": blocks[0], "false": blocks[1]}
+    return {f"branch{k}": b for k, b in enumerate(blocks)}

@@ -20,7 +20,7 @@ from .ops import nn as NN
 from .ops import shape as S
 from .ops import special as SP
 from .ops.checkpoint import checkpoint
-from .ops.control import cond, while_loop
+from .ops.control import cond, switch, while_loop
 from .ops.scan import scan
 
 _JAX_DIR = os.path.dirname(os.path.abspath(jax.__file__)) + os.sep
@@ -114,18 +114,13 @@ def _while(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
 
 
 def _cond(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
-    """lax.cond / lax.switch: branch `clamp(index, 0, n-1)`, as nested two-way conds."""
+    """lax.cond / lax.switch: one `cond` op that runs branch `clamp(index, 0, n-1)`."""
     index, ops = a[0], a[1:]
     branches = p["branches"]
-
-    def pick(k: int) -> Callable[..., Any]:
-        if k == len(branches) - 1:
-            return lambda *xs: cx.call(branches[k], list(xs))
-        if index.dtype == np.dtype(bool):
-            return lambda *xs: cond(index, pick(1), lambda *ys: cx.call(branches[0], list(ys)), *xs)
-        return lambda *xs: cond(E.less_equal(index, k), lambda *ys: cx.call(branches[k], list(ys)),
-                                pick(k + 1), *xs)
-    return list(pick(0)(*ops)) if len(branches) > 1 else cx.call(branches[0], ops)
+    fns = [lambda *xs, b=b: cx.call(b, list(xs)) for b in branches]
+    if index.dtype == np.dtype(bool):
+        return list(cond(index, fns[1], fns[0], *ops))
+    return list(switch(index, fns, *ops))
 
 
 def _scan(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:

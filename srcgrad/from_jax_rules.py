@@ -101,8 +101,11 @@ def _select_n(cx: Cx, a: list[Variable], p: dict) -> Variable:
 
 def _clamp(cx: Cx, a: list[Variable], p: dict) -> Variable:
     """lax.clamp with JAX's derivative: `x` where lo < x < hi, `lo` where x < lo < hi, `hi`
-    where hi < x; at a tie or a NaN nothing takes it."""
+    where hi < x; at a tie or a NaN nothing takes it. Integers (lax.switch's index) need no
+    derivative: `min(max(x, lo), hi)`."""
     lo, x, hi = a
+    if not dtypes.is_inexact(x.dtype):
+        return E.minimum(E.maximum(x, lo), hi)
     held = E.stop_gradient(E.minimum(E.maximum(x, lo), hi))
     inside = E.where(E.logical_and(x > lo, x < hi), x, held)
     return E.where(hi < x, hi, E.where(E.logical_and(lo > x, lo < hi), lo, inside))

@@ -28,7 +28,7 @@ _ALIASES = {"absolute": "abs", "true_divide": "divide", "mod": "remainder",
             "dot_general": "einsum", "trace": "linalg.trace"}
 #: jax.lax's control flow: the srcgrad function that takes its place.
 _CONTROL = {"while_loop": "sg.while_loop", "cond": "sg.cond", "scan": "sg.scan",
-            "fori_loop": "sg.fori_loop", "switch": "nested sg.cond calls", "map": "sg.scan"}
+            "fori_loop": "sg.fori_loop", "switch": "sg.switch", "map": "sg.scan"}
 #: NumPy functions that run as the srcgrad op of the same name (NumPy's signature).
 _NUMPY_FUNCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.argmax, np.argmin, np.amax,
                     np.amin, np.where, np.reshape, np.transpose, np.swapaxes, np.concatenate,

@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 
+from .analysis import branch_blocks
 from .dtypes import short
 from .errors import ShapeError, SrcgradError
 from .ir import Block, Op, Program, Variable
@@ -125,13 +126,20 @@ def _check_control(op: Op) -> None:
             raise _fail("the loop condition block must return one bool scalar", op)
     elif op.type == "cond":
         n = op.attrs["n_operands"]
-        for blk in (op.attrs["true"], op.attrs["false"]):
+        index = op.inputs[0]
+        kinds = "b" if "true" in op.attrs else "iu"
+        if index.shape != () or index.dtype.kind not in kinds:
+            raise _fail(f"the {'predicate' if kinds == 'b' else 'index'} must be a "
+                        f"{'bool' if kinds == 'b' else 'integer'} scalar, got {index.type_str()}", op)
+        blocks = branch_blocks(op)
+        for blk in blocks:
             if _sig(blk.params) != _sig(op.inputs[1:1 + n]):
                 raise _fail(f"branch block {blk.idx} takes other types than the operands", op)
-        t, f = op.attrs["true"], op.attrs["false"]
-        if _sig(t.results) != _sig(f.results):
-            raise _fail(f"the branches return different types: block {t.idx} returns "
-                        f"{_types(t.results)}, block {f.idx} returns {_types(f.results)}", op)
+        t = blocks[0]
+        for f in blocks[1:]:
+            if _sig(t.results) != _sig(f.results):
+                raise _fail(f"the branches return different types: block {t.idx} returns "
+                            f"{_types(t.results)}, block {f.idx} returns {_types(f.results)}", op)
 
 
 Program.verifier = staticmethod(verify)

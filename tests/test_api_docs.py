@@ -19,7 +19,7 @@ from srcgrad.registry import REGISTRY, ZERO
 DOC = Path(__file__).resolve().parent.parent / "docs" / "api.md"
 BEGIN, END = "<!-- op table: tests/test_api_docs.py -->", "<!-- end of op table -->"
 HEADER = "| op | NumPy / jax.numpy compatibility | differentiable |\n| --- | --- | --- |\n"
-CONTROL = ("while_loop", "fori_loop", "cond")
+CONTROL = ("while_loop", "fori_loop", "cond", "switch")
 #: Ops whose own row is constant but which also emit differentiable ops.
 THROUGH_OTHER_OPS = {"full": "a traced fill_value is broadcast (broadcast_to)",
                      "random.permutation": "an array is shuffled by take (a gather)",

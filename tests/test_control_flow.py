@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import srcgrad as sg
+from srcgrad.analysis import producer
 from srcgrad.testing import check_grads
 
 RNG = np.random.default_rng(4)
@@ -75,6 +76,42 @@ def test_fori_loop_with_static_bounds_matches_jax() -> None:
     args = (arr(3), arr(3, 3, scale=0.5))
     assert_grads_equal(f, twin, args)
     check_grads(f, args, jax_fun=twin, directions=1)
+
+
+def backward_loop_bounds(prog: sg.Program) -> list[Any]:
+    """The count in the condition `k < count` of each backward loop of the global block: its
+    value where it is a constant, else None."""
+    out = []
+    for op in prog.global_block().ops:
+        if op.type == "while" and op.origin is not None:
+            count = producer(producer(op.attrs["cond"].results[0]).inputs[1])
+            out.append(count.attrs["value"] if count is not None and count.type == "constant"
+                       else None)
+    return out
+
+
+def test_a_known_trip_count_bounds_the_backward_loop_as_a_constant() -> None:
+    """A loop `i < N` over a counter from a constant start (fori_loop's static bounds, a
+    scan): its backward loop runs `k < N - start` on a constant, so XLA knows its trip count
+    (as it knows those of JAX's scans); a data-dependent loop keeps its recorded count."""
+    def f(x: Any, w: Any) -> Any:
+        h = sg.fori_loop(3, 8, lambda i, h: sg.tanh(h @ w) + x * sg.astype(i, "float64"), x)
+        return sg.while_loop(lambda s: s < 4.0, lambda s: s * 1.5 + 0.1, sg.sum(h ** 2) * 0.01)
+
+    def twin(x: Any, w: Any) -> Any:
+        h = jax.lax.fori_loop(3, 8, lambda i, h: jnp.tanh(h @ w) + x * i, x)
+        s = jnp.sum(h ** 2) * 0.01
+        for _ in range(n):
+            s = s * 1.5 + 0.1
+        return s
+    args = (arr(3, scale=0.3), arr(3, 3, scale=0.5))
+    h = args[0]
+    for i in range(3, 8):
+        h = np.tanh(h @ args[1]) + args[0] * i
+    n = trip_count(lambda s: s < 4.0, lambda s: s * 1.5 + 0.1, np.sum(h ** 2) * 0.01)
+    assert n > 0
+    assert_grads_equal(f, twin, args)
+    assert backward_loop_bounds(sg.trace(sg.grad(f, (0, 1)), *args)) == [None, 5]
 
 
 def test_scan_written_with_dynamic_update_index_matches_jax() -> None:
@@ -551,6 +588,82 @@ def test_second_derivative_through_cond() -> None:
         sg.trace(d2, x, 1.5).verify()
         np.testing.assert_allclose(d2(x, 1.5), jax.grad(jax.grad(twin))(x, 1.5), rtol=1e-12)
         check_grads(f, (x, 1.5), order=2, jax_fun=twin, directions=1)
+
+
+def _branches(np_: Any, w: Any) -> list:
+    """Three branches: residuals sin(a) (branch 0) and exp(a), cos(a) (branch 1), none kept by
+    branch 2 (its gradient rebuilds a ** 2 from the operand)."""
+    return [lambda a: np_.sin(a) * w, lambda a: np_.exp(a) * np_.cos(a), lambda a: a ** 3 + w]
+
+
+def switched(i: Any, x: Any, w: Any) -> Any:
+    return sg.sum(sg.switch(i, _branches(sg, w), x))
+
+
+def switched_twin(i: Any, x: Any, w: Any) -> Any:
+    return jnp.sum(jax.lax.switch(i, _branches(jnp, w), x))
+
+
+@pytest.mark.parametrize("i", [-2, 0, 1, 2, 9])
+def test_switch_matches_jax_lax_switch_with_the_index_clamped(i: int) -> None:
+    args = (np.int32(i), arr(3), 0.7)
+    assert_grads_equal(switched, switched_twin, args, argnums=(1, 2))
+    check_grads(switched, args, jax_fun=switched_twin, argnums=(1, 2), order=2, directions=1)
+
+
+def test_switch_is_one_op_and_its_branches_share_residual_outputs() -> None:
+    """One forward and one backward `cond` op of three branches; the residuals of branches 0
+    and 1 (f64[3] each) share outputs: the forward op returns its result and 2 residuals,
+    not 3 (the most one branch needs, as JAX's cond)."""
+    prog = sg.trace(sg.grad(switched, (1, 2)), np.int32(1), arr(3), 0.7)
+    prog.verify()
+    conds = [op for op in prog.global_block().ops if op.type == "cond"]
+    assert [len(op.sub_blocks()) for op in conds] == [3, 3]
+    assert [(o.shape, str(o.dtype)) for o in conds[0].outputs] == [((3,), "float64")] * 3
+
+
+def test_switch_with_a_python_index_and_bad_indices() -> None:
+    x = arr(3)
+    np.testing.assert_allclose(sg.grad(lambda x: switched(5, x, 0.7))(x),
+                               jax.grad(lambda x: switched_twin(5, x, 0.7))(x), rtol=1e-12)
+    with pytest.raises(sg.SrcgradError, match=r"switch.*integer scalar, got f64\[\]"):
+        sg.grad(lambda x: sg.sum(sg.switch(x[0], [sg.sin, sg.cos], x)))(x)
+    with pytest.raises(sg.SrcgradError, match="different shapes or dtypes: branch0 .*branch1"):
+        sg.grad(lambda x: sg.sum(sg.switch(np.int32(0) + sg.astype(x[0], "int32"),
+                                           [sg.sin, lambda a: a[:2]], x)))(x)
+
+
+def test_switch_runs_eagerly_under_disable_jit() -> None:
+    args = (np.int32(1), arr(3), 0.7)
+    with jax.disable_jit():
+        got = sg.grad(switched, (1, 2))(*args)
+    want = jax.grad(switched_twin, (1, 2))(*args)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+@pytest.mark.parametrize("i", [0, 1, 2])
+def test_while_loops_inside_switch_branches(i: int) -> None:
+    """Unbounded loops in two branches: each reports its trip count (a capacity check, an
+    output of its own) and the branch taken is differentiated."""
+    def f(i: Any, x: Any, w: Any) -> Any:
+        grow = lambda x: sg.while_loop(lambda s: s < 3.0, lambda s: s * 1.7 + w * x, x)
+        shrink = lambda x: sg.while_loop(lambda s: s > 0.1, lambda s: s * 0.5 * w, x * w)
+        return sg.switch(i, [grow, lambda x: x * w, shrink], x)
+
+    x, w = 0.5, 0.8
+    steps = [(lambda s: s < 3.0, lambda s: s * 1.7 + w * x, x), None,
+             (lambda s: s > 0.1, lambda s: s * 0.5 * w, x * w)][i]
+    n = trip_count(*steps) if steps else 0
+
+    def twin(x: Any, w: Any) -> Any:
+        if i == 1:
+            return x * w
+        s = x if i == 0 else x * w
+        for _ in range(n):
+            s = s * 1.7 + w * x if i == 0 else s * 0.5 * w
+        return s
+    assert_grads_equal(lambda x, w: f(np.int32(i), x, w), twin, (x, w))
 
 
 def test_second_order_through_nested_loops_and_a_scan() -> None:

@@ -230,6 +230,17 @@ def loop_ref(x: Any) -> Any:
     return lax.fori_loop(0, 4, body, x)
 
 
+def switched(x: Any) -> Any:
+    """lax.switch on the loop counter: each branch once, the last twice (index 3 clamps)."""
+    branches = [lambda a: a * 2.0, sg.tanh, lambda a: sg.exp(a) * sg.sin(a)]
+    return sg.fori_loop(0, 4, lambda i, c: sg.switch(i, branches, c) + 0.1 * x, x)
+
+
+def switched_ref(x: Any) -> Any:
+    branches = [lambda a: a * 2.0, jnp.tanh, lambda a: jnp.exp(a) * jnp.sin(a)]
+    return lax.fori_loop(0, 4, lambda i, c: lax.switch(i, branches, c) + 0.1 * x, x)
+
+
 def scanned(x: Any) -> Any:
     c, ys = sg.scan(lambda c, xi: (c * xi + sg.sin(c), c * 2.0), 1.0 + x[0], x)
     return c + sg.sum(ys ** 2)
@@ -256,7 +267,7 @@ def nested_ref(x: Any) -> Any:
 
 
 LOOPS = {"fori_cond": (loop, loop_ref), "scan": (scanned, scanned_ref),
-         "nested_while": (nested, nested_ref)}
+         "nested_while": (nested, nested_ref), "fori_switch": (switched, switched_ref)}
 
 
 @pytest.mark.parametrize("name", sorted(LOOPS))
@@ -268,7 +279,7 @@ def test_jvp_and_jacfwd_through_loops_match_jax(name: str) -> None:
     close(sg.jacfwd(f)(x), jax.jacfwd(f_ref)(x))
 
 
-@pytest.mark.parametrize("name", ["fori_cond", "scan"])
+@pytest.mark.parametrize("name", ["fori_cond", "scan", "fori_switch"])
 def test_hessian_and_grad_of_jvp_through_loops_match_jax(name: str) -> None:
     f, f_ref = LOOPS[name]
     x, v = RNG.uniform(0.2, 1.0, 3), RNG.standard_normal(3)

@@ -505,6 +505,26 @@ def test_gradient_programs_of_the_loop_cases_verify() -> None:
             sg.verify(sg.trace(sg.grad(lambda *a: sg.sum(ours(*a))), *args))
 
 
+def test_a_switch_is_one_cond_op_with_a_branch_per_case() -> None:
+    """lax.switch's n branches become one `cond` op of n branch blocks (emitted as
+    lax.switch), and its gradient one more, not n - 1 nested two-way conds each."""
+    loss = sg.from_jax(lambda x, i: jnp.sum(_switch(x, i)))
+    prog = sg.trace(sg.grad(loss), arr(4), np.int32(1))
+    prog.verify()
+    conds = [op for op in prog.global_block().ops if op.type == "cond"]
+    assert [len(op.sub_blocks()) for op in conds] == [3, 3]
+
+
+def test_an_integer_clamp_is_min_of_max() -> None:
+    """lax.clamp of integers (lax.switch's index) needs none of the float clamp's derivative
+    selects: two ops, with lax's values below, inside and above the bounds."""
+    f = sg.from_jax(lambda i: lax.clamp(np.int32(0), i, np.int32(4)))
+    for i, want in ((-3, 0), (2, 2), (9, 4)):
+        assert int(f(np.int32(i))) == want
+    prog = sg.trace(f, np.int32(2))
+    assert [op.type for op in prog.global_block().ops if op.inputs] == ["maximum", "minimum"]
+
+
 def test_the_docs_list_every_primitive() -> None:
     doc = (Path(__file__).resolve().parents[1] / "docs" / "jax_frontend.md").read_text()
     table = doc[doc.index("## Primitives"):doc.index("## Limits")]

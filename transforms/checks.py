@@ -5,12 +5,13 @@ that the caller can size its records. The grad maker of an enclosing loop or bra
 checks of its sub-blocks when it differentiates them; when the enclosing loop or branch is
 not differentiated itself (an `sg.grad` inside the loop body of an `sg.jit` function), this
 pass carries them out: a loop carries the largest count over its iterations, a branch
-returns the count of the branch taken (0 from the other).
+returns the count of the branch taken (0 from the others).
 
 Layer L4 (transforms): see docs/design.md.
 """
 from __future__ import annotations
 
+from srcgrad.analysis import branch_blocks
 from srcgrad.errors import SrcgradError
 from srcgrad.ir import Op, Program, Variable, program_guard
 from srcgrad.ops.creation import zeros
@@ -41,9 +42,10 @@ def _lift(v: Variable, loop: Op) -> Variable:
         owner.inputs, owner.outputs = grown.inputs, grown.outputs  # in place: checks hold `owner`
         return carry.out
     if owner is not None and owner.type == "cond":
-        other = owner.attrs["false"] if blk is owner.attrs["true"] else owner.attrs["true"]
-        with prog.block_guard(other):
-            other.results.append(zeros((), v.dtype))
+        for other in branch_blocks(owner):
+            if other is not blk:
+                with prog.block_guard(other):
+                    other.results.append(zeros((), v.dtype))
         blk.results.append(v)
         out = owner.block.new_var(f"{v.name.split('@')[0]}_res", (), v.dtype)
         owner.outputs.append(out)

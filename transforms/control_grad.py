@@ -20,14 +20,14 @@ A `while` is differentiated in five phases (`_while_grad`):
    holding one) runs again from its recorded inputs (replay.py) rather than have its
    stacks recorded per iteration; the records give a new forward loop op (`_extend_loop`)
    that replaces the old one;
-5. **emit the backward loop** (`_backward_loop`): k counts up to the trip count.
+5. **emit the backward loop** (`_backward_loop`): k counts up to the trip count (a
+   constant where the forward loop's is known, `counter < N` from a constant start as in a
+   scan: `_static_trips`, so that XLA knows the backward loop's trip count too).
 
 A loop with `checkpoints=k` (a `treeverse` attr) records nothing: after phase 1 its
 gradient is transforms/treeverse.py's backward loop over the forward's k snapshots.
 
-A `cond`'s residuals are rebuilt the same way or returned from the taken branch (zeros from
-the other), which also gives a new forward `cond` op; the backward `cond` on the same
-predicate runs the taken branch's grad block.
+A `cond`'s gradient is in cond_grad.py (imported at the end of this module).
 
 Because the grad blocks are made of ordinary ops (and loops of ordinary `while` ops), the
 result can be differentiated again.
@@ -37,15 +37,15 @@ Layer L4 (transforms): see docs/design.md.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, TypeVar
+from typing import Callable
 
 import jax
 import numpy as np
 
 from srcgrad import dtypes
-from srcgrad.builder import constant_pool, emit
+from srcgrad.builder import constant, constant_pool, emit
 from srcgrad.config import config
-from srcgrad.ir import Block, Op, Program, Variable
+from srcgrad.ir import Block, Op, Variable
 from srcgrad.builder import as_var
 from srcgrad.ops.checkpoint import barrier
 from srcgrad.ops.creation import zeros
@@ -58,35 +58,12 @@ from .accumulate import accumulate, is_zero
 from .backward import backward_block, forward_requires
 from .replay import Rebuild, replayed
 from .treeverse import outputs_unused, treeverse_grad
-from .passes import (const_scalar, free_vars, live_ops, producer, shape_only_reads,
-                     residual_name, replace_op, residuals, substitute)
+from .passes import (const_scalar, emit_at, emit_before, free_vars, live_ops, producer,
+                     repoint_checks, shape_only_reads, replace_op, residuals, substitute)
 
 #: Stack capacity of an unbounded loop on its first run; overflow reruns with a larger one.
 INITIAL_CAPACITY = 64
 INT32 = np.dtype(np.int32)
-T = TypeVar("T")
-
-
-def emit_at(block: Block, pos: int, make: Callable[[], T]) -> T:
-    """Run `make` in `block` and move the ops it made to position `pos` of the block."""
-    n = len(block.ops)
-    with block.program.block_guard(block), constant_pool(None):
-        out = make()
-    new = block.ops[n:]
-    del block.ops[n:]
-    block.ops[pos:pos] = new
-    return out
-
-
-def emit_before(anchor: Op, make: Callable[[], T]) -> T:
-    """Run `make` in the anchor's block and move the ops it made just before the anchor."""
-    return emit_at(anchor.block, anchor.block.ops.index(anchor), make)
-
-
-def _lift_checks(prog: Program, fwd: Block, outer: Callable[[Variable], Variable]) -> None:
-    """Re-point capacity checks made inside `fwd` at values of the enclosing block."""
-    prog.capacity_checks = [(lid, outer(v) if v.block is fwd else v, op)
-                            for lid, v, op in prog.capacity_checks]
 
 
 # ---------------------------------------------------------------- while: 1. carried values
@@ -211,6 +188,26 @@ def _with_counter(loop: Op, counters: dict[Variable, tuple[Variable, int]]
     counter = body.params[-1]
     counters[counter] = (zero, 1)
     return loop, counter, iters.out
+
+
+def _static_trips(loop: Op, counters: dict[Variable, tuple[Variable, int]]) -> int | None:
+    """The trip count of a loop whose condition is `counter < N` for a counter that starts
+    at a constant and adds 1 per iteration, and a constant N (a scan's loop): N - start,
+    else None."""
+    cond_b, body = loop.attrs["cond"], loop.attrs["body"]
+    test = producer(cond_b.results[0])
+    if test is None or test.type != "less" or test.block is not cond_b:
+        return None
+    x, bound = test.inputs
+    limit = const_scalar(bound)
+    j = next((j for j, p in enumerate(cond_b.params) if p is x), None)
+    if j is None or not isinstance(limit, int):
+        return None
+    start, step = counters.get(body.params[j], (None, 0))
+    first = None if start is None else const_scalar(start)
+    if step != 1 or not isinstance(first, int):
+        return None
+    return max(0, limit - first)
 
 
 def _iteration_value(start: Variable, step: int, k1: Variable) -> Variable:
@@ -409,18 +406,21 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
     first_block = len(prog.blocks)  # the grad blocks made from here on
     counters = _counters(op)
     loop, counter, count = _with_counter(op, counters)
-    grad = _grad_body(body, carried, caps, count, parent)
+    trips = _static_trips(op, counters)
+    # A known trip count (a scan's) as a constant: XLA then knows the backward loop's too.
+    steps = constant(trips, INT32) if trips is not None and trips <= capacity else count
+    grad = _grad_body(body, carried, caps, steps, parent)
     loop, plan, stacks = _plan_residuals(op, loop, grad, counter, counters, max(capacity, 1))
     substitute(grad.block, emit_at(grad.block, grad.n_head, lambda: plan.loads(grad.k1)))
 
     def lift(v: Variable) -> Variable:  # an inner loop's largest trip count over all iterations
         with prog.block_guard(op.block):
             return reduce_max(stacks[v])
-    _lift_checks(prog, body, lift)
+    repoint_checks(prog, body, lift)
     if not bounded and not any(v is count for _, v, _ in prog.capacity_checks):
         prog.capacity_checks.append((op.attrs["loop_id"], count, op))
         _stop_at_limit(loop, next(j for j, p in enumerate(body.params) if p is counter))
-    outs = _backward_loop(op, grad.block, count, [gs[j] for j in carried], caps, capacity, parent)
+    outs = _backward_loop(op, grad.block, steps, [gs[j] for j in carried], caps, capacity, parent)
     if loop is not op:
         replace_op(op, loop, prog.blocks[first_block:] + [parent])
     result: list = [None] * len(need)
@@ -429,88 +429,6 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
     acc_out = dict(zip(caps, outs[len(carried):]))
     for i, c in enumerate(op.inputs[n:]):
         result[n + i] = acc_out.pop(c, None)  # a value captured twice: its gradient once
-    return result
-
-
-# ---------------------------------------------------------------- cond
-
-def _cond_branch_grad(op: Op, fb: Block, outer: Block, wanted: list[int],
-                      out_idx: list[int]) -> Block:
-    """The grad block of one branch: from the outputs' gradients to those of `wanted` inputs."""
-    prog = op.block.program
-    n = op.attrs["n_operands"]
-    gb = prog.create_block(outer, forward_block_idx=fb.idx)
-    dparams = [gb.add_param(f"{op.outputs[j].name}@GRAD", op.outputs[j].shape, op.outputs[j].dtype)
-               for j in out_idx]
-    wrt = [fb.params[i - 1] if i <= n else op.inputs[i] for i in wanted]
-    with prog.block_guard(gb):
-        grads = backward_block(fb, [(fb.results[j], d) for j, d in zip(out_idx, dparams)],
-                               wrt, set())
-        gb.results = [grads[w] if grads[w] is not None else zeros(w.shape, w.dtype) for w in wrt]
-    gb.ops = live_ops(gb.ops, gb.results)
-    return gb
-
-
-def _pass_residuals(op: Op, fb: Block, other: Block, gb: Block, outs: list[Variable]) -> None:
-    """Give `gb` the values of branch `fb` it reads: rebuilt in `gb` (operands, constants,
-    views), zeros (read for their shape), or returned from `fb` (zeros from `other`) as a
-    new output appended to `outs`."""
-    prog = op.block.program
-    operands = op.inputs[1:1 + op.attrs["n_operands"]]
-    checks_here = [v for _, v, _ in prog.capacity_checks if v.block is fb]
-    rebuild = Rebuild(fb, {p: (lambda v=v: v) for p, v in zip(fb.params, operands)})
-    reads = residuals(gb, fb)
-    shape_only = shape_only_reads(gb)
-    zeroed = [r for r in reads if not rebuild.can(r) and r in shape_only]
-
-    def rebuilt() -> dict[Variable, Variable]:
-        got = rebuild.emit([r for r in reads if rebuild.can(r)])
-        got.update((r, zeros(r.shape, r.dtype)) for r in zeroed)
-        return got
-    mapping = emit_at(gb, 0, rebuilt)
-    passed: dict[Variable, Variable] = {}
-    for r, out in zip(fb.results, outs):
-        passed.setdefault(r, out)
-    for r in dict.fromkeys(checks_here + [r for r in reads if r not in mapping]):
-        if r not in passed:
-            with prog.block_guard(other):
-                other.results.append(zeros(r.shape, r.dtype))
-            fb.results.append(r)
-            passed[r] = op.block.new_var(residual_name(r), r.shape, r.dtype)
-            outs.append(passed[r])
-        mapping[r] = passed[r]
-    substitute(gb, mapping)
-    _lift_checks(prog, fb, lambda v: mapping[v])
-
-
-@grad_maker("cond")
-def _cond_grad(op: Op, gs: list, need: list) -> list:
-    prog = op.block.program
-    outer = prog.current_block()
-    first_block = len(prog.blocks)
-    n = op.attrs["n_operands"]
-    # A value captured twice (a substitution can make two captures one value) takes its
-    # gradient once: the branch's gradient of a captured value is its whole gradient.
-    first = {id(op.inputs[i]): i for i in range(len(op.inputs) - 1, n, -1)}
-    wanted = [i for i in range(1, len(op.inputs))
-              if need[i] and (i <= n or first[id(op.inputs[i])] == i)]
-    out_idx = [j for j, o in enumerate(op.outputs) if dtypes.is_inexact(o.dtype)]
-    branches = [op.attrs["true"], op.attrs["false"]]
-    grads = [_cond_branch_grad(op, fb, outer, wanted, out_idx) for fb in branches]
-    outs = list(op.outputs)
-    for fb, other, gb in zip(branches, branches[::-1], grads):
-        _pass_residuals(op, fb, other, gb, outs)
-    caps = list(dict.fromkeys(free_vars(grads[0]) + free_vars(grads[1])))
-    g_outs = emit("cond", [op.inputs[0]] + [gs[j] for j in out_idx] + caps,
-                  {"true": grads[0], "false": grads[1], "n_operands": len(out_idx)},
-                  base="cond_grad")
-    grads[0].owner = grads[1].owner = outer.ops[-1]
-    if len(outs) > len(op.outputs):
-        replace_op(op, Op("cond", op.inputs, outs, dict(op.attrs), op.loc, op.block, op.origin),
-                   prog.blocks[first_block:] + [outer])
-    result: list = [None] * len(need)
-    for i, g in zip(wanted, g_outs):
-        result[i] = g
     return result
 
 
@@ -534,3 +452,6 @@ def _checkpoint_grad(op: Op, gs: list, need: list) -> list:
     for v, nd in zip(op.inputs, need):
         result.append(grads.pop(v, None) if nd else None)  # a repeated input: its grad once
     return result
+
+
+from . import cond_grad  # noqa: E402,F401  (registers the cond grad maker)

@@ -26,6 +26,7 @@ from typing import Any, Callable, MutableMapping, Sequence
 import jax
 
 from srcgrad import dtypes
+from srcgrad.analysis import branch_blocks
 from srcgrad.builder import as_var, emit, emit1, grad_section
 from srcgrad.errors import GradientError
 from srcgrad.ir import Block, Op, Variable
@@ -315,7 +316,7 @@ def _jvp_cond(op: Op, ts: list, tangents: Tangents) -> list:
     """Each branch also returns the tangents of the outputs, from the operands' tangents
     (extra operands) and the tangents of the values it reads from enclosing blocks."""
     n = op.attrs["n_operands"]
-    branches = [op.attrs["true"], op.attrs["false"]]
+    branches = branch_blocks(op)
     seeded = [i for i in range(n) if ts[1 + i] is not None]
     caps = [c for c in op.inputs[1 + n:] if c in tangents]
     wanted = sorted({j for blk in branches for j in _active_results(
@@ -328,7 +329,7 @@ def _jvp_cond(op: Op, ts: list, tangents: Tangents) -> list:
         _transform_block(blk, tangents, params, wanted)
     outs = _new_outputs(op, wanted)
     operands = op.inputs[1:1 + n] + [ts[1 + i] for i in seeded]
-    captured = list(dict.fromkeys(free_vars(branches[0]) + free_vars(branches[1])))
+    captured = list(dict.fromkeys(v for blk in branches for v in free_vars(blk)))
     _replace(op, [op.inputs[0]] + operands + captured, op.outputs + outs,
              dict(op.attrs, n_operands=len(operands)))
     result: list = [None] * len(op.outputs)

@@ -20,7 +20,7 @@ import threading
 import types
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -113,8 +113,8 @@ def _traced(tree: Any) -> bool:
 
 
 class EagerLax:
-    """`jax.lax` with `while_loop` and `cond` run as Python `while` / `if` over concrete
-    arrays, so that a breakpoint in an emitted loop body (or grad body, or branch) fires
+    """`jax.lax` with `while_loop`, `cond` and `switch` run as Python `while` / `if` over
+    concrete arrays, so that a breakpoint in an emitted loop body (or grad body, or branch) fires
     once per iteration with real values. Under a JAX trace they are lax's own."""
 
     def __getattr__(self, name: str) -> Any:
@@ -137,6 +137,12 @@ class EagerLax:
         if _traced((pred, operands)):
             return lax.cond(pred, true_fun, false_fun, operands)
         return true_fun(operands) if bool(pred) else false_fun(operands)
+
+    @staticmethod
+    def switch(index: Any, branches: Sequence[Callable[[Any], Any]], operands: Any) -> Any:
+        if _traced((index, operands)):
+            return lax.switch(index, branches, operands)
+        return branches[min(max(int(index), 0), len(branches) - 1)](operands)
 
 
 @dataclass

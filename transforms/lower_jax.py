@@ -220,7 +220,7 @@ class Emitter:
         a sub-block; return the expression that passes it to lax: its name, or a `partial`
         binding the outer values it reads."""
         fname = identifier(f"{kind}_{block.idx}", self.taken)
-        arg = "operands" if kind in ("true", "false") else "carry"
+        arg = "operands" if kind in ("true", "false", "branch") else "carry"
         ops: Sequence[Op] = block.ops
         if kind == "body":
             hoisted, ops = loop_invariant(live_ops(ops, block.results), block)

@@ -2,8 +2,9 @@
 
 Small rewrites over blocks and the analyses only transforms need (the IR analyses that every
 layer uses -- live ops, free values, block walks -- are srcgrad/analysis.py, re-exported
-here): which forward values a grad block reads, renaming uses, and splitting a
-loop body into loop-invariant and per-iteration ops. Nothing here emits source or builds
+here): which forward values a grad block reads, renaming uses, splitting a
+loop body into loop-invariant and per-iteration ops, emitting ops at a position of a block,
+and re-pointing capacity checks. Nothing here emits source or builds
 gradients, so `backward` and `lower_jax` both import this module and not each other.
 
 Layer L4 (transforms): see docs/design.md.
@@ -12,14 +13,15 @@ from __future__ import annotations
 
 import re
 
-from typing import Sequence
+from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
 from srcgrad.analysis import has_effect
 from srcgrad.analysis import free_vars, live_ops, producer, walk_blocks  # noqa: F401  (re-exported)
 from srcgrad.registry import recomputable  # noqa: F401  (re-exported)
-from srcgrad.ir import Block, Op, Variable
+from srcgrad.builder import constant_pool
+from srcgrad.ir import Block, Op, Program, Variable
 
 
 def residuals(grad_block: Block, fwd: Block) -> list[Variable]:
@@ -114,3 +116,28 @@ def loop_invariant(ops: Sequence[Op], body: Block) -> tuple[list[Op], list[Op]]:
             rest.append(op)
             inner.update(op.outputs)
     return hoisted, rest
+
+
+T = TypeVar("T")
+
+
+def emit_at(block: Block, pos: int, make: Callable[[], T]) -> T:
+    """Run `make` in `block` and move the ops it made to position `pos` of the block."""
+    n = len(block.ops)
+    with block.program.block_guard(block), constant_pool(None):
+        out = make()
+    new = block.ops[n:]
+    del block.ops[n:]
+    block.ops[pos:pos] = new
+    return out
+
+
+def emit_before(anchor: Op, make: Callable[[], T]) -> T:
+    """Run `make` in the anchor's block and move the ops it made just before the anchor."""
+    return emit_at(anchor.block, anchor.block.ops.index(anchor), make)
+
+
+def repoint_checks(prog: Program, fwd: Block, outer: Callable[[Variable], Variable]) -> None:
+    """Re-point capacity checks made inside `fwd` at values of the enclosing block."""
+    prog.capacity_checks = [(lid, outer(v) if v.block is fwd else v, op)
+                            for lid, v, op in prog.capacity_checks]

@@ -14,7 +14,7 @@ from . import (activations, bitwise, contraction, control, construct, conv, crea
                elementwise, grad_helpers, indexing, linalg_functions, manip, methods, nn,
                numpy_build, numpy_index, numpy_math, numpy_more, numpy_reductions, numpy_sets, products,
                random, reduce, shape, sort_scan)
-from .control import cond, fori_loop, while_loop
+from .control import cond, fori_loop, switch, while_loop
 from .declare import exports_of
 from .checkpoint import checkpoint
 from .scan import scan
@@ -23,4 +23,4 @@ methods.install(Variable)
 habits.install()
 globals().update(exports_of(None))
 
-__all__ = ["checkpoint", "cond", "fori_loop", "scan", "while_loop", *exports_of(None)]
+__all__ = ["checkpoint", "cond", "fori_loop", "scan", "switch", "while_loop", *exports_of(None)]

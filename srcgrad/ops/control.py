@@ -2,8 +2,9 @@
 
 A `while` op reads its initial carried values and then the outer values its blocks capture;
 `attrs["cond"]` maps the carried values to a bool scalar and `attrs["body"]` maps them to
-their next values. A `cond` op reads the predicate, the operands and the captures; its
-`true`/`false` blocks map the operands to the results.
+their next values. A `cond` op reads the predicate (or a `switch`'s integer index), the
+operands and the captures; its `true`/`false` blocks (a switch's `branch0, branch1, ...`)
+map the operands to the results.
 
 Layer L3 (the ops): see docs/design.md.
 """
@@ -19,7 +20,7 @@ from ..builder import active_program, as_var, emit
 from ..errors import SrcgradError, user_location
 from ..ir import Block, Op, Variable
 from ..registry import OutType, recomputable, register
-from ..analysis import free_vars, has_effect
+from ..analysis import branch_blocks, free_vars, has_effect
 from .elementwise import add, less, logical_and
 
 BOOL = np.dtype(bool)
@@ -214,13 +215,37 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
     if p.shape != () or p.dtype != BOOL:
         raise SrcgradError(f"the predicate must be a bool scalar, got {p.type_str()}",
                            op="cond", loc=loc)
-    prog = active_program("cond")
+    return _branch_op(p, [true_fun, false_fun], ["true", "false"], operands, "cond", loc)
+
+
+def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
+    """lax.switch: `branches[clamp(index, 0, len(branches) - 1)](*operands)`, one `cond` op
+    whose branch blocks are `branch0, branch1, ...`."""
+    loc = user_location()
+    branches = list(branches)
+    if not branches:
+        raise SrcgradError("switch needs at least one branch", op="switch", loc=loc)
+    if isinstance(index, (int, np.integer)) and not isinstance(index, (bool, np.bool_)):
+        return branches[min(max(int(index), 0), len(branches) - 1)](*operands)
+    i = as_var(index)
+    if i.shape != () or i.dtype.kind not in "iu":
+        raise SrcgradError(f"the index must be an integer scalar, got {i.type_str()}",
+                           op="switch", loc=loc)
+    if len(branches) == 1:
+        return branches[0](*operands)
+    names = [f"branch{k}" for k in range(len(branches))]
+    return _branch_op(i, branches, names, operands, "switch", loc)
+
+
+def _branch_op(index: Variable, fns: Sequence[Callable[..., Any]], names: Sequence[str],
+               operands: tuple, what: str, loc: Any) -> Any:
+    """Trace each of `fns` on `operands` into a branch block; emit the `cond` op."""
+    prog = active_program(what)
     parent = prog.current_block()
     leaves, tree = jax.tree_util.tree_flatten(operands)
     ops_in = [as_var(v) for v in leaves]
-    results, trees = [], []
-    blocks = []
-    for fn in (true_fun, false_fun):
+    results, trees, blocks = [], [], []
+    for fn in fns:
         blk = prog.create_block(parent)
         params = _new_params(blk, ops_in)
         res, out_tree = _trace_block(blk, fn, params, tree, splat=True)
@@ -228,17 +253,18 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
         blocks.append(blk)
         results.append(res)
         trees.append(out_tree)
-    if trees[0] != trees[1]:
-        raise SrcgradError(f"the branches return different structures: {trees[0]} and {trees[1]}",
-                           op="cond", loc=loc)
-    t, f = results
-    if [(v.shape, v.dtype) for v in t] != [(v.shape, v.dtype) for v in f]:
-        raise SrcgradError(f"the branches return different shapes or dtypes: true {_types(t)}, "
-                           f"false {_types(f)}", op="cond", loc=loc)
-    caps = list(dict.fromkeys(free_vars(blocks[0]) + free_vars(blocks[1])))
-    outs = emit("cond", [p] + ops_in + caps,
-                {"true": blocks[0], "false": blocks[1], "n_operands": len(ops_in)})
-    blocks[0].owner = blocks[1].owner = parent.ops[-1]
+    for name, t, res in zip(names[1:], trees[1:], results[1:]):
+        if t != trees[0]:
+            raise SrcgradError(f"the branches return different structures: {names[0]} "
+                               f"{trees[0]} and {name} {t}", op=what, loc=loc)
+        if [(v.shape, v.dtype) for v in res] != [(v.shape, v.dtype) for v in results[0]]:
+            raise SrcgradError(f"the branches return different shapes or dtypes: {names[0]} "
+                               f"{_types(results[0])}, {name} {_types(res)}", op=what, loc=loc)
+    caps = list(dict.fromkeys(v for blk in blocks for v in free_vars(blk)))
+    outs = emit("cond", [index] + ops_in + caps,
+                {**dict(zip(names, blocks)), "n_operands": len(ops_in)})
+    for blk in blocks:
+        blk.owner = parent.ops[-1]
     return jax.tree_util.tree_unflatten(trees[0], outs)
 
 
@@ -247,7 +273,8 @@ def _while_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutTy
 
 
 def _cond_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
-    return [(v.shape, v.dtype) for v in attrs["true"].results]
+    first = attrs["true"] if "true" in attrs else attrs["branch0"]
+    return [(v.shape, v.dtype) for v in first.results]
 
 
 def _lower_while(em: Any, op: Op) -> None:
@@ -259,14 +286,21 @@ def _lower_while(em: Any, op: Op) -> None:
 
 
 def _lower_cond(em: Any, op: Op) -> None:
+    """`lax.cond` for a bool predicate, `lax.switch` for an integer index."""
     n = op.attrs["n_operands"]
-    tname = em.block_function(op.attrs["true"], "true")
-    fname = em.block_function(op.attrs["false"], "false")
-    em.assign(op.outputs, f"lax.cond({em.name(op.inputs[0])}, {tname}, {fname}, "
-                          f"{em.tuple(op.inputs[1:1 + n])})", unpack=True)
+    operands = em.tuple(op.inputs[1:1 + n])
+    if "true" in op.attrs:
+        tname = em.block_function(op.attrs["true"], "true")
+        fname = em.block_function(op.attrs["false"], "false")
+        em.assign(op.outputs, f"lax.cond({em.name(op.inputs[0])}, {tname}, {fname}, "
+                              f"{operands})", unpack=True)
+        return
+    names = [em.block_function(b, "branch") for b in branch_blocks(op)]
+    em.assign(op.outputs, f"lax.switch({em.name(op.inputs[0])}, [{', '.join(names)}], "
+                          f"{operands})", unpack=True)
 
 
 register("while", _while_rule, None, None, lower_stmt=_lower_while)
 register("cond", _cond_rule, None, None, lower_stmt=_lower_cond)
 
-__all__ = ["while_loop", "fori_loop", "cond", "free_vars"]
+__all__ = ["while_loop", "fori_loop", "cond", "switch", "free_vars"]
