@@ -38,6 +38,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import srcgrad as sg
+from srcgrad.errors import GradientError
 
 # Every value of a program has one of these shapes; they broadcast with each other.
 SHAPES: tuple[tuple[int, ...], ...] = ((), (3,), (2, 3))
@@ -499,7 +500,13 @@ def _check_imperative(program: Block, ct: np.ndarray, args: list[np.ndarray],
         t.attach_grad()
     with sg.autograd.record():
         out = _loss(_Imp, program, ct)(*tensors)
-    out.backward()
+    try:
+        out.backward()
+    except GradientError as e:  # no op read an input (PyTorch and MXNet raise there too)
+        assert "no inputs in the computational graph" in str(e), e
+        _assert_grads([np.zeros_like(a) for a in args], want_grads,
+                      "imperative: no recorded op read an input, but jax.grad is not zero")
+        return
     np.testing.assert_allclose(float(out.item()), want_value, rtol=1e-9, atol=1e-9,
                                err_msg="imperative: the value differs from JAX's")
     _assert_grads([t.grad.numpy() for t in tensors], want_grads,
