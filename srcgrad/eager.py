@@ -73,9 +73,9 @@ def evaluate(fn: Callable[..., Any], leaves: list, tree: Any, parts: tuple, arra
     weak number the program lifted (its index among the weak ones, dtype and device value)."""
     key = (fn, tree, parts, dtypes.x64())
     prog = PROGRAMS.get(key)
-    first = prog is None
-    if first:
+    if prog is None:
         prog = _lower(fn, leaves, tree)
+    first = hasattr(prog.run, "jitted")  # the first call's wrapper (lowered, never run)
     if prog.weak:
         lifted = [(i, dt, on_device(weak[i], dt)) for i, dt in prog.weak]
         fed = [arr for _, _, arr in lifted]
@@ -83,7 +83,7 @@ def evaluate(fn: Callable[..., Any], leaves: list, tree: Any, parts: tuple, arra
         lifted = fed = []
     outs, _ = prog.run(*arrays, *fed, *prog.captured)
     if first:  # compiled: later calls go to jax.jit's dispatch directly
-        PROGRAMS.put(key, prog._replace(run=prog.run.jitted))
+        PROGRAMS.replace(key, prog._replace(run=prog.run.jitted))
     return outs, prog.out_tree, lifted
 
 
