@@ -86,8 +86,10 @@ class Tape:
         self.imported: dict[Tape, dict[int, int]] = {}
         self.structure = Structure()
         self.freed = False
-        #: Entries before this index are computed (their results hold arrays).
+        #: Entries before this index are computed (their results hold arrays), and how many
+        #: entries are not computed.
         self.computed = 0
+        self.uncomputed = 0
         #: The Tensors bound to results not computed when recorded (weakly): they take their
         #: values when the tape is freed.
         self.pending: list[weakref.ref] = []
@@ -137,8 +139,8 @@ class Tape:
 
     # ------------------------------------------------------------ recording
     def record(self, fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
-        """`fn` on the leaves, computed now by the eager interpreter and appended as an
-        entry; its results as Tensors of this tape."""
+        """`fn` on the leaves, appended as an entry (checked, not computed); its results as
+        Tensors of this tape."""
         refs: list[Any] = []
         key: list[Any] = []
         args: list[Any] = []
@@ -221,6 +223,7 @@ class Tape:
         values = self.values
         for n, v in zip(e.outs, outs):
             values[n] = v
+        self.uncomputed -= 1
 
     def call_leaves(self, e: Entry) -> tuple[list, list, list]:
         """The leaves of an entry's call (values, weak numbers, static values), its arrays
@@ -249,11 +252,12 @@ class Tape:
             if type(values[n]) is PENDING:
                 values[n] = v
         self.computed = len(self.entries)
+        self.uncomputed = 0
 
     @property
     def lazy(self) -> bool:
         """True while some recorded call has not been computed."""
-        return self.computed < len(self.entries)
+        return self.uncomputed > 0
 
     def add(self, fn: Callable[..., Any], tree: Any, refs: tuple, outs: list, key: tuple,
             loc: Any = None, parts: tuple = ()) -> range:
@@ -267,6 +271,8 @@ class Tape:
         for n in nums:
             self.producer[n] = index
         self.entries.append(Entry(fn, tree, refs, tuple(nums), loc, parts))
+        if outs and type(outs[0]) is PENDING:
+            self.uncomputed += 1
         self.structure.step(key)
         return nums
 
