@@ -6,11 +6,12 @@ by number, a weak number, or a static value), the numbers of its results and the
 signature. Nothing runs: every tape value (an input read, a weak number, an op result) has
 a number, and a result holds its shape and dtype (`PENDING`) until it is computed -- when
 read (`value_of`: the calls it depends on, by their one-op programs), or by backward (the
-compiled backward's forward, `fill`; the op-by-op backward's `compute`). The entries key the tape's structure as they are appended (one trie
-step each, srcgrad/tape_compile.py), so a backward over a structure seen before runs its
-compiled program on the values without building any IR; `program` replays the entries into
-an ordinary `Program` (named, verified, printable) only when something asks for it: a
-first compile of the whole backward, `sg.autograd.tape()`, a picture.
+compiled backward's forward, `fill`; the op-by-op backward's `compute`). The entries key
+the tape's structure as they are appended (one trie step each, srcgrad/tape_compile.py),
+so a backward over a structure seen before runs its compiled program without building any
+IR; `program` replays the entries into an ordinary `Program` (named, verified, printable)
+only when something asks for it: a first compile of the whole backward,
+`sg.autograd.tape()`, a picture.
 
 Layer L6 (front ends): see docs/design.md.
 """
@@ -86,9 +87,7 @@ class Tape:
         self.imported: dict[Tape, dict[int, int]] = {}
         self.structure = Structure()
         self.freed = False
-        #: Entries before this index are computed (their results hold arrays), and how many
-        #: entries are not computed.
-        self.computed = 0
+        #: How many entries are not computed (their results hold `PENDING`).
         self.uncomputed = 0
         #: The Tensors bound to results not computed when recorded (weakly): they take their
         #: values when the tape is freed.
@@ -210,11 +209,11 @@ class Tape:
 
     def compute(self) -> None:
         """Compute every recorded call not computed yet, in recording order."""
-        values = self.values
-        for e in self.entries[self.computed:]:
-            if e.outs and type(values[e.outs[0]]) is PENDING:
-                self._evaluate(e)
-        self.computed = len(self.entries)
+        if self.uncomputed:
+            values = self.values
+            for e in self.entries:
+                if e.outs and type(values[e.outs[0]]) is PENDING:
+                    self._evaluate(e)
 
     def _evaluate(self, e: Entry) -> None:
         """One recorded call by the eager interpreter, on computed values."""
@@ -251,7 +250,6 @@ class Tape:
         for n, v in zip(nums, outs):
             if type(values[n]) is PENDING:
                 values[n] = v
-        self.computed = len(self.entries)
         self.uncomputed = 0
 
     @property
