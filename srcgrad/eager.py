@@ -72,9 +72,7 @@ def evaluate(fn: Callable[..., Any], leaves: list, tree: Any, parts: tuple, arra
     """`fn` on leaves whose `signature` is given: its result leaves, their tree, and each
     weak number the program lifted (its index among the weak ones, dtype and device value)."""
     key = (fn, tree, parts, dtypes.x64())
-    prog = PROGRAMS.get(key)
-    if prog is None:
-        prog = _lower(fn, leaves, tree)
+    prog = _program(key, fn, leaves, tree)
     first = hasattr(prog.run, "jitted")  # the first call's wrapper (lowered, never run)
     if prog.weak:
         lifted = [(i, dt, on_device(weak[i], dt)) for i, dt in prog.weak]
@@ -91,7 +89,11 @@ def program(fn: Callable[..., Any], leaves: list, tree: Any, parts: tuple) -> _P
     """The program of a call whose `signature` is `parts`, lowered now if it is new, not run
     (an array leaf may be a jax.ShapeDtypeStruct): the results' shapes and dtypes, and the
     errors of a bad call, without computing anything."""
-    key = (fn, tree, parts, dtypes.x64())
+    return _program((fn, tree, parts, dtypes.x64()), fn, leaves, tree)
+
+
+def _program(key: tuple, fn: Callable[..., Any], leaves: list, tree: Any) -> _Program:
+    """The cached program of `key`, lowered and stored now if there is none."""
     prog = PROGRAMS.get(key)
     if prog is None:
         prog = PROGRAMS.put(key, _lower(fn, leaves, tree))
