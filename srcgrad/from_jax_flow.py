@@ -123,8 +123,18 @@ def _cond(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
     return list(switch(index, fns, *ops))
 
 
+def _scan_counts(p: dict) -> tuple[int, int]:
+    """How many of a scan's operands are constants and carries: its `num_consts` and
+    `num_carry` parameters, or (JAX 0.11 on) the lengths in its flat tree `ft_in` of
+    (constants, carries, per-step inputs)."""
+    if "num_consts" in p:
+        return p["num_consts"], p["num_carry"]
+    consts, carry, _ = p["ft_in"].unpack()
+    return len(consts), len(carry)
+
+
 def _scan(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
-    nc, nk = p["num_consts"], p["num_carry"]
+    nc, nk = _scan_counts(p)
     consts, init, xs = a[:nc], a[nc:nc + nk], a[nc + nk:]
 
     def step(carry: tuple, x: tuple) -> tuple:

@@ -33,6 +33,12 @@ def close(got: Any, want: Any, tol: float = 1e-9) -> None:
 
 # ---------------------------------------------------------------- the op table
 
+#: jax.jvp's tangents that are less precise than float64 on some backend: on GPU, JAX's
+#: max_pool tangent (select_and_gather_add) packs each float64 pair into 64 bits, so it is
+#: float32-rounded (srcgrad's is not; finite differences check it in test_op_grads).
+_TANGENT_TOL = {("max_pool", "gpu"): 1e-6}
+
+
 def _float_fun(case: GradCase, params: dict, drawn: list, ours: bool) -> Any:
     """The case's op as a function of its float arguments only (the others fixed)."""
     op = case.ours if ours else case.ref
@@ -55,7 +61,7 @@ def test_jvp_matches_jax_on_the_op_table(case: GradCase, data: st.DataObject) ->
     # With empty inputs nothing varies, so a zero tangent is right where jax's is NaN
     # (logsumexp's -inf - -inf); otherwise (mean's 0 / 0) both agree.
     if not (all(a.size == 0 for a in floats) and np.all(np.asarray(t_out) == 0)):
-        close(t_out, want_t)
+        close(t_out, want_t, _TANGENT_TOL.get((case.name, jax.default_backend()), 1e-9))
     assert np.asarray(t_out).dtype == np.asarray(out).dtype
 
 

@@ -244,8 +244,10 @@ CORPUS: list[Case] = [
          (arr(3, 2), arr(3, 2)), order=2),
     Case("scatter_set", lambda x, u: jnp.sin(jnp.asarray(x).at[np.array([2, 0])].set(u ** 2)),
          (arr(4, 2), arr(2, 2)), order=2),
+    # Which of two colliding writes a GPU keeps is unspecified, so jax.grad's program and
+    # srcgrad's may keep different ones there: against jax.grad on CPU only.
     Case("scatter_set_duplicates", lambda x, u: jnp.asarray(x).at[np.array([1, 1, 3])].set(u) * x,
-         (arr(4, 2), arr(3, 2))),
+         (arr(4, 2), arr(3, 2)), jax_can=jax.default_backend() == "cpu"),
     Case("max_pool_same_strided", lambda x: lax.reduce_window(
         x, -jnp.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME"), (arr(1, 5, 5, 2),)),
     Case("pad_concat_split_rev", lambda x: jnp.concatenate(

@@ -251,6 +251,39 @@ CASES: list[Case] = [
     _m("invert", X > 0, label="invert bool", diff=()),
 ]
 
+def _top_k(m: Any, x: Any, k: int, axis: int = -1, mode: str = "largest") -> Any:
+    """m.top_k; for jax.numpy before it had the name (JAX 0.11), the same lax.top_k code."""
+    if m is sg or hasattr(jnp, "top_k"):
+        return m.top_k(x, k, axis=axis, mode=mode)
+    x = jnp.moveaxis(x, axis, -1)
+    if mode == "largest":
+        v, i = jax.lax.top_k(x, k)
+    elif x.dtype == bool:
+        v, i = jax.lax.top_k(~x, k)
+        v = ~v
+    else:
+        v, i = jax.lax.top_k(-x, k)
+        v = -v
+    return jnp.moveaxis(v, -1, axis), jnp.moveaxis(i, -1, axis)
+
+
+def _minmax(m: Any, x: Any, **kw: Any) -> Any:
+    """m.minmax, stacked; min and max for jax.numpy before it had the name (JAX 0.11)."""
+    if m is sg or hasattr(jnp, "minmax"):
+        return m.stack(m.minmax(x, **kw))
+    lo, hi = kw.pop("initial", (None, None))
+    return m.stack([m.min(x, initial=lo, **kw), m.max(x, initial=hi, **kw)])
+
+
+TOP_K: list[Case] = [
+    Case("top_k values", lambda m, x: _top_k(m, x, 2)[0], (_r(3, 5),), second_order=True),
+    Case("top_k axis smallest", lambda m, x: m.stack(_top_k(m, x, 2, 0, "smallest"), -1),
+         (INTS,), ()),
+    Case("top_k bool smallest", lambda m, x: _top_k(m, x, 2, 0, "smallest")[1], (X > 0,), ()),
+    Case("minmax", lambda m, x: _minmax(m, x, axis=1), (X,)),
+    Case("minmax initial", lambda m, x: _minmax(m, x, initial=(-1.0, 1.0)), (X,)),
+]
+
 #: The last names (ops/numpy_more.py, the set operations): composites of many ops, slow to
 #: run eagerly; every 8th runs by default (all under -m slow).
 MORE: list[Case] = [
@@ -322,14 +355,15 @@ MORE: list[Case] = [
 ]
 
 
-CASES += MORE
+CASES += MORE + TOP_K
 
 
 def _sliced(cases: list[Case]) -> list:
-    """Every 3rd of the first cases by default, every 8th of MORE (see above)."""
-    more = set(MORE)
-    return (sliced([c for c in cases if c not in more], 3)
-            + sliced([c for c in cases if c in more], 8))
+    """Every 3rd of the first cases by default, every 8th of MORE (see above), all of TOP_K
+    (names that jax.numpy has only from JAX 0.11)."""
+    more, new = set(MORE), set(TOP_K)
+    return (sliced([c for c in cases if c not in more | new], 3)
+            + sliced([c for c in cases if c in more], 8) + [c for c in cases if c in new])
 
 
 def _same(ours: Any, theirs: Any, what: str, rtol: float) -> None:

@@ -78,23 +78,25 @@ def both(ours: Callable, ref: Callable, *args: Any, order: int = 1) -> None:
     check_grads(ours, args, order=order, jax_fun=jax.jit(ref), directions=1)
 
 
-def like_jax(ours: Callable, ref: Callable, *args: Any) -> None:
-    """Forward and gradient (of the sum of the outputs) equal jax's, no finite differences:
-    for functions that read one triangle while jax's rule assumes a symmetric tangent."""
-    same(sg.jit(ours)(*args), jax.jit(ref)(*args))
-    argnums = tuple(range(len(args)))
-    got = sg.grad(lambda *xs: sum(sg.sum(o) for o in jax.tree_util.tree_leaves(ours(*xs))),
-                  argnums)(*args)
-    want = jax.grad(lambda *xs: sum(jnp.sum(o) for o in jax.tree_util.tree_leaves(ref(*xs))),
-                    argnums)(*args)
-    same(got, want)
+def one_triangle(ours: Callable, ref: Callable, a: np.ndarray, lower: bool) -> None:
+    """`ours` reads one triangle of `a` (symmetrize_input=False): its forward equals jax's
+    `ref`, its gradient equals jax.grad of `ref` on the symmetric matrix built from that
+    triangle, and finite differences (the other triangle's gradient is zero)."""
+    same(sg.jit(ours)(a), jax.jit(ref)(a))
+    tri = jnp.tril if lower else jnp.triu
+
+    def rebuilt(x: Any) -> Any:
+        return ref(tri(x) + jnp.swapaxes(tri(x, -1 if lower else 1), -1, -2))
+    check_grads(ours, (a,), jax_fun=jax.jit(rebuilt), directions=2)
 
 
 def gauge_free_eigh(eigh: Callable) -> Callable:
-    """w and the squared eigenvector entries (invariant under each eigenvector's sign)."""
+    """w and the squared eigenvector entries (invariant under each eigenvector's sign),
+    weighted per row (each column of v * v sums to 1)."""
     def f(a: Any) -> Any:
         w, v = eigh(a)
-        return w.sum() * 0.3 + (v * v * (1.0 + w[..., None, :])).sum()
+        rows = np.arange(1.0, a.shape[-1] + 1)[:, None]
+        return w.sum() * 0.3 + (v * v * rows * (1.0 + w[..., None, :])).sum()
     return f
 
 
@@ -146,7 +148,9 @@ def _cofactor_matrix(a: np.ndarray) -> np.ndarray:
 def test_det_gradient_at_singular_matrices() -> None:
     """det's gradient is its cofactor matrix, finite where det(a) = 0: up to 3x3 at any a
     (a zero pivot in the middle of the LU too), larger at rank n - 1 (random factors: the
-    zero pivot comes last) and below it (zero); batched with an invertible matrix."""
+    zero pivot comes last) and below it (zero); batched with an invertible matrix. Not
+    against jax.grad at singular matrices: JAX 0.11's is 0 at diag(1, 0, 1)[1, 1], where
+    the cofactor and finite differences give 1."""
     r = np.random.default_rng(5)
     low_rank = lambda n, k: r.standard_normal((n, k)) @ r.standard_normal((k, n))  # noqa: E731
     cases = [np.arange(1.0, 10.0).reshape(3, 3), np.diag([1.0, 0.0, 1.0]), low_rank(3, 1),
@@ -157,8 +161,6 @@ def test_det_gradient_at_singular_matrices() -> None:
     for a in cases:
         got = grad(a)
         np.testing.assert_allclose(got, _cofactor_matrix(a), rtol=1e-9, atol=1e-9)
-        np.testing.assert_allclose(got, jax.grad(lambda a: jnp.sum(jnp.linalg.det(a)))(a),
-                                   rtol=1e-9, atol=1e-9)
     for a in (cases[1], cases[4]):
         check_grads(sg.linalg.det, (a,), order=1, directions=2)
     both(sg.linalg.det, jnp.linalg.det, general(2, 4, 4, seed=3), order=2)  # the LU rule
@@ -194,8 +196,8 @@ def test_cholesky(shape: tuple, upper: bool, order: int) -> None:
 
 def test_cholesky_without_symmetrizing_reads_the_lower_triangle() -> None:
     a = spd(2, 3, 3) + np.triu(np.ones((3, 3)), 1)  # the upper triangle is ignored
-    like_jax(lambda x: sg.linalg.cholesky(x, symmetrize_input=False),
-             lambda x: jnp.linalg.cholesky(x, symmetrize_input=False), a)
+    one_triangle(lambda x: sg.linalg.cholesky(x, symmetrize_input=False),
+                 lambda x: jnp.linalg.cholesky(x, symmetrize_input=False), a, lower=True)
 
 
 @pytest.mark.parametrize("shape,order", [((3, 3), 2), ((2, 4, 4), 1)])
@@ -212,8 +214,8 @@ def test_eigh(shape: tuple, order: int) -> None:
 def test_eigh_of_one_triangle(uplo: str) -> None:
     a = spectrum(2, 3, 3) + (np.triu if uplo == "L" else np.tril)(np.ones((3, 3)), 1)
     kw = {"UPLO": uplo, "symmetrize_input": False}
-    like_jax(gauge_free_eigh(lambda x: sg.linalg.eigh(x, **kw)),
-             gauge_free_eigh(lambda x: jnp.linalg.eigh(x, **kw)), a)
+    one_triangle(gauge_free_eigh(lambda x: sg.linalg.eigh(x, **kw)),
+                 gauge_free_eigh(lambda x: jnp.linalg.eigh(x, **kw)), a, lower=uplo == "L")
 
 
 @pytest.mark.parametrize("shape,order", sliced([((3, 3), 2), ((4, 2), 1), ((2, 4), 2),

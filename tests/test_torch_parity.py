@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 
@@ -60,4 +61,7 @@ def _train(run: dict) -> list[float]:
 @pytest.mark.parametrize("name", sorted(REF["runs"]))
 def test_loss_curve_matches_pytorch(name):
     run = REF["runs"][name]
-    np.testing.assert_allclose(_train(run), run["losses"], rtol=1e-4)
+    # PyTorch's curves were recorded on CPU in float32; a GPU's matmuls default to TF32.
+    with jax.default_matmul_precision("highest"):
+        losses = _train(run)
+    np.testing.assert_allclose(losses, run["losses"], rtol=1e-4)

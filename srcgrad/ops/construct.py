@@ -5,6 +5,7 @@ Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -117,8 +118,15 @@ def identity(n: int, dtype: Any = None) -> Variable:
 
 @defop("tri", _matrix_rule, "jnp.tri({N}, {M}, {k}, dtype={dtype})", ZERO)
 def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Emitted:
-    """jnp.tri(N, M=None, k=0, dtype=float32): ones on and below the k-th diagonal."""
-    return [], _matrix_attrs(N, M, k, np.float32 if dtype is None else dtype)
+    """jnp.tri(N, M=None, k=0, dtype=None): ones on and below the k-th diagonal, of jnp.tri's
+    default dtype (float32 up to JAX 0.10, the default float from JAX 0.11)."""
+    return [], _matrix_attrs(N, M, k, _tri_default(dtypes.x64()) if dtype is None else dtype)
+
+
+@functools.cache
+def _tri_default(x64: bool) -> np.dtype:
+    """The installed jnp.tri's default dtype, with 64-bit types on or off (`x64`)."""
+    return np.dtype(jax.eval_shape(lambda: jnp.tri(1)).dtype)
 
 
 def _matrix_arg(name: str, m: Any) -> Variable:

@@ -136,7 +136,17 @@ def _g_cholesky(op: Op, g: list, need: list) -> list:
     phi = _const(np.tril(np.ones((n, n))) - 0.5 * np.eye(n), low.dtype)
     p = multiply(matmul(_mT(low), g[0]), phi)
     tmp = triangular_solve(low, p, left_side=True, lower=True, transpose_a=True)
-    return [triangular_solve(low, tmp, left_side=False, lower=True)]
+    return [_read_triangle(triangular_solve(low, tmp, left_side=False, lower=True), True)]
+
+
+def _read_triangle(g: Variable, lower: bool) -> Variable:
+    """The gradient of a function of the symmetric matrix built from one triangle of `a`
+    (LAPACK reads only that one), from the gradient `g` with respect to that matrix: each
+    off-diagonal entry of the triangle stands for two entries, the other triangle for none.
+    Symmetrizing `a` first (symmetrize_input) gives (g + g^T) / 2 either way."""
+    if lower:
+        return add(_tril(g), _tril(_mT(g), -1))
+    return add(_triu(g), _triu(_mT(g), 1))
 
 
 @defop("cholesky", _square_rule("cholesky"), "lax.linalg.cholesky({0}, symmetrize_input=False)",
@@ -253,7 +263,7 @@ def _g_eigh(op: Op, g: list, need: list) -> list:
         eye = _eye(w.shape[-1], w.dtype)
         f = subtract(reciprocal(add(eye, subtract(_row(w), _col(w)))), eye)
         inner = add(inner, multiply(f, matmul(_mT(v), gv)))
-    return [matmul(v, matmul(inner, _mT(v)))]
+    return [_read_triangle(matmul(v, matmul(inner, _mT(v))), op.attrs["lower"])]
 
 
 register("eigh", _eigh_rule,

@@ -617,10 +617,17 @@ def _at_update(x: Any, index: Any, values: Any, kind: str, unique_indices: bool)
         u = broadcast_to(u, pos.shape)
     flat = reshape(x, (-1,))
     p, fu = reshape(pos, (-1,)), reshape(u, (-1,))
+    unique = unique or unique_indices or p.shape[0] <= 1
     if kind == "add":
         out = scatter_add(flat, p, fu, 0)
+    elif kind == "set" and not unique and dtypes.is_inexact(x.dtype):
+        # As lax_ops.scatter: one scatter of ids picks each position's update, then the
+        # result reads it, so the value and the gradient agree on which update won.
+        ids = index_update(zeros(flat.shape, np.int32), p,
+                           arange(1, p.shape[0] + 1, dtype=np.int32), "set")
+        out = where(equal(ids, 0), flat, take(fu, maximum(ids - 1, 0), 0))
     else:
-        out = index_update(flat, p, fu, kind, unique or unique_indices)
+        out = index_update(flat, p, fu, kind, unique)
     return reshape(out, x.shape)
 
 

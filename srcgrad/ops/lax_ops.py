@@ -16,6 +16,7 @@ Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Any, Sequence
 
@@ -23,12 +24,14 @@ import jax
 import numpy as np
 from jax import lax
 
+from .. import dtypes
 from ..errors import GradientError, ShapeError
 from ..ir import Op, Variable
 from ..registry import OutType
 from .creation import arange, full, zeros
 from .declare import defop, named
-from .elementwise import equal, where
+from .elementwise import astype, equal, maximum, where
+from .indexing import take
 from .shape import reshape
 
 DimNums = tuple[tuple[int, ...], ...]
@@ -141,25 +144,18 @@ def _g_scatter_add(op: Op, g: list, need: list) -> list:
 
 
 def _g_scatter(op: Op, g: list, need: list) -> list:
-    """Overwriting scatter: the operand's gradient is zero where an update landed; an update's
-    gradient is the cotangent at its target if it won there (with repeated indices one update
-    wins; JAX's trick: scatter unique ids and read them back)."""
+    """Overwriting scatter with unique indices (float updates that may collide are written
+    by `scatter` as a scatter of ids and a read): the operand's gradient is zero where an
+    update landed, an update's is the cotangent at its target."""
     x, idx, upd = op.inputs
     a = op.attrs
-    dn, mode = a["dimension_numbers"], a["mode"]
-    flags = (a["indices_are_sorted"], a["unique_indices"])
     gx = gu = None
     if need[0]:
-        hit = scatter(zeros(x.shape, x.dtype), idx, full(upd.shape, 1, x.dtype), dn, mode, *flags)
+        hit = overwrite(zeros(x.shape, np.int8), idx, full(upd.shape, 1, np.int8),
+                        a["dimension_numbers"], a["mode"], a["indices_are_sorted"], True)
         gx = where(equal(hit, 0), g[0], 0.0)
     if need[2]:
         gu = _read_back(g[0], op)
-        if not a["unique_indices"]:
-            ids = reshape(arange(1, upd.size + 1, dtype=np.int32), upd.shape)
-            landed = scatter(zeros(x.shape, np.int32), idx, ids, dn, mode, *flags)
-            won = equal(gather(landed, idx, dn, _window_sizes(x.shape, upd.shape, dn), mode, 0,
-                               *flags), ids)
-            gu = where(won, gu, 0.0)
     return [gx, None, gu]
 
 
@@ -244,12 +240,31 @@ def scatter_add(x: Variable, indices: Variable, updates: Variable,
 
 @defop("lax_scatter", _scatter_rule, _lower_scatter("scatter"), _g_scatter, export=False,
        base="scatter")
-def scatter(x: Variable, indices: Variable, updates: Variable,
-            dimension_numbers: Sequence[Sequence[int]], mode: str = "fill",
-            indices_are_sorted: bool = False, unique_indices: bool = False) -> Any:
-    """lax.scatter: `updates` written over `x` (one of several updates to a position wins)."""
+def overwrite(x: Variable, indices: Variable, updates: Variable,
+              dimension_numbers: Sequence[Sequence[int]], mode: str = "fill",
+              indices_are_sorted: bool = False, unique_indices: bool = False) -> Any:
+    """lax.scatter as one op: `updates` written over `x` (one of several updates to a
+    position wins; which is unspecified on GPU)."""
     return [x, indices, updates], _attrs(dimension_numbers, mode, indices_are_sorted,
                                          unique_indices)
+
+
+def scatter(x: Variable, indices: Variable, updates: Variable,
+            dimension_numbers: Sequence[Sequence[int]], mode: str = "fill",
+            indices_are_sorted: bool = False, unique_indices: bool = False) -> Variable:
+    """lax.scatter: `updates` written over `x`. Float updates that may collide are written
+    as JAX differentiates them: one scatter of update ids decides which update each position
+    keeps, and the result reads that update, so the value and its gradient agree on the
+    winner on every backend (two scatters may not: GPU orders colliding writes freely)."""
+    # One index vector (the last axis of `indices`) writes one window: nothing collides.
+    unique_indices = unique_indices or math.prod(indices.shape[:-1]) <= 1
+    flags = (indices_are_sorted, unique_indices)
+    if unique_indices or not dtypes.is_inexact(updates.dtype):
+        return overwrite(x, indices, updates, dimension_numbers, mode, *flags)
+    ids = reshape(arange(1, updates.size + 1, dtype=np.int32), updates.shape)
+    won = overwrite(zeros(x.shape, np.int32), indices, ids, dimension_numbers, mode, *flags)
+    kept = take(reshape(updates, (-1,)), maximum(won - 1, 0))
+    return where(equal(won, 0), x, astype(kept, x.dtype))
 
 
 def _combining(name: str, lax_fn: str, grad: Any, doc: str) -> Any:

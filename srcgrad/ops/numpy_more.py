@@ -25,6 +25,7 @@ from . import reduce as R
 from .construct import linspace
 from .creation import arange, full, ones, zeros
 from .decomp import qr, solve_triangular
+from .lax_misc import top_k_indices
 from .declare import defop, public
 from .manip import flip, moveaxis, ravel, tile
 from .numpy_build import convolve, ix_, searchsorted
@@ -58,6 +59,27 @@ def partition(a: Any, kth: int, axis: int = -1) -> Variable:
     s = sort(swapaxes(a, ax, -1), -1)
     out = concatenate([s[..., :k + 1], flip(s[..., k + 1:], -1)], -1)
     return swapaxes(out, -1, ax)
+
+
+@public
+def top_k(a: Any, k: int, /, *, axis: int = -1, mode: str = "largest",
+          sorted: bool = True) -> tuple[Variable, Variable]:
+    """jnp.top_k: the `k` largest (`mode` 'largest') or smallest values along `axis`, sorted,
+    and their int32 indices (ties: the lower index first), as lax.top_k finds them. The
+    values are read at the indices, so the gradient flows to them."""
+    del sorted  # always sorted, as jax's
+    a = as_var(a)
+    if np.issubdtype(a.dtype, np.complexfloating):
+        raise ShapeError(f"top_k is not defined for complex input {a.type_str()}", op="top_k")
+    if mode not in ("largest", "smallest"):
+        raise ShapeError(f"mode must be 'largest' or 'smallest', got {mode!r}", op="top_k")
+    ax = _axis(axis, a.ndim, "top_k")
+    x = swapaxes(a, ax, -1)
+    key = x if mode == "largest" else (
+        E.logical_not(x) if a.dtype == np.dtype(bool) else
+        E.negative(E.add(x, 1)) if np.issubdtype(a.dtype, np.unsignedinteger) else E.negative(x))
+    idx = top_k_indices(key, k=k)
+    return swapaxes(take_along_axis(x, idx, -1), -1, ax), swapaxes(idx, -1, ax)
 
 
 @public

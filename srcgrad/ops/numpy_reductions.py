@@ -63,6 +63,15 @@ def amax(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
 
 
 @public
+def minmax(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
+           initial: Any = None, where: Any = None) -> tuple[Variable, Variable]:
+    """jnp.minmax: (min, max); `initial` is one start for both or a (for min, for max) pair."""
+    lo, hi = initial if isinstance(initial, tuple) else (initial, initial)
+    return (min(a, axis, None, out, keepdims, lo, where),
+            max(a, axis, None, out, keepdims, hi, where))
+
+
+@public
 def amin(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
          initial: Any = None, where: Any = None) -> Variable:
     """jnp.amin: min."""
