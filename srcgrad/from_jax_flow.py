@@ -140,7 +140,8 @@ def _scan(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
     def step(carry: tuple, x: tuple) -> tuple:
         outs = cx.call(p["jaxpr"], consts + list(carry) + list(x))
         return tuple(outs[:nk]), tuple(outs[nk:])
-    carry, ys = scan(step, tuple(init), tuple(xs), length=p["length"], reverse=p["reverse"])
+    carry, ys = scan(step, tuple(init), tuple(xs), length=p["length"], reverse=p["reverse"],
+                     unroll=p.get("unroll", 1))
     return list(carry) + list(ys)
 
 

@@ -40,6 +40,26 @@ def test_scan_value_and_first_order(reverse: bool) -> None:
     sg.trace(sg.grad(f, argnums=(0, 1, 2)), *ARGS).verify()
 
 
+@pytest.mark.parametrize("unroll,reverse", [(True, False), (6, True), (9, False), (2, True)])
+def test_scan_unrolled_as_lax_scan(unroll: Any, reverse: bool) -> None:
+    """unroll=True or >= the length (6) writes the steps out, no loop; 2 keeps the loop."""
+    f = rnn(sg, lambda st, c, xs: sg.scan(st, c, xs, reverse=reverse, unroll=unroll))
+    twin = rnn(jnp, lambda st, c, xs: lax.scan(st, c, xs, reverse=reverse, unroll=unroll))
+    np.testing.assert_allclose(sg.jit(f)(*ARGS), twin(*ARGS), rtol=1e-12)
+    grad = sg.grad(f, argnums=(0, 1, 2))
+    assert_tree_close(grad(*ARGS), jax.grad(twin, argnums=(0, 1, 2))(*ARGS))
+    assert ("while_loop" in sg.source(grad, *ARGS)) == (unroll == 2)
+
+
+def test_from_jax_unrolls_the_scans_jax_unrolls() -> None:
+    """jnp.polyval (inside jax.scipy.special.ndtri) is a scan with unroll=16: no loop."""
+    def f(x: Any) -> Any:
+        return jnp.sum(jax.scipy.special.ndtri(x))
+    x = np.array([0.1, 0.4, 0.95])
+    assert "while_loop" not in sg.source(sg.grad(sg.from_jax(f)), x)
+    check_grads(sg.from_jax(f), (x,), jax_fun=f, directions=1)
+
+
 def test_scan_outputs_match_lax_scan() -> None:
     def step(c: Any, x: Any) -> Any:
         return c * x + 1.0, (c, x * 2.0)

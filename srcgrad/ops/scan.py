@@ -24,7 +24,7 @@ from .control import _types, hoist_invariants
 from .creation import zeros
 from .elementwise import add, less, multiply, subtract, where
 from .indexing import dynamic_index, dynamic_update_index
-from .shape import broadcast_to, concatenate, reshape
+from .shape import broadcast_to, concatenate, reshape, stack
 
 INT32 = np.dtype(np.int32)
 
@@ -55,9 +55,11 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
     """jax.lax.scan: `carry, y = f(carry, x)` for each `x` along the leading axis of `xs`;
     returns the final carry and the `y`s stacked (pytrees of arrays throughout).
 
-    `unroll` is accepted for compatibility with lax.scan and does not change the result;
-    srcgrad emits one loop iteration per step. `checkpoints=k` makes the gradient keep k
-    snapshots of the carry and recompute the steps in between (as for `while_loop`).
+    `unroll` as lax.scan's: `True`, or a number of at least the length (other than 1),
+    writes every step out with no loop (as XLA gets it from JAX: jnp.polyval's scans are
+    such); a smaller number still emits one loop iteration per step. `checkpoints=k` makes
+    the gradient keep k snapshots of the carry and recompute the steps in between (as for
+    `while_loop`).
     """
     loc = user_location()
     if not isinstance(unroll, (bool, int, np.integer)) or (not isinstance(unroll, bool) and unroll < 1):
@@ -68,6 +70,8 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
     carry = [as_var(v) for v in c_leaves]
     xv = [as_var(v) for v in x_leaves]
     n = _scan_length(xv, length, loc)
+    if n and checkpoints is None and unroll is not False and (unroll is True or 1 < unroll >= n):
+        return _unrolled(f, c_tree, carry, x_tree, xv, n, reverse, loc)
     if checkpoints is not None:
         k = _positive(checkpoints, "checkpoints", loc)
         if n > 0:
@@ -85,19 +89,7 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
         # with no steps the body never runs, but XLA refuses to index an empty axis
         x_t = [dynamic_index(v, t, allow_negative_indices=False) if n else zeros(v.shape[1:], v.dtype)
                for v in xv]
-        out = hooks.user_fn(f)(jax.tree_util.tree_unflatten(c_tree, params), jax.tree_util.tree_unflatten(x_tree, x_t))
-        if not isinstance(out, (tuple, list)) or len(out) != 2:
-            raise SrcgradError("the scanned function must return a pair (carry, y)", op="scan", loc=loc)
-        new_leaves, new_tree = jax.tree_util.tree_flatten(out[0])
-        if new_tree != c_tree:
-            raise SrcgradError(f"the scanned function must return the structure of its carry: "
-                               f"got {new_tree}, carried {c_tree}", op="scan", loc=loc)
-        new = [as_var(v, like=p) for v, p in zip(new_leaves, params)]
-        if [(v.shape, v.dtype) for v in new] != [(v.shape, v.dtype) for v in carry]:
-            raise SrcgradError("the scanned function changes the shape or dtype of its carry: "
-                               f"carried {_types(carry)}, returned {_types(new)}", op="scan", loc=loc)
-        y_leaves, y_tree = jax.tree_util.tree_flatten(out[1])
-        ys = [as_var(v) for v in y_leaves]
+        new, ys, y_tree = _step(f, c_tree, params, x_tree, x_t, loc)
     stacked = ys if n else []  # with no steps, ys are empty arrays made outside the loop
     stacks = [body.add_param(f"{y.name.split('@')[0]}_ys", (n,) + y.shape, y.dtype) for y in stacked]
     with prog.block_guard(body):
@@ -118,6 +110,37 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
     k = 1 + len(carry)
     return (jax.tree_util.tree_unflatten(c_tree, outs[1:k]),
             jax.tree_util.tree_unflatten(y_tree, outs[k:] if n else inits))
+
+
+def _step(f: Callable[[Any, Any], tuple[Any, Any]], c_tree: Any, carry: list[Variable],
+          x_tree: Any, x_t: list[Variable], loc: Any) -> tuple[list[Variable], list[Variable], Any]:
+    """One step of the scanned function, checked: the new carry (its structure, shapes and
+    dtypes those of `carry`), the step's outputs and their tree."""
+    out = hooks.user_fn(f)(jax.tree_util.tree_unflatten(c_tree, carry),
+                           jax.tree_util.tree_unflatten(x_tree, x_t))
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise SrcgradError("the scanned function must return a pair (carry, y)", op="scan", loc=loc)
+    new_leaves, new_tree = jax.tree_util.tree_flatten(out[0])
+    if new_tree != c_tree:
+        raise SrcgradError(f"the scanned function must return the structure of its carry: "
+                           f"got {new_tree}, carried {c_tree}", op="scan", loc=loc)
+    new = [as_var(v, like=p) for v, p in zip(new_leaves, carry)]
+    if [(v.shape, v.dtype) for v in new] != [(v.shape, v.dtype) for v in carry]:
+        raise SrcgradError("the scanned function changes the shape or dtype of its carry: "
+                           f"carried {_types(carry)}, returned {_types(new)}", op="scan", loc=loc)
+    y_leaves, y_tree = jax.tree_util.tree_flatten(out[1])
+    return new, [as_var(v) for v in y_leaves], y_tree
+
+
+def _unrolled(f: Callable[[Any, Any], tuple[Any, Any]], c_tree: Any, carry: list[Variable],
+              x_tree: Any, xs: list[Variable], n: int, reverse: bool, loc: Any) -> tuple[Any, Any]:
+    """`scan` with its `n` steps written out one after the other (no loop)."""
+    outs: list[list[Variable]] = [[] for _ in range(n)]
+    y_tree = None
+    for t in (range(n - 1, -1, -1) if reverse else range(n)):
+        carry, outs[t], y_tree = _step(f, c_tree, carry, x_tree, [v[t] for v in xs], loc)
+    ys = [stack([step[j] for step in outs]) for j in range(len(outs[0]))]
+    return (jax.tree_util.tree_unflatten(c_tree, carry), jax.tree_util.tree_unflatten(y_tree, ys))
 
 
 def _checkpointed_scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any, n: int,
