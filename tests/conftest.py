@@ -14,9 +14,12 @@ os.environ.setdefault("XLA_FLAGS", "--xla_llvm_disable_expensive_passes=true")
 # programs of eager calls, the same check on another op) are traced and lowered again; a
 # persistent XLA cache, new for this run and shared by the xdist workers (they inherit the
 # variable), serves their compiled code (an op-grads + linalg slice: 137 s without, 117 s
-# with). A directory from the environment wins and is kept.
+# with). A directory from the environment wins and is kept. Long fuzz runs
+# (SRCGRAD_FUZZ_EXAMPLES) compile only new programs, so they go without: writing every
+# program cost them time, and one run of 5,000 programs died in JAX's cache write (a
+# segmentation fault in `put_executable_and_time`, jax 0.10.2).
 _XLA_CACHE = None
-if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ and not os.environ.get("SRCGRAD_FUZZ_EXAMPLES"):
     _XLA_CACHE = os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="srcgrad-xla-")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
