@@ -21,8 +21,8 @@ srcgrad took the same branches and trip counts as the concrete run.
 
 The default run checks a few programs; `SRCGRAD_FUZZ_EXAMPLES=N` checks N (random seeds,
 not derandomized), and `python -m pytest -m slow tests/test_fuzz.py` runs the long profile
-(300 programs unless SRCGRAD_FUZZ_EXAMPLES says otherwise). Results of long runs:
-docs/testing.md.
+(300 programs unless SRCGRAD_FUZZ_EXAMPLES says otherwise; SRCGRAD_FUZZ_SHARDS=k with
+`-n k` runs them in k processes). Results of long runs: docs/testing.md.
 """
 from __future__ import annotations
 
@@ -567,17 +567,25 @@ def test_fuzz_gradients(program: Block, seed: int) -> None:
     check_program(program, seed)
 
 
+#: SRCGRAD_FUZZ_SHARDS=k splits a long run into k tests of N/k programs each (random seeds
+#: each), which pytest-xdist's `-n k` runs side by side.
+_SHARDS = range(int(os.environ.get("SRCGRAD_FUZZ_SHARDS", "1")))
+_LONG = -(-int(_N) // len(_SHARDS)) if _N else 300
+
+
 @pytest.mark.slow
-@settings(max_examples=int(_N) if _N else 300, **_SETTINGS)
+@pytest.mark.parametrize("shard", _SHARDS)
+@settings(max_examples=_LONG, **_SETTINGS)
 @given(programs, st.integers(0, 2 ** 31 - 1))
-def test_fuzz_gradients_long(program: Block, seed: int) -> None:
+def test_fuzz_gradients_long(shard: int, program: Block, seed: int) -> None:
     check_program(program, seed)
 
 
 @pytest.mark.slow
-@settings(max_examples=int(_N) if _N else 300, **_SETTINGS)
+@pytest.mark.parametrize("shard", _SHARDS)
+@settings(max_examples=_LONG, **_SETTINGS)
 @given(programs, st.integers(0, 2 ** 31 - 1))
-def test_fuzz_all_modes_long(program: Block, seed: int) -> None:
+def test_fuzz_all_modes_long(shard: int, program: Block, seed: int) -> None:
     """Each program also op by op, under jax.jit and jax.vmap, imperatively and to second
     order (`check_modes`)."""
     check_program(program, seed, modes=MODES)
