@@ -152,7 +152,8 @@ def _g_scatter(op: Op, g: list, need: list) -> list:
     gx = gu = None
     if need[0]:
         hit = overwrite(zeros(x.shape, np.int8), idx, full(upd.shape, 1, np.int8),
-                        a["dimension_numbers"], a["mode"], a["indices_are_sorted"], True)
+                        a["dimension_numbers"], a["mode"], a["indices_are_sorted"],
+                        a["unique_indices"])
         gx = where(equal(hit, 0), g[0], 0.0)
     if need[2]:
         gu = _read_back(g[0], op)
