@@ -39,7 +39,7 @@ from .errors import GradientError, SrcgradError, user_location
 from .ir import Program
 from .ops import methods
 from .tape import Tape
-from .tape_compile import compile_count, key_of, run_whole
+from .tape_compile import FED, compile_count, key_of, run_whole
 from .tape_vjp import run_op_by_op
 from .tensors import Tensor
 from .verify import checks_enabled
@@ -262,7 +262,7 @@ def _backward(heads: list, head_grads: list, variables: list | None, retain_grap
     else:
         grads = [Tensor(jnp.zeros(t.shape, t.dtype) if g is None else
                         g if isinstance(g, jax.Array) else jnp.asarray(g))  # a seed passed on
-                 for (t, _), g in zip(targets, _gradients(tape, hn, seeds, xs))]
+                 for (t, _), g in zip(targets, _gradients(tape, hn, seeds, xs, retain_graph))]
     if not (retain_graph or create_graph):
         tape.free()
     if variables is not None:
@@ -279,18 +279,21 @@ def _backward(heads: list, head_grads: list, variables: list | None, retain_grap
     return None
 
 
-def _gradients(tape: Tape, heads: list[int], seeds: list, xs: list[int | None]) -> list[Any]:
+def _gradients(tape: Tape, heads: list[int], seeds: list, xs: list[int | None],
+               retain: bool) -> list[Any]:
     """The gradients' values, by the tier the tape's structure is in: compiled whole once
-    it has been seen `config.tape_compile_after` times, op by op before. With
-    SRCGRAD_ENABLE_CHECKS the other tier runs too and must agree."""
-    fused = tape.lazy
-    slot, seen = tape.structure.trie.visit(key_of(tape, heads, seeds, xs))
+    it has been seen `config.tape_compile_after` times, op by op before. A whole backward
+    of a tape not computed yet computes its forward too, returning the results live Tensors
+    hold (every one if the tape is `retain`ed). With SRCGRAD_ENABLE_CHECKS the other tier
+    runs too and must agree."""
+    forward = tape.wanted(retain) if tape.lazy else FED
+    slot, seen = tape.structure.trie.visit(key_of(tape, heads, seeds, xs, forward))
     whole = slot.entry is not None or seen + 1 >= config.tape_compile_after
-    got = (run_whole(tape, heads, seeds, xs, slot, fused) if whole else
+    got = (run_whole(tape, heads, seeds, xs, slot, forward) if whole else
            run_op_by_op(tape, heads, seeds, xs))
     if checks_enabled():
         other = (run_op_by_op(tape, heads, seeds, xs) if whole else
-                 run_whole(tape, heads, seeds, xs, slot, fused))
+                 run_whole(tape, heads, seeds, xs, slot, forward))
         _agree(got, other, "compiled" if whole else "op-by-op")
     return got
 

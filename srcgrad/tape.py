@@ -245,12 +245,25 @@ class Tape:
         return leaves, arrays, weak
 
     def fill(self, nums: list[int], outs: Any) -> None:
-        """Values computed elsewhere (a compiled backward's forward) for the numbers `nums`."""
+        """Values computed elsewhere (a compiled backward's forward) for the numbers `nums`
+        (every result of each entry they are of)."""
         values = self.values
         for n, v in zip(nums, outs):
             if type(values[n]) is PENDING:
                 values[n] = v
-        self.uncomputed = 0
+        self.uncomputed = sum(1 for e in self.entries if e.outs and type(values[e.outs[0]]) is PENDING)
+
+    def wanted(self, every: bool) -> tuple[int, ...] | None:
+        """The recorded results that a backward computing the forward must return: every one
+        (`None`) if the tape is kept for another backward (`every`), else all the results of
+        the entries whose results live Tensors still hold uncomputed (nobody else can read
+        them)."""
+        if every:
+            return None
+        values, producer, entries = self.values, self.producer, self.entries
+        live = {producer[t._num] for t in (r() for r in self.pending)
+                if t is not None and t._tape is self and type(values[t._num]) is PENDING}
+        return tuple(n for e in sorted(live) for n in entries[e].outs)
 
     @property
     def lazy(self) -> bool:
@@ -399,14 +412,13 @@ class Tape:
     def free(self) -> None:
         """Drop the recorded values: a later backward over this tape is an error. The
         entries stay (`program` still shows the recording)."""
-        values = self.values
         if self.pending:
-            self.compute()
             for ref in self.pending:
                 t = ref()
                 if t is not None and type(t._v) is PENDING and t._tape is self:
-                    t._v = values[t._num]
+                    t._v = self.value_of(t._num)
             self.pending = []
+        values = self.values
         self._avals = {n: (values[n].shape, values[n].dtype) for n in self._inputs}
         self.freed = True
         self.values = []

@@ -183,25 +183,30 @@ class Structure:
         return self.step(("inputs",)) if self.pending else self.node
 
 
-def key_of(tape: Any, heads: Sequence[int], seeds: Sequence[Any], xs: Sequence[int | None]
-           ) -> tuple:
+#: A backward fed the recorded values (the forward was computed before it).
+FED = "fed"
+
+
+def key_of(tape: Any, heads: Sequence[int], seeds: Sequence[Any], xs: Sequence[int | None],
+           forward: tuple[int, ...] | str | None) -> tuple:
     """The key of a backward: the tape's node, the heads, the seeds' shapes, the inputs, and
-    whether the forward is still to compute."""
+    `forward`: FED, or the recorded results that a backward computing the forward returns
+    (None: every one; `Tape.wanted`)."""
     return (tape.structure.flush(), tuple(heads),
             tuple([None if s is None else (s.shape, s.dtype) for s in seeds]),
-            tuple([-1 if x is None else x for x in xs]), tape.lazy)
+            tuple([-1 if x is None else x for x in xs]), forward)
 
 
 def run_whole(tape: Any, heads: list[int], seeds: list, xs: list[int | None], slot: Slot,
-              fused: bool) -> list[Any]:
-    """The gradients' values, from the backward compiled for the tape's structure (`fused`:
-    with its forward, as the slot's key says)."""
+              forward: tuple[int, ...] | str | None) -> list[Any]:
+    """The gradients' values, from the backward compiled for the tape's structure and
+    `forward` (as `key_of`'s)."""
     entry = slot.entry
     if entry is None:
         with slot.lock:
             entry = slot.entry
             if entry is None:
-                entry = slot.entry = build(tape, heads, seeds, xs, fused)
+                entry = slot.entry = build(tape, heads, seeds, xs, forward)
     values = tape.values
     fed = [values[i] for i in entry.feeds] + entry.consts + [s for s in seeds if s is not None]
     outs = iter(entry.fn(*fed))
@@ -211,12 +216,13 @@ def run_whole(tape: Any, heads: list[int], seeds: list, xs: list[int | None], sl
     return got
 
 
-def build(tape: Any, heads: list[int], seeds: list, xs: list[int | None], fused: bool = False
-          ) -> Compiled:
+def build(tape: Any, heads: list[int], seeds: list, xs: list[int | None],
+          forward: tuple[int, ...] | str | None = FED) -> Compiled:
     """Differentiate the tape's Program (the grad ops are taken off again afterwards) and
-    compile the ops the gradients need beyond the recorded values; `fused`: the recorded
-    results are not computed, so the program is fed the tape's inputs only, computes the
-    forward with the backward, and returns every recorded result as well."""
+    compile the ops the gradients need beyond the recorded values; unless `forward` is FED,
+    the recorded results are not computed, so the program is fed the tape's inputs only,
+    computes the forward with the backward, and returns the recorded results `forward`
+    names as well (None: every one)."""
     prog = tape.program
     block = prog.global_block()
     head_vars = [tape.var(h) for h in heads]
@@ -231,10 +237,11 @@ def build(tape: Any, heads: list[int], seeds: list, xs: list[int | None], fused:
         fetch = [g for g in gs if g is not None]
         captured = tape.captured()
         known = set(tape.known_vars())
-        forward: list[int] = []
-        if fused:
-            forward = [n for n, kind in enumerate(tape.kinds) if kind == "op"]
-            fetch += [tape.var(n) for n in forward]
+        returns: list[int] = []
+        if forward != FED:
+            returns = ([n for n, kind in enumerate(tape.kinds) if kind == "op"]
+                       if forward is None else list(forward))
+            fetch += [tape.var(n) for n in returns]
             known = {v for v in known if tape.kinds[tape.num_by_var(v)] != "op"}
         known.update(captured, [v for v in hg if v is not None])
         ops, feeds = plan(block.ops, fetch, known)
@@ -244,11 +251,11 @@ def build(tape: Any, heads: list[int], seeds: list, xs: list[int | None], fused:
         fn, source = emit(prog, ops, numbered + consts + [v for v in hg if v is not None], fetch)
         returned = [x is not None and got.get(tape.var(x)) is not None for x in xs]
         return Compiled(fn, [tape.num_by_var(v) for v in numbered],
-                        [captured[v] for v in consts], returned, source, forward)
+                        [captured[v] for v in consts], returned, source, returns)
     finally:
         del block.ops[n_ops:]
         del prog.inputs[n_inputs:]
 
 
-__all__ = ["Compiled", "Node", "Structure", "Trie", "build", "compile_count", "emit", "key_of",
+__all__ = ["FED", "Compiled", "Node", "Structure", "Trie", "build", "compile_count", "emit", "key_of",
            "plan", "run_whole"]

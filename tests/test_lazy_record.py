@@ -97,3 +97,23 @@ def test_retain_graph_and_create_graph_read_the_computed_values() -> None:
     np.testing.assert_allclose(g1, jax.grad(f)(xv), rtol=1e-12)
     want = jax.grad(lambda x: jnp.sum(jax.grad(f)(x) ** 2))(xv)
     np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-10)
+
+
+def test_a_whole_backward_returns_only_what_live_tensors_hold(data: Any) -> None:
+    """The compiled backward that computes the forward returns the results of live Tensors
+    (here `side` and the loss, not `h`, which nobody holds); those read right afterwards."""
+    from srcgrad import tape_compile
+    xv, wv = data
+    w = sg.tensor(wv)
+    w.attach_grad()
+    for _ in range(3):
+        with sg.autograd.record():
+            h, side, loss = _model(sg.tensor(xv), w)
+        del h
+        loss.backward()
+        np.testing.assert_allclose(w.grad.numpy(), jax.grad(_jax_loss, 1)(xv, wv), rtol=1e-12)
+        np.testing.assert_allclose(side.numpy(), np.exp(np.tanh(xv @ wv)), rtol=1e-12)
+        np.testing.assert_allclose(loss.item(), _jax_loss(xv, wv), rtol=1e-12)
+    fused = [s.entry for s in tape_compile._trie.entries.values()
+             if s.entry is not None and s.entry.forward]
+    assert len(fused) == 1 and len(fused[0].forward) == 2, [c.forward for c in fused]
