@@ -251,7 +251,8 @@ class Tape:
         for n, v in zip(nums, outs):
             if type(values[n]) is PENDING:
                 values[n] = v
-        self.uncomputed = sum(1 for e in self.entries if e.outs and type(values[e.outs[0]]) is PENDING)
+        self.uncomputed = sum(1 for e in self.entries
+                              if e.outs and type(values[e.outs[0]]) is PENDING)
 
     def wanted(self, every: bool) -> tuple[int, ...] | None:
         """The recorded results that a backward computing the forward must return: every one
