@@ -578,6 +578,7 @@ _LONG = -(-int(_N) // len(_SHARDS)) if _N else 300
 @settings(max_examples=_LONG, **_SETTINGS)
 @given(programs, st.integers(0, 2 ** 31 - 1))
 def test_fuzz_gradients_long(shard: int, program: Block, seed: int) -> None:
+    _release()
     check_program(program, seed)
 
 
@@ -588,7 +589,16 @@ def test_fuzz_gradients_long(shard: int, program: Block, seed: int) -> None:
 def test_fuzz_all_modes_long(shard: int, program: Block, seed: int) -> None:
     """Each program also op by op, under jax.jit and jax.vmap, imperatively and to second
     order (`check_modes`)."""
+    _release()
     check_program(program, seed, modes=MODES)
+
+
+def _release() -> None:
+    """Drop the compiled programs of the examples before: each holds memory maps, and a
+    process of thousands of examples reached the kernel's limit (vm.max_map_count, 65,530)
+    at about 2,000 every-mode programs and died in XLA's compiler."""
+    sg.clear_caches()
+    jax.clear_caches()
 
 
 # ---------------------------------------------------------------- the interpreters agree
