@@ -509,12 +509,10 @@ def _g_update(op: Op, g: list, need: list) -> list:
     kind, gout = op.attrs["kind"], g[0]
     landed = less(idx, x.shape[0])
     gx = gu = None
-    if kind == "set":
-        ids = arange(1, u.shape[0] + 1, dtype=idx.dtype)
-        written = index_update(zeros(x.shape, idx.dtype), idx, ids, "set")
-        gx = where(equal(written, 0), gout, 0.0) if need[0] else None
-        if need[2]:
-            gu = where(logical_and(landed, equal(_read(written, idx), ids)), _read(gout, idx), 0.0)
+    if kind == "set":  # unique positions: colliding float writes are `decided` instead
+        hit = index_update(zeros(x.shape, np.int8), idx, ones(u.shape, np.int8), "set", True)
+        gx = where(equal(hit, 0), gout, 0.0) if need[0] else None
+        gu = where(landed, _read(gout, idx), 0.0) if need[2] else None
     elif kind == "multiply":
         gx = index_update(gout, idx, u, "multiply", op.attrs["unique"]) if need[0] else None
         if need[2]:
@@ -608,6 +606,15 @@ class _IndexRef:
                                           bool(kwargs.get("unique_indices"))), {})
 
 
+def decided(x: Variable, won: Variable, updates: Variable) -> Variable:
+    """`x` overwritten where a scatter of update ids (1-based; `won`, shaped as `x`) says an
+    update landed, by that update (`updates`, by id). Colliding float writes are computed so,
+    as JAX differentiates them: the value and its gradient read the one decision, where two
+    scatters may keep different writes (a GPU orders colliding writes freely)."""
+    kept = take(reshape(updates, (-1,)), maximum(won - 1, 0), 0)
+    return where(equal(won, 0), x, astype(kept, x.dtype))
+
+
 def _at_update(x: Any, index: Any, values: Any, kind: str, unique_indices: bool) -> Variable:
     """`x.at[index].<kind>(values)` on traced values."""
     x = as_var(x)
@@ -621,11 +628,8 @@ def _at_update(x: Any, index: Any, values: Any, kind: str, unique_indices: bool)
     if kind == "add":
         out = scatter_add(flat, p, fu, 0)
     elif kind == "set" and not unique and dtypes.is_inexact(x.dtype):
-        # As lax_ops.scatter: one scatter of ids picks each position's update, then the
-        # result reads it, so the value and the gradient agree on which update won.
-        ids = index_update(zeros(flat.shape, np.int32), p,
-                           arange(1, p.shape[0] + 1, dtype=np.int32), "set")
-        out = where(equal(ids, 0), flat, take(fu, maximum(ids - 1, 0), 0))
+        out = decided(flat, index_update(zeros(flat.shape, np.int32), p,
+                                         arange(1, p.shape[0] + 1, dtype=np.int32), "set"), fu)
     else:
         out = index_update(flat, p, fu, kind, unique)
     return reshape(out, x.shape)

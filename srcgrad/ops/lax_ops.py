@@ -30,8 +30,8 @@ from ..ir import Op, Variable
 from ..registry import OutType
 from .creation import arange, full, zeros
 from .declare import defop, named
-from .elementwise import astype, equal, maximum, where
-from .indexing import take
+from .elementwise import equal, where
+from .indexing import decided
 from .shape import reshape
 
 DimNums = tuple[tuple[int, ...], ...]
@@ -253,19 +253,16 @@ def overwrite(x: Variable, indices: Variable, updates: Variable,
 def scatter(x: Variable, indices: Variable, updates: Variable,
             dimension_numbers: Sequence[Sequence[int]], mode: str = "fill",
             indices_are_sorted: bool = False, unique_indices: bool = False) -> Variable:
-    """lax.scatter: `updates` written over `x`. Float updates that may collide are written
-    as JAX differentiates them: one scatter of update ids decides which update each position
-    keeps, and the result reads that update, so the value and its gradient agree on the
-    winner on every backend (two scatters may not: GPU orders colliding writes freely)."""
+    """lax.scatter: `updates` written over `x`; float updates that may collide through one
+    scatter of update ids (`indexing.decided`)."""
     # One index vector (the last axis of `indices`) writes one window: nothing collides.
     unique_indices = unique_indices or math.prod(indices.shape[:-1]) <= 1
     flags = (indices_are_sorted, unique_indices)
     if unique_indices or not dtypes.is_inexact(updates.dtype):
         return overwrite(x, indices, updates, dimension_numbers, mode, *flags)
     ids = reshape(arange(1, updates.size + 1, dtype=np.int32), updates.shape)
-    won = overwrite(zeros(x.shape, np.int32), indices, ids, dimension_numbers, mode, *flags)
-    kept = take(reshape(updates, (-1,)), maximum(won - 1, 0))
-    return where(equal(won, 0), x, astype(kept, x.dtype))
+    return decided(x, overwrite(zeros(x.shape, np.int32), indices, ids, dimension_numbers,
+                                mode, *flags), updates)
 
 
 def _combining(name: str, lax_fn: str, grad: Any, doc: str) -> Any:
