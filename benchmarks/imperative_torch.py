@@ -9,9 +9,10 @@ the JAX comparisons still run. Rows, each the median of interleaved samples:
   hidden 64) and medium (batch 256, hidden 512): srcgrad and jax.jit(jax.value_and_grad)
   + SGD, each against PyTorch; srcgrad against the jitted JAX step;
 - the first training step of a fresh model (shapes never seen by any cache in the process);
-- an Elman RNN over a sentence (one embedding row per word, a tanh cell per word), after a
-  warm-up sentence: on lengths never seen before (each step a new length), on each length's
-  second sighting (srcgrad compiles its whole backward then), and once compiled;
+- an Elman RNN over a sentence (one embedding row per word, a tanh cell per word): a warm-up
+  of four long sentences (its own row), then on lengths never seen before (each step a new
+  length), on each length's second sighting (srcgrad compiles its whole backward then), and
+  once compiled;
 - recording one op (`tanh` of a 64x64 Tensor, 200 in a row in an open `record()` scope)
   against `jnp.tanh` of the same array and PyTorch's `tanh` of a tensor that requires grad;
 - memory (Python heap by tracemalloc, and the process's resident set) after `--steps`
@@ -231,28 +232,30 @@ def first_step_rows(reps: int) -> list[Row]:
 
 
 def rnn_rows(reps: int, vocab: int = 50, dim: int = 32) -> list[Row]:
-    """Per model: a warm-up sentence (length 4: the ops' programs), then three passes over
+    """Per model: a warm-up over four sentences of lengths 60..63 (timed, a row of its own:
+    the ops' programs, and srcgrad's chunks of recurring windows), then three passes over
     sentences of lengths 5..50: every length new; every length seen once (srcgrad compiles
-    each structure's whole backward on its second sighting); every length compiled."""
+    each structure's whole backward then); every length compiled."""
     lengths = list(range(5, 51))
     passes = ["new lengths 5..50", "lengths seen once (srcgrad compiles)", "lengths compiled"]
-    samples: dict[str, dict[str, list[float]]] = {p: {"srcgrad": [], "pytorch": []} for p in passes}
+    warmup = "warm-up, 4 sentences of 60..63 words"
+    samples: dict[str, dict[str, list[float]]] = {p: {"srcgrad": [], "pytorch": []}
+                                                  for p in [warmup] + passes}
     for r in range(reps):
         models = {"srcgrad": SgRNN(vocab, dim + r, r)}  # a new hidden size per rep
         if torch is not None:
             models["pytorch"] = TorchRNN(vocab, dim + r, r)
-        warm, sentences = _sentences([4], vocab, r), _sentences(lengths, vocab, r)
-        for m in models.values():
-            block(m.step(warm[0]))
-        for p in passes:
+        warm, sentences = _sentences([60, 61, 62, 63], vocab, r), _sentences(lengths, vocab, r)
+        for p in [warmup] + passes:
             names = list(models) if r % 2 == 0 else list(models)[::-1]
             for name in names:
-                samples[p][name].append(_time_each(models[name].step, sentences))
+                samples[p][name].append(_time_each(models[name].step,
+                                                   warm if p == warmup else sentences))
     if torch is None:
         return [Row("imperative", f"RNN step, {p}", "ms", float(np.median(samples[p]["srcgrad"])) * 1e3,
-                    float("nan"), "srcgrad", "-") for p in passes]
-    return [_pair(f"RNN step, {p}", "srcgrad", "pytorch", samples[p], 2.0 if i == 0 else None)
-            for i, p in enumerate(passes)]
+                    float("nan"), "srcgrad", "-") for p in [warmup] + passes]
+    return [_pair(f"RNN step, {p}", "srcgrad", "pytorch", samples[p], 2.0 if p == passes[0] else None)
+            for p in [warmup] + passes]
 
 
 def record_rows(reps: int, n: int = 200) -> list[Row]:

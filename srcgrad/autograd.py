@@ -17,7 +17,9 @@ algorithm, transforms/backward.py) appends the grad ops, and the ops the gradien
 beyond the recorded values are lowered and jitted once for the structure, then fed each
 recording's values. A structure seen fewer times is differentiated entry by entry
 (srcgrad/tape_vjp.py), from per-op gradient programs cached by op and signature, so a tape
-of a new shape (a sentence of a new length) compiles nothing new.
+of a new shape (a sentence of a new length) compiles no whole backward; its windows of
+entries that recur (an RNN cell) run as compiled chunks of those programs
+(srcgrad/tape_chunks.py).
 
 Layer L6 (front ends): see docs/design.md.
 """
@@ -40,7 +42,7 @@ from .ir import Program
 from .ops import methods
 from .tape import Tape
 from .tape_compile import FED, compile_count, key_of, run_whole
-from .tape_vjp import run_op_by_op
+from .tape_chunks import run_op_by_op
 from .tensors import Tensor
 from .verify import checks_enabled
 

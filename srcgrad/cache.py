@@ -129,6 +129,10 @@ class BoundedCache:
         with self._lock:
             self._data.clear()
 
+    def values(self) -> list[Any]:
+        with self._lock:
+            return list(self._data.values())
+
     def __len__(self) -> int:
         return len(self._data)
 

@@ -25,6 +25,7 @@ def register_internal_dir(path: str) -> None:
     if path not in _PKG_DIRS:
         _PKG_DIRS = _PKG_DIRS + (path,)
         _internal.clear()
+        _skipped.clear()
 
 
 def _is_internal(filename: str) -> bool:
@@ -92,12 +93,21 @@ def user_location() -> SourceLoc | None:
     that JAX calls, as `jax.vmap` or the fast path of a compiled call do, reports the line
     that called JAX)."""
     frame = sys._getframe(1)
+    skip = _skipped
     while frame is not None:
-        fname = frame.f_code.co_filename
-        if not _is_internal(fname) and not fname.startswith(_JAX_DIRS):
-            return _source_loc(fname, frame.f_lineno, frame.f_code.co_name)
+        code = frame.f_code
+        fname = code.co_filename
+        skipped = skip.get(fname)
+        if skipped is None:
+            skipped = skip[fname] = _is_internal(fname) or fname.startswith(_JAX_DIRS)
+        if not skipped:
+            return _source_loc(fname, frame.f_lineno, code.co_name)
         frame = frame.f_back
     return None
+
+
+#: Per file name: whether `user_location` passes over its frames (srcgrad's or JAX's).
+_skipped: dict[str, bool] = {}
 
 
 class SrcgradError(Exception):

@@ -144,7 +144,6 @@ class Tape:
         key: list[Any] = []
         args: list[Any] = []
         parts: list[Any] = []
-        arrays: list[Any] = []
         weak: list[Any] = []
         for leaf in leaves:
             t = type(leaf)
@@ -171,7 +170,6 @@ class Tape:
             args.append(value)
             parts.append((value.shape, value.dtype))
             key.append(n)
-            arrays.append(value)
         sig = tuple(parts)
         prog = eager.program(fn, args, tree, sig)  # checks the call; computes nothing
         if prog.weak:
@@ -207,13 +205,24 @@ class Tape:
                 self._evaluate(self.entries[e])
         return values[num]
 
-    def compute(self) -> None:
-        """Compute every recorded call not computed yet, in recording order."""
+    def compute(self, start: int = 0, stop: int | None = None) -> None:
+        """Compute the recorded calls not computed yet (of entries `start:stop`), in
+        recording order."""
         if self.uncomputed:
             values = self.values
-            for e in self.entries:
+            for e in self.entries[start:stop]:
                 if e.outs and type(values[e.outs[0]]) is PENDING:
                     self._evaluate(e)
+
+    def fill_window(self, start: int, stop: int, outs: Any) -> None:
+        """The results of entries `start:stop`, none computed yet, computed elsewhere (a
+        chunk's program), in order."""
+        values = self.values
+        it = iter(outs)
+        for e in self.entries[start:stop]:
+            for n in e.outs:
+                values[n] = next(it)
+        self.uncomputed -= stop - start
 
     def _evaluate(self, e: Entry) -> None:
         """One recorded call by the eager interpreter, on computed values."""

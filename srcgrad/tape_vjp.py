@@ -1,4 +1,5 @@
-"""Differentiating a tape op by op: the tier for structures not seen before.
+"""Differentiating a tape op by op: the vjp kernels and the reverse loop of the tier for
+structures not seen before (srcgrad/tape_chunks.py drives it).
 
 Each recorded entry is differentiated on its own, in reverse order, by its *vjp kernel*: a
 function that re-traces the entry's op on a copy of each differentiated input (so each
@@ -15,7 +16,7 @@ Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
@@ -76,24 +77,30 @@ def kernel(fn: Callable[..., Any], tree: Any, n_leaves: int, groups: tuple[tuple
     return hit
 
 
-def run_op_by_op(tape: Tape, heads: list[int], seeds: list, xs: list[int | None],
-                 create_graph: bool = False) -> list[Any]:
-    """The gradients of the heads (seeded by `seeds`; None: ones) with respect to the tape
-    values `xs`, entry by entry. With `create_graph` the seeds and kernels are recorded onto
-    the tape and the gradients are Tensors there."""
-    tape.compute()  # the kernels read the recorded values
-    values = tape.values
+def active_values(entries: Sequence[Entry], values: Sequence[Any], xs: Sequence[int | None]
+                  ) -> set[int]:
+    """The values (by number) that depend on the inputs `xs` through inexact results: the
+    ones whose cotangents backward carries."""
     active = {x for x in xs if x is not None}
-    for e in tape.entries:
+    for e in entries:
         for r in e.leaves:
             if type(r) is Ref and r.num in active:
                 active.update(o for o in e.outs if dtypes.is_inexact(values[o].dtype))
                 break
-    cts: dict[int, Any] = {}
-    for h, s in zip(heads, seeds):
-        ct = _seed(tape, h, s, create_graph)
-        cts[h] = _add(cts[h], ct) if h in cts else ct
-    for e in reversed(tape.entries):
+    return active
+
+
+#: Runs one entry's vjp kernel: (entry, kernel, its argument tree, the cotangents it takes
+#: after the entry's leaves) -> the cotangents of the groups it reads.
+KernelRunner = Callable[[Entry, Callable[..., Any], Any, list], Sequence[Any]]
+
+
+def reverse(entries: Sequence[Entry], active: set[int], cts: dict[int, Any],
+            run: KernelRunner) -> None:
+    """Carry the cotangents `cts` (by number) back through `entries`, newest first: each
+    entry with a cotangent on some result runs its vjp kernel (by `run`), which returns the
+    cotangents of the active values it read, each with what was gathered so far added."""
+    for e in reversed(entries):
         outs = tuple(i for i, o in enumerate(e.outs) if o in cts)
         if not outs:
             continue
@@ -107,14 +114,32 @@ def run_op_by_op(tape: Tape, heads: list[int], seeds: list, xs: list[int | None]
             fn, ktree = kernel(e.fn, e.tree, len(e.leaves), tuple(map(tuple, by_num.values())),
                                outs, acc)
             extra = [cts[e.outs[i]] for i in outs] + [cts[n] for n, has in zip(nums, acc) if has]
-            if create_graph:
-                grads = tape.record(fn, [_leaf(tape, r, True) for r in e.leaves] + extra, ktree)
-            else:
-                grads = _run_kernel(tape, e, fn, ktree, extra)
-            cts.update(zip(nums, grads))
+            cts.update(zip(nums, run(e, fn, ktree, extra)))
         for i in outs:
             del cts[e.outs[i]]
-    return [None if x is None else cts.get(x) for x in xs]
+
+
+def seeded(tape: Tape, heads: list[int], seeds: list, create_graph: bool) -> dict[int, Any]:
+    """The heads' cotangents (by number): their seeds (None: ones), summed over repeats."""
+    cts: dict[int, Any] = {}
+    for h, s in zip(heads, seeds):
+        ct = _seed(tape, h, s, create_graph)
+        cts[h] = _add(cts[h], ct) if h in cts else ct
+    return cts
+
+
+def recording_runner(tape: Tape) -> KernelRunner:
+    """Kernels recorded onto `tape` (create_graph): their results are Tensors there."""
+    def run(e: Entry, fn: Callable[..., Any], tree: Any, extra: list) -> Sequence[Any]:
+        return tape.record(fn, [_leaf(tape, r, True) for r in e.leaves] + extra, tree)
+    return run
+
+
+def eager_runner(tape: Tape) -> KernelRunner:
+    """Kernels run by the eager interpreter on the tape's recorded values."""
+    def run(e: Entry, fn: Callable[..., Any], tree: Any, extra: list) -> Sequence[Any]:
+        return _run_kernel(tape, e, fn, tree, extra)
+    return run
 
 
 def _run_kernel(tape: Tape, e: Entry, fn: Callable[..., Any], tree: Any, extra: list) -> list:
@@ -150,4 +175,5 @@ def _seed(tape: Tape, head: int, seed: Any, create_graph: bool) -> Any:
     return Tensor(seed)
 
 
-__all__ = ["kernel", "run_op_by_op"]
+__all__ = ["KernelRunner", "active_values", "eager_runner", "kernel", "recording_runner",
+           "reverse", "seeded"]

@@ -1,8 +1,9 @@
-"""Imperative mode's two backward tiers: a tape differentiated op by op (per-op vjp kernels,
-srcgrad/tape_vjp.py) and compiled whole (srcgrad/tape_compile.py) give the same gradients,
-first and second order, which are jax.grad's; a tape of a new shape made of known ops
-compiles nothing; a structure is compiled on its `tape_compile_after`-th backward; recording
-does not grow memory. (Every backward of the suite also runs both tiers and compares them:
+"""Imperative mode's backward tiers: a tape differentiated op by op (per-op vjp kernels,
+srcgrad/tape_vjp.py), by chunks (recurring windows of entries compiled together,
+srcgrad/tape_chunks.py) and compiled whole (srcgrad/tape_compile.py) give the same
+gradients, first and second order, which are jax.grad's; a tape of a new shape made of
+known ops compiles no whole backward, and its recurring windows one chunk; a structure is
+compiled on its `tape_compile_after`-th backward; recording does not grow memory. (Every backward of the suite also runs both tiers and compares them:
 tests/conftest.py sets SRCGRAD_ENABLE_CHECKS.)"""
 from __future__ import annotations
 
@@ -16,18 +17,23 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from srcgrad import eager, tape_vjp
+from srcgrad import eager, tape_chunks, tape_vjp
+from srcgrad.cache import BoundedCache
 from srcgrad.config import config
+from srcgrad.tape import WeakRef
 
 RNG = np.random.default_rng(11)
 
 
 @pytest.fixture
 def tier(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Run the test with the tier named by the parameter only (checks off)."""
+    """Run the test with the tier named by the parameter only (checks off); "chunks" runs
+    every window of two entries as a chunk, "op_by_op" none."""
     mp = pytest.MonkeyPatch()
     mp.setenv("SRCGRAD_ENABLE_CHECKS", "0")
     mp.setattr(config, "_tape_compile_after", 1 if request.param == "whole" else 10 ** 9)
+    mp.setattr(tape_chunks, "CHUNK", 2 if request.param == "chunks" else 0)
+    mp.setattr(tape_chunks, "CHUNK_AFTER", 0)
     yield
     mp.undo()
 
@@ -68,11 +74,11 @@ def _imperative(f: Callable[..., Any], arrays: tuple, create_graph: bool = False
 
 #: Both tiers on each case, first and second order; the default run has one case per order.
 TIER_CASES = [(t, n, o) for n, o in (("mixed", 1), ("rnn", 2), ("mixed", 2), ("rnn", 1))
-              for t in ("whole", "op_by_op")]
+              for t in ("whole", "op_by_op", "chunks")]
 
 
-@pytest.mark.parametrize("tier,name,order", TIER_CASES[:4] + [
-    pytest.param(*c, marks=pytest.mark.slow) for c in TIER_CASES[4:]], indirect=["tier"])
+@pytest.mark.parametrize("tier,name,order", TIER_CASES[:6] + [
+    pytest.param(*c, marks=pytest.mark.slow) for c in TIER_CASES[6:]], indirect=["tier"])
 def test_each_tier_gives_jax_grads(tier: None, name: str, order: int) -> None:
     f, arrays = CASES[name]
     jf = lambda *xs: f(jnp, *xs)  # noqa: E731
@@ -105,20 +111,69 @@ def _sentence_rnn(np_: Any, w: Any, emb: Any, words: list[int]) -> Any:
     return np_.sum(h * h)
 
 
-def test_sentences_of_new_lengths_compile_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An RNN over a sentence of a length never seen runs op by op on kernels it has (the
-    word index is a runtime int: emb[k] is one program for every k)."""
+def test_sentences_of_new_lengths_compile_one_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An RNN over a sentence of a length never seen runs on kernels it has (the word index
+    is a runtime int: emb[k] is one program for every k): no whole backward, no per-op
+    program, and its recurring window of four cells compiles once, as a chunk."""
     monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
     w, emb = RNG.standard_normal((3, 3)) * 0.5, RNG.standard_normal((7, 3))
     _imperative(lambda np_, w, emb: _sentence_rnn(np_, w, emb, [1, 2, 4]), (w, emb))
     programs, compiles = len(eager.PROGRAMS), sg.autograd.compile_count()
-    for words in ([3, 0, 6, 2], [5, 5, 2, 4, 1], [6, 0, 1, 2, 3, 4, 5]):
+    chunks = len(tape_chunks._CHUNKS)
+    for words in ([3, 0, 6, 2], [5, 5, 2, 4, 1], [6, 0, 1, 2, 3, 4, 5], [2] * 13):
         got = _imperative(lambda np_, w, emb: _sentence_rnn(np_, w, emb, words), (w, emb))
         want = jax.grad(lambda *a: _sentence_rnn(jnp, *a, words), argnums=(0, 1))(w, emb)
         for g, wg in zip(got, want):
             np.testing.assert_allclose(g, wg, rtol=1e-10)
     assert sg.autograd.compile_count() == compiles
     assert len(eager.PROGRAMS) == programs
+    assert len(tape_chunks._CHUNKS) == chunks + 1
+
+
+def test_a_chunk_is_fed_the_python_numbers_of_each_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk compiled on one tape serves the next with other Python numbers in it (they
+    are its inputs, never its constants)."""
+    monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
+    monkeypatch.setattr(config, "_tape_compile_after", 10 ** 9)  # never whole
+    monkeypatch.setattr(tape_chunks, "CHUNK", 4)
+    monkeypatch.setattr(tape_chunks, "CHUNK_AFTER", 0)
+    w = RNG.standard_normal((3, 3)) * 0.5
+
+    def f(np_: Any, w: Any, c: float) -> Any:
+        h = np_.ones(3)
+        for _ in range(6):
+            h = np_.tanh(w @ h * c + (1.0 - c))
+        return np_.sum(h * h)
+    chunks = len(tape_chunks._CHUNKS)
+    for c in (0.5, 0.75, 2.0):
+        got = _imperative(lambda np_, w: f(np_, w, c), (w,))[0]
+        np.testing.assert_allclose(got, jax.grad(lambda w: f(jnp, w, c))(w), rtol=1e-10)
+    assert len(tape_chunks._CHUNKS) > chunks
+
+
+def test_a_chunk_that_cannot_be_compiled_runs_entry_by_entry(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel lifting a weak number at a dtype the recording did not lift it to (it would
+    be a constant of the chunk) sends its windows back to the entry-by-entry path."""
+    monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
+    monkeypatch.setattr(config, "_tape_compile_after", 10 ** 9)
+    monkeypatch.setattr(tape_chunks, "CHUNK", 2)
+    monkeypatch.setattr(tape_chunks, "CHUNK_AFTER", 0)
+    monkeypatch.setattr(tape_chunks, "_CHUNKS", BoundedCache(8))
+    real = tape_chunks.Chunk.__init__
+
+    def lost_lifts(self: Any, template: list, n_reads: int) -> None:
+        for e in template:
+            for r in e.leaves:
+                if type(r) is WeakRef:
+                    r.nums = {}
+        real(self, template, n_reads)
+    monkeypatch.setattr(tape_chunks.Chunk, "__init__", lost_lifts)
+    a = RNG.standard_normal(4)
+    f = lambda np_, a: np_.sum(np_.sin(a * 1.5) * 2.5 + 0.25)  # noqa: E731
+    got = _imperative(f, (a,))[0]
+    np.testing.assert_allclose(got, jax.grad(lambda a: f(jnp, a))(a), rtol=1e-10)
+    assert [c.broken for c in tape_chunks._CHUNKS.values()] == [True, True]
 
 
 def test_a_structure_compiles_on_its_nth_backward(monkeypatch: pytest.MonkeyPatch) -> None:
