@@ -284,13 +284,15 @@ def _backward(heads: list, head_grads: list, variables: list | None, retain_grap
 def _gradients(tape: Tape, heads: list[int], seeds: list, xs: list[int | None],
                retain: bool) -> list[Any]:
     """The gradients' values, by the tier the tape's structure is in: compiled whole once
-    it has been seen `config.tape_compile_after` times, op by op before. A whole backward
+    it has been seen `config.tape_compile_after` times (or at once if the tape is `cold`
+    and `config.tape_compile_cold`), op by op before. A whole backward
     of a tape not computed yet computes its forward too, returning the results live Tensors
     hold (every one if the tape is `retain`ed). With SRCGRAD_ENABLE_CHECKS the other tier
     runs too and must agree."""
     forward = tape.wanted(retain) if tape.lazy else FED
     slot, seen = tape.structure.trie.visit(key_of(tape, heads, seeds, xs, forward))
-    whole = slot.entry is not None or seen + 1 >= config.tape_compile_after
+    whole = (slot.entry is not None or seen + 1 >= config.tape_compile_after
+             or (config.tape_compile_cold and tape.cold()))
     got = (run_whole(tape, heads, seeds, xs, slot, forward) if whole else
            run_op_by_op(tape, heads, seeds, xs))
     if checks_enabled():

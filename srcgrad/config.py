@@ -25,15 +25,21 @@ class Config:
         and dtypes (nothing new to compile for a new structure of known ops); from this
         many sightings on it compiles the structure's whole backward once and reuses it.
         1 compiles every structure at once. Default 2.
+    tape_compile_cold: whether a structure is also compiled whole at first sight when at
+        least half of its recorded calls are of one-op programs that have never run (a
+        fresh model's first step): op by op would compile one program per call and one per
+        vjp kernel, where the whole backward is one. Default True.
     """
 
-    __slots__ = ("_max_loop_records", "_traceback_filtering", "_tape_compile_after")
+    __slots__ = ("_max_loop_records", "_traceback_filtering", "_tape_compile_after",
+                 "_tape_compile_cold")
 
     def __init__(self) -> None:
         self._max_loop_records = 2 ** 20
         self._traceback_filtering = os.environ.get(
             "SRCGRAD_TRACEBACK_FILTERING", "on").strip().lower() not in ("off", "0", "false", "no")
         self._tape_compile_after = 2
+        self._tape_compile_cold = True
 
     @property
     def max_loop_records(self) -> int:
@@ -66,10 +72,21 @@ class Config:
             raise ValueError(f"sg.config.tape_compile_after must be an int >= 1, got {value!r}")
         self._tape_compile_after = value
 
+    @property
+    def tape_compile_cold(self) -> bool:
+        return self._tape_compile_cold
+
+    @tape_compile_cold.setter
+    def tape_compile_cold(self, value: Any) -> None:
+        if not isinstance(value, bool):
+            raise ValueError(f"sg.config.tape_compile_cold must be True or False, got {value!r}")
+        self._tape_compile_cold = value
+
     def __repr__(self) -> str:
         return (f"Config(max_loop_records={self.max_loop_records}, "
                 f"traceback_filtering={self.traceback_filtering}, "
-                f"tape_compile_after={self.tape_compile_after})")
+                f"tape_compile_after={self.tape_compile_after}, "
+                f"tape_compile_cold={self.tape_compile_cold})")
 
 
 config = Config()

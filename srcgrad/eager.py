@@ -92,6 +92,12 @@ def program(fn: Callable[..., Any], leaves: list, tree: Any, parts: tuple) -> _P
     return _program((fn, tree, parts, dtypes.x64()), fn, leaves, tree)
 
 
+def has_run(fn: Callable[..., Any], tree: Any, parts: tuple) -> bool:
+    """Whether the program of a call whose `signature` is `parts` has run (is compiled)."""
+    prog = PROGRAMS.get((fn, tree, parts, dtypes.x64()))
+    return prog is not None and not hasattr(prog.run, "jitted")
+
+
 def _program(key: tuple, fn: Callable[..., Any], leaves: list, tree: Any) -> _Program:
     """The cached program of `key`, lowered and stored now if there is none."""
     prog = PROGRAMS.get(key)

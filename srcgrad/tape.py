@@ -275,6 +275,20 @@ class Tape:
                 if t is not None and t._tape is self and type(values[t._num]) is PENDING}
         return tuple(n for e in sorted(live) for n in entries[e].outs)
 
+    def cold(self) -> bool:
+        """True when at least half of the entries call distinct one-op programs that have
+        never run: differentiating op by op would compile about two programs per entry."""
+        n, ran = len(self.entries), 0
+        never: set[tuple] = set()
+        for e in self.entries:
+            if eager.has_run(e.fn, e.tree, e.parts):
+                ran += 1
+                if 2 * ran > n:
+                    return False
+            else:
+                never.add((e.fn, e.tree, e.parts))
+        return 2 * len(never) >= n > 0
+
     @property
     def lazy(self) -> bool:
         """True while some recorded call has not been computed."""

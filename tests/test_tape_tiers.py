@@ -32,6 +32,7 @@ def tier(request: pytest.FixtureRequest) -> Iterator[None]:
     mp = pytest.MonkeyPatch()
     mp.setenv("SRCGRAD_ENABLE_CHECKS", "0")
     mp.setattr(config, "_tape_compile_after", 1 if request.param == "whole" else 10 ** 9)
+    mp.setattr(config, "_tape_compile_cold", request.param == "whole")
     mp.setattr(tape_chunks, "CHUNK", 2 if request.param == "chunks" else 0)
     mp.setattr(tape_chunks, "CHUNK_AFTER", 0)
     yield
@@ -135,6 +136,7 @@ def test_a_chunk_is_fed_the_python_numbers_of_each_call(monkeypatch: pytest.Monk
     are its inputs, never its constants)."""
     monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
     monkeypatch.setattr(config, "_tape_compile_after", 10 ** 9)  # never whole
+    monkeypatch.setattr(config, "_tape_compile_cold", False)
     monkeypatch.setattr(tape_chunks, "CHUNK", 4)
     monkeypatch.setattr(tape_chunks, "CHUNK_AFTER", 0)
     w = RNG.standard_normal((3, 3)) * 0.5
@@ -157,6 +159,7 @@ def test_a_chunk_that_cannot_be_compiled_runs_entry_by_entry(
     be a constant of the chunk) sends its windows back to the entry-by-entry path."""
     monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
     monkeypatch.setattr(config, "_tape_compile_after", 10 ** 9)
+    monkeypatch.setattr(config, "_tape_compile_cold", False)
     monkeypatch.setattr(tape_chunks, "CHUNK", 2)
     monkeypatch.setattr(tape_chunks, "CHUNK_AFTER", 0)
     monkeypatch.setattr(tape_chunks, "_CHUNKS", BoundedCache(8))
@@ -179,6 +182,7 @@ def test_a_chunk_that_cannot_be_compiled_runs_entry_by_entry(
 def test_a_structure_compiles_on_its_nth_backward(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
     monkeypatch.setattr(config, "_tape_compile_after", 3)
+    monkeypatch.setattr(config, "_tape_compile_cold", False)
     x = sg.tensor(RNG.standard_normal(4))
     x.attach_grad()
     counts = []
@@ -190,6 +194,30 @@ def test_a_structure_compiles_on_its_nth_backward(monkeypatch: pytest.MonkeyPatc
     assert counts[0] == counts[1] < counts[2] == counts[3]
     with pytest.raises(ValueError, match="tape_compile_after"):
         sg.config.tape_compile_after = 0
+
+
+def test_a_cold_structure_compiles_whole_at_first_sight(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh model's first step (shapes no program has run at) compiles its whole backward
+    at once, unless `tape_compile_cold` is off; a new structure of calls that have run does
+    not. (Shapes of this test only, so the programs are cold whatever ran before.)"""
+    monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
+
+    def step(n: int, more: bool = False) -> None:
+        x, a = RNG.standard_normal((3, n)), RNG.standard_normal((n, n + 2)) * 0.2
+        f = lambda np_, a: np_.mean(np_.tanh(np_.tanh(x @ a) * 1.5) ** 2) * (  # noqa: E731
+            np_.sum(a) if more else 1.0)
+        got = _imperative(f, (a,))[0]
+        np.testing.assert_allclose(got, jax.grad(lambda a: f(jnp, a))(a), rtol=1e-10)
+    counts = [sg.autograd.compile_count()]
+    monkeypatch.setattr(config, "_tape_compile_cold", False)
+    step(37)  # op by op: its calls' programs run
+    counts.append(sg.autograd.compile_count())
+    monkeypatch.setattr(config, "_tape_compile_cold", True)
+    step(41)  # cold: whole at first sight
+    counts.append(sg.autograd.compile_count())
+    step(37, more=True)  # a new structure, most of its calls ran: op by op
+    counts.append(sg.autograd.compile_count())
+    assert np.diff(counts).tolist() == [0, 1, 0]
 
 
 def test_recording_keeps_memory_flat() -> None:
