@@ -11,8 +11,8 @@ the JAX comparisons still run. Rows, each the median of interleaved samples:
 - the first training step of a fresh model (shapes never seen by any cache in the process);
 - an Elman RNN over a sentence (one embedding row per word, a tanh cell per word): a warm-up
   of four long sentences (its own row), then on lengths never seen before (each step a new
-  length), on each length's second sighting (srcgrad compiles its whole backward then), and
-  once compiled;
+  length), on each length's second and third sightings, and on one length trained on 40
+  times (the last 20 timed: srcgrad has compiled that structure's whole backward);
 - recording one op (`tanh` of a 64x64 Tensor, 200 in a row in an open `record()` scope)
   against `jnp.tanh` of the same array and PyTorch's `tanh` of a tensor that requires grad;
 - memory (Python heap by tracemalloc, and the process's resident set) after `--steps`
@@ -233,29 +233,35 @@ def first_step_rows(reps: int) -> list[Row]:
 
 def rnn_rows(reps: int, vocab: int = 50, dim: int = 32) -> list[Row]:
     """Per model: a warm-up over four sentences of lengths 60..63 (timed, a row of its own:
-    the ops' programs, and srcgrad's chunks of recurring windows), then three passes over
-    sentences of lengths 5..50: every length new; every length seen once (srcgrad compiles
-    each structure's whole backward then); every length compiled."""
+    the ops' programs, and srcgrad's chunks of recurring windows), then passes over
+    sentences of lengths 5..50: every length new; every length seen once; every length seen
+    twice; and last, one sentence of 27 words trained on 40 times (srcgrad compiles its
+    whole backward on the 16th), timing the last 20."""
     lengths = list(range(5, 51))
-    passes = ["new lengths 5..50", "lengths seen once (srcgrad compiles)", "lengths compiled"]
     warmup = "warm-up, 4 sentences of 60..63 words"
+    passes = ["new lengths 5..50", "lengths seen once", "lengths seen twice"]
+    fixed = "one length (27) seen 20+ times: compiled whole"
     samples: dict[str, dict[str, list[float]]] = {p: {"srcgrad": [], "pytorch": []}
-                                                  for p in [warmup] + passes}
+                                                  for p in [warmup, *passes, fixed]}
     for r in range(reps):
         models = {"srcgrad": SgRNN(vocab, dim + r, r)}  # a new hidden size per rep
         if torch is not None:
             models["pytorch"] = TorchRNN(vocab, dim + r, r)
         warm, sentences = _sentences([60, 61, 62, 63], vocab, r), _sentences(lengths, vocab, r)
-        for p in [warmup] + passes:
+        one = _sentences([27], vocab, r) * 20
+        for p in [warmup, *passes, fixed]:
             names = list(models) if r % 2 == 0 else list(models)[::-1]
             for name in names:
-                samples[p][name].append(_time_each(models[name].step,
-                                                   warm if p == warmup else sentences))
+                if p == fixed:
+                    _time_each(models[name].step, one)  # sightings 1..20 (srcgrad compiles)
+                samples[p][name].append(_time_each(
+                    models[name].step, warm if p == warmup else one if p == fixed else sentences))
+    rows = [warmup, *passes, fixed]
     if torch is None:
         return [Row("imperative", f"RNN step, {p}", "ms", float(np.median(samples[p]["srcgrad"])) * 1e3,
-                    float("nan"), "srcgrad", "-") for p in [warmup] + passes]
+                    float("nan"), "srcgrad", "-") for p in rows]
     return [_pair(f"RNN step, {p}", "srcgrad", "pytorch", samples[p], 2.0 if p == passes[0] else None)
-            for p in [warmup] + passes]
+            for p in rows]
 
 
 def record_rows(reps: int, n: int = 200) -> list[Row]:

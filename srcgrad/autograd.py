@@ -42,7 +42,7 @@ from .ir import Program
 from .ops import methods
 from .tape import Tape
 from .tape_compile import FED, compile_count, key_of, run_whole
-from .tape_chunks import run_op_by_op
+from .tape_chunks import compile_after, run_op_by_op, windows
 from .tensors import Tensor
 from .verify import checks_enabled
 
@@ -284,17 +284,20 @@ def _backward(heads: list, head_grads: list, variables: list | None, retain_grap
 def _gradients(tape: Tape, heads: list[int], seeds: list, xs: list[int | None],
                retain: bool) -> list[Any]:
     """The gradients' values, by the tier the tape's structure is in: compiled whole once
-    it has been seen `config.tape_compile_after` times (or at once if the tape is `cold`
-    and `config.tape_compile_cold`), op by op before. A whole backward
-    of a tape not computed yet computes its forward too, returning the results live Tensors
-    hold (every one if the tape is `retain`ed). With SRCGRAD_ENABLE_CHECKS the other tier
-    runs too and must agree."""
+    it has been seen `config.tape_compile_after` times (more if most of it runs as chunks:
+    `compile_after`; at once if the tape is `cold` and `config.tape_compile_cold`), op by
+    op before. A whole backward of a tape not computed yet computes its forward too,
+    returning the results live Tensors hold (every one if the tape is `retain`ed). With
+    SRCGRAD_ENABLE_CHECKS the other tier runs too and must agree."""
     forward = tape.wanted(retain) if tape.lazy else FED
     slot, seen = tape.structure.trie.visit(key_of(tape, heads, seeds, xs, forward))
-    whole = (slot.entry is not None or seen + 1 >= config.tape_compile_after
-             or (config.tape_compile_cold and tape.cold()))
+    whole = slot.entry is not None or (config.tape_compile_cold and tape.cold())
+    plan = None
+    if not whole:
+        plan = windows(tape)
+        whole = seen + 1 >= compile_after(plan)
     got = (run_whole(tape, heads, seeds, xs, slot, forward) if whole else
-           run_op_by_op(tape, heads, seeds, xs))
+           run_op_by_op(tape, heads, seeds, xs, plan=plan))
     if checks_enabled():
         other = (run_op_by_op(tape, heads, seeds, xs) if whole else
                  run_whole(tape, heads, seeds, xs, slot, forward))

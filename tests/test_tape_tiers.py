@@ -196,6 +196,27 @@ def test_a_structure_compiles_on_its_nth_backward(monkeypatch: pytest.MonkeyPatc
         sg.config.tape_compile_after = 0
 
 
+def test_a_structure_run_as_chunks_compiles_whole_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tape mostly run as chunks waits `WHOLE_AFTER` times longer before its whole backward
+    is compiled (one compile per sentence length would cost more than it saves)."""
+    monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
+    monkeypatch.setattr(config, "_tape_compile_after", 2)
+    monkeypatch.setattr(config, "_tape_compile_cold", False)
+    monkeypatch.setattr(tape_chunks, "CHUNK", 4)
+    monkeypatch.setattr(tape_chunks, "CHUNK_AFTER", 0)
+    monkeypatch.setattr(tape_chunks, "WHOLE_AFTER", 3)
+    w, emb = RNG.standard_normal((3, 3)) * 0.5, RNG.standard_normal((7, 3))
+    words = [1, 5, 2, 6, 0, 3, 4, 1, 2]
+    want = jax.grad(lambda *a: _sentence_rnn(jnp, *a, words), argnums=(0, 1))(w, emb)
+    counts = [sg.autograd.compile_count()]
+    for _ in range(7):
+        got = _imperative(lambda np_, w, emb: _sentence_rnn(np_, w, emb, words), (w, emb))
+        for g, wg in zip(got, want):
+            np.testing.assert_allclose(g, wg, rtol=1e-10)
+        counts.append(sg.autograd.compile_count())
+    assert np.diff(counts).tolist() == [0, 0, 0, 0, 0, 1, 0]
+
+
 def test_a_cold_structure_compiles_whole_at_first_sight(monkeypatch: pytest.MonkeyPatch) -> None:
     """A fresh model's first step (shapes no program has run at) compiles its whole backward
     at once, unless `tape_compile_cold` is off; a new structure of calls that have run does
