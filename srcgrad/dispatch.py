@@ -114,6 +114,22 @@ def _is_leaf(x: Any) -> bool:
 _LEAF_TYPES: frozenset[type] = frozenset()
 
 
+_NUMBERS: dict[tuple[str, np.dtype], jax.Array] = {}
+
+
+def on_device(value: int | float | complex, dtype: np.dtype) -> jax.Array:
+    """A Python number (a weak operand, an int index) as a device array of `dtype`, kept for
+    the numbers seen last (`x * 2.0`, `emb[word]` then cost no transfer per call; a
+    schedule's new values cost one each)."""
+    key = (repr(value), dtype)  # repr: 0.0 and -0.0 differ
+    arr = _NUMBERS.get(key)
+    if arr is None:
+        if len(_NUMBERS) >= 256:
+            _NUMBERS.clear()
+        arr = _NUMBERS[key] = jax.numpy.asarray(value, dtype)
+    return arr
+
+
 def _number(x: Any) -> bool:
     t = type(x)
     return t is float or t is int or t is complex

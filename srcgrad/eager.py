@@ -22,7 +22,7 @@ import numpy as np
 from . import dtypes
 from .builder import as_var
 from .cache import BoundedCache, register, static_key
-from .dispatch import Weak, register_eager
+from .dispatch import Weak, on_device, register_eager
 from .ir import Program, Variable, program_guard
 
 #: Compiled one-call programs, by call signature.
@@ -104,21 +104,6 @@ def _program(key: tuple, fn: Callable[..., Any], leaves: list, tree: Any) -> _Pr
     if prog is None:
         prog = PROGRAMS.put(key, _lower(fn, leaves, tree))
     return prog
-
-
-_NUMBERS: dict[tuple[str, np.dtype], jax.Array] = {}
-
-
-def on_device(value: int | float | complex, dtype: np.dtype) -> jax.Array:
-    """A weak number as a device array of `dtype`, kept for the numbers seen last (`x * 2.0`
-    then costs no transfer per call; a schedule's new values cost one each)."""
-    key = (repr(value), dtype)  # repr: 0.0 and -0.0 differ
-    arr = _NUMBERS.get(key)
-    if arr is None:
-        if len(_NUMBERS) >= 256:
-            _NUMBERS.clear()
-        arr = _NUMBERS[key] = jax.numpy.asarray(value, dtype)
-    return arr
 
 
 def _lower(fn: Callable[..., Any], leaves: list, tree: Any) -> _Program:

@@ -27,7 +27,7 @@ import numpy as np
 from . import dtypes, eager
 from .builder import as_var
 from .cache import static_key
-from .dispatch import Weak
+from .dispatch import Weak, on_device
 from .errors import SrcgradError, user_location
 from .ir import Program, Variable, program_guard
 from .tape_compile import Structure
@@ -175,7 +175,7 @@ class Tape:
         if prog.weak:
             weak_refs = [r for r in refs if type(r) is WeakRef]
             for i, dt in prog.weak:
-                weak_refs[i].nums[dt] = self.input(eager.on_device(weak[i], dt), "data", "c",
+                weak_refs[i].nums[dt] = self.input(on_device(weak[i], dt), "data", "c",
                                                    keyed=False)
         nums = self.add(fn, tree, tuple(refs), list(prog.avals), (fn, tree, tuple(key)),
                         user_location(), sig)

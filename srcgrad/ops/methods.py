@@ -80,8 +80,12 @@ def _is_int(i: Any) -> bool:
     return type(i) is int or isinstance(i, np.integer)
 
 
+_INT32 = np.dtype(np.int32)
+
+
 def _runtime_ints(x: Any, index: Any) -> Any:
-    """The int items of a plain index (ints and slices only) as int32 arrays, in range."""
+    """The int items of a plain index (ints and slices only) as int32 device arrays, in
+    range (the last ones seen are kept: a loop over words transfers nothing per call)."""
     items = index if type(index) is tuple else (index,)
     shape = getattr(x, "shape", None)
     if shape is None or len(items) > len(shape) or not any(map(_is_int, items)):
@@ -93,7 +97,7 @@ def _runtime_ints(x: Any, index: Any) -> Any:
             if not -d <= i < d:
                 raise ShapeError(f"index {i} is out of bounds for axis {axis} of size {d}",
                                  op="getitem", loc=user_location())
-            out.append(np.asarray(i % d, np.int32))
+            out.append(dispatch.on_device(i % d, _INT32))
         elif type(i) is slice:
             out.append(i)
         else:
