@@ -42,7 +42,7 @@ WHOLE_AFTER = 8
 #: How many windows of each local structure were differentiated; dropped whole past
 #: `_SEEN_LIMIT` keys.
 _SEEN: dict[tuple, int] = register("tape_chunk_keys", {})
-_SEEN_LIMIT = 1 << 14
+_SEEN_LIMIT = 1 << 12
 
 
 class _Unchunkable(Exception):
