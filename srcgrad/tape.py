@@ -86,6 +86,8 @@ class Tape:
         #: Per earlier tape: its numbers copied onto this one (see `_import`).
         self.imported: dict[Tape, dict[int, int]] = {}
         self.structure = Structure()
+        #: Per entry: its node in the trie of structures (the structure up to it).
+        self.nodes: list[Any] = []
         self.freed = False
         #: How many entries are not computed (their results hold `PENDING`).
         self.uncomputed = 0
@@ -308,7 +310,7 @@ class Tape:
         self.entries.append(Entry(fn, tree, refs, tuple(nums), loc, parts))
         if outs and type(outs[0]) is PENDING:
             self.uncomputed += 1
-        self.structure.step(key)
+        self.nodes.append(self.structure.step(key))
         return nums
 
     def _import(self, src: "Tape", num: int) -> int:

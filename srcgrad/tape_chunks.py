@@ -3,8 +3,8 @@
 A tape whose structure has not been seen before is differentiated entry by entry, by the
 per-op programs and vjp kernels of srcgrad/tape_vjp.py. Define-by-run code repeats itself,
 though: an RNN cell over a sentence, a layer over a tree's nodes. So the entries are cut
-into windows of `CHUNK` entries from the first, and each full window is keyed by its
-*local structure*: its entries' ops, signatures and wiring, with the values it reads from
+into windows of `CHUNK` entries from the first (the rest into windows of a quarter of
+that), and each window is keyed by its *local structure*: its entries' ops, signatures and wiring, with the values it reads from
 before it numbered by first read and its own results in order. The windows of a cell
 repeated over a sentence share that key, whatever the sentence's length. A window whose key
 was seen before (earlier in this tape, or in an earlier one) runs as a *chunk*: one jitted
@@ -28,6 +28,7 @@ from .dispatch import Weak
 from .tape import Entry, Ref, Tape, WeakRef
 from .tape_vjp import (active_values, eager_runner, recording_runner, reverse, seeded)
 from .tensors import PENDING
+from .verify import checks_enabled
 
 #: Entries per window; 0 runs every entry on its own.
 CHUNK = 16
@@ -117,16 +118,28 @@ class Window(NamedTuple):
     reads: tuple[int, ...]
 
 
+def _cuts(n: int) -> list[tuple[int, int, bool]]:
+    """Entries `0:n` as windows `(start, stop, may be a chunk)`: of `CHUNK` entries from the
+    first, then the rest in windows of a quarter of that (an RNN's last cells), then what is
+    left. A tape shorter than `CHUNK` is one window, never a chunk."""
+    if not CHUNK or n < CHUNK:
+        return [(0, n, False)] if n else []
+    full = n - n % CHUNK
+    small = max(CHUNK // 4, 1)
+    rest = n - (n - full) % small
+    return ([(a, a + CHUNK, True) for a in range(0, full, CHUNK)]
+            + [(a, a + small, True) for a in range(full, rest, small)]
+            + ([(rest, n, False)] if rest < n else []))
+
+
 def windows(tape: Tape) -> list[Window]:
     """The tape's entries cut into windows, each with its chunk if its key was seen before."""
     entries = tape.entries
-    size = CHUNK or len(entries) + 1
     out = []
-    for a in range(0, len(entries), size):
-        b = min(a + size, len(entries))
+    for a, b, may in _cuts(len(entries)):
         chunk, reads = None, ()
-        if b - a == size:
-            key, reads = _local(entries, a, b)
+        if may:
+            key, reads = _local_at(tape, a, b)
             if key is not None:
                 seen = _SEEN.get(key, 0)
                 if seen == 0 and len(_SEEN) >= _SEEN_LIMIT:
@@ -149,6 +162,25 @@ def compile_after(plan: list[Window]) -> int:
     chunked = sum(w.stop - w.start for w in plan if w.chunk is not None)
     mostly = plan and 2 * chunked >= plan[-1].stop
     return config.tape_compile_after * (WHOLE_AFTER if mostly else 1)
+
+
+def _local_at(tape: Tape, a: int, b: int) -> tuple[tuple | None, tuple[int, ...]]:
+    """`_local` of entries `a:b`, kept on the trie node of entry `b - 1`: equal recordings
+    reach equal nodes and number their values alike (the numbers a call reads are part of
+    its step), so the window's key and reads are the node's. SRCGRAD_ENABLE_CHECKS
+    recomputes them and compares."""
+    node = tape.nodes[b - 1]
+    tag = (a, CHUNK, dtypes.x64())
+    hit = node.window
+    if hit is not None and hit[0] == tag:
+        got = hit[1]
+        if checks_enabled() and got != _local(tape.entries, a, b):
+            raise AssertionError(f"tape chunks: the window {a}:{b} kept on its trie node is "
+                                 "not the tape's")
+        return got
+    got = _local(tape.entries, a, b)
+    node.window = (tag, got)
+    return got
 
 
 def _local(entries: list[Entry], a: int, b: int) -> tuple[tuple | None, tuple[int, ...]]:

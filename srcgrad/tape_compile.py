@@ -79,10 +79,13 @@ class Node:
     """A structure prefix in the trie of recorded structures: equal recordings reach the
     same node, so the node itself (hashed by identity) is the key of what led to it."""
 
-    __slots__ = ("children",)
+    __slots__ = ("children", "window")
 
     def __init__(self) -> None:
         self.children: dict[tuple, Node] = {}
+        #: The local structure of a window of entries ending here, kept by
+        #: srcgrad/tape_chunks.py (equal recordings number their values alike).
+        self.window: Any = None
 
 
 class Trie:
