@@ -4,20 +4,21 @@ A tape whose structure has not been seen before is differentiated entry by entry
 per-op programs and vjp kernels of srcgrad/tape_vjp.py. Define-by-run code repeats itself,
 though: an RNN cell over a sentence, a layer over a tree's nodes. So the entries are cut
 into windows of `CHUNK` entries from the first (the rest into windows of a quarter of
-that), and each window is keyed by its *local structure*: its entries' ops, signatures and wiring, with the values it reads from
-before it numbered by first read and its own results in order. The windows of a cell
-repeated over a sentence share that key, whatever the sentence's length. A window whose key
-was seen before (earlier in this tape, or in an earlier one) runs as a *chunk*: one jitted
-program computes its results, and one its vjp. Both are made of the very per-op programs
-and vjp kernels the entry-by-entry path calls, traced together, so the gradients are the
-same; a structure never seen costs one compile per recurring window, not per tape. The
-other windows, and the tail, run entry by entry.
+that), and each window is keyed by its *local structure*: its entries' ops, signatures and
+wiring, with the values it reads from before it numbered by first read and its own results
+in order. The windows of a cell repeated over a sentence share that key, whatever the
+sentence's length. A window whose key was seen before (earlier in this tape, or in an
+earlier one) runs as a *chunk*: one jitted program computes its results, and one its vjp.
+Both are made of the very per-op programs and vjp kernels the entry-by-entry path calls,
+traced together, so the gradients are the same; a structure never seen costs one compile
+per recurring window, not per tape. The first window of its kind and the last few entries
+run entry by entry.
 
 Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple
 
 import jax
 
@@ -26,7 +27,7 @@ from .cache import BoundedCache, register
 from .config import config
 from .dispatch import Weak
 from .tape import Entry, Ref, Tape, WeakRef
-from .tape_vjp import (active_values, eager_runner, recording_runner, reverse, seeded)
+from .tape_vjp import active_values, eager_runner, recording_runner, reverse, seeded
 from .tensors import PENDING
 from .verify import checks_enabled
 
