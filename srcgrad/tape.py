@@ -238,22 +238,8 @@ class Tape:
     def call_leaves(self, e: Entry) -> tuple[list, list, list]:
         """The leaves of an entry's call (values, weak numbers, static values), its arrays
         and its weak numbers' values, as `eager.evaluate` takes them."""
-        values = self.values
-        leaves: list[Any] = []
-        arrays: list[Any] = []
-        weak: list[Any] = []
-        for r in e.leaves:
-            t = type(r)
-            if t is Ref:
-                v = values[r.num]
-                leaves.append(v)
-                arrays.append(v)
-            elif t is WeakRef:
-                leaves.append(Weak(r.value))
-                weak.append(r.value)
-            else:
-                leaves.append(r)
-        return leaves, arrays, weak
+        leaves, arrays, weak = entry_leaves(e, self.values)
+        return leaves, arrays, [r.value for r in weak]
 
     def fill(self, nums: list[int], outs: Any) -> None:
         """Values computed elsewhere (a compiled backward's forward) for the numbers `nums`
@@ -453,9 +439,30 @@ class Tape:
         self.imported.clear()
 
 
+def entry_leaves(e: Entry, values: Any) -> tuple[list, list, list[WeakRef]]:
+    """The leaves of an entry's call with its reads taken from `values` (by number): the
+    leaves (values, `Weak` numbers, static values), its arrays, and its weak numbers'
+    WeakRefs, in order."""
+    leaves: list[Any] = []
+    arrays: list[Any] = []
+    weak: list[WeakRef] = []
+    for r in e.leaves:
+        t = type(r)
+        if t is Ref:
+            v = values[r.num]
+            leaves.append(v)
+            arrays.append(v)
+        elif t is WeakRef:
+            leaves.append(Weak(r.value))
+            weak.append(r)
+        else:
+            leaves.append(r)
+    return leaves, arrays, weak
+
+
 def _base(name: str) -> str:
     """`tanh` for `tanh_3`: the base that a copied Variable is named after."""
     return _SUFFIX.sub("", name) or name
 
 
-__all__ = ["Entry", "Ref", "Tape", "WeakRef"]
+__all__ = ["Entry", "Ref", "Tape", "WeakRef", "entry_leaves"]

@@ -25,8 +25,7 @@ import jax
 from . import dtypes, eager
 from .cache import BoundedCache, register
 from .config import config
-from .dispatch import Weak
-from .tape import Entry, Ref, Tape, WeakRef
+from .tape import Entry, Ref, Tape, WeakRef, entry_leaves
 from .tape_vjp import active_values, eager_runner, recording_runner, reverse, seeded
 from .tensors import PENDING
 from .verify import checks_enabled
@@ -234,20 +233,7 @@ def _call(e: Entry, fn: Callable[..., Any], tree: Any, values: list, extra: list
     """`fn` (the entry's op or its vjp kernel) on the entry's leaves and `extra`, inside a
     chunk's trace: the per-op program the eager interpreter runs, fed the weak numbers the
     recording lifted (never a constant, so the chunk serves every value)."""
-    leaves: list[Any] = []
-    arrays: list[Any] = []
-    weak: list[WeakRef] = []
-    for r in e.leaves:
-        t = type(r)
-        if t is Ref:
-            v = values[r.num]
-            leaves.append(v)
-            arrays.append(v)
-        elif t is WeakRef:
-            leaves.append(Weak(r.value))
-            weak.append(r)
-        else:
-            leaves.append(r)
+    leaves, arrays, weak = entry_leaves(e, values)
     parts = e.parts + tuple((x.shape, x.dtype) for x in extra)
     prog = eager.program(fn, leaves + extra, tree, parts)
     lifted = []

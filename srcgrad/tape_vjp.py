@@ -131,7 +131,7 @@ def seeded(tape: Tape, heads: list[int], seeds: list, create_graph: bool) -> dic
 def recording_runner(tape: Tape) -> KernelRunner:
     """Kernels recorded onto `tape` (create_graph): their results are Tensors there."""
     def run(e: Entry, fn: Callable[..., Any], tree: Any, extra: list) -> Sequence[Any]:
-        return tape.record(fn, [_leaf(tape, r, True) for r in e.leaves] + extra, tree)
+        return tape.record(fn, [_leaf(tape, r) for r in e.leaves] + extra, tree)
     return run
 
 
@@ -156,11 +156,10 @@ def _add(a: Any, b: Any) -> Any:
     return a + b
 
 
-def _leaf(tape: Tape, r: Any, create_graph: bool) -> Any:
-    """An entry's leaf as the kernel takes it: a value (a Tensor of the tape), a weak number."""
+def _leaf(tape: Tape, r: Any) -> Any:
+    """An entry's leaf as a recorded kernel takes it: a Tensor of the tape, a weak number."""
     if type(r) is Ref:
-        value = tape.values[r.num]
-        return tape.bind(value, r.num) if create_graph else value
+        return tape.bind(tape.values[r.num], r.num)
     if type(r) is WeakRef:
         return Weak(r.value)
     return r
