@@ -187,6 +187,8 @@ class Tape:
             t = self.bind(v, n)
             pending.append(weakref.ref(t))
             outs.append(t)
+        if len(outs) == 1 and prog.out_tree.num_nodes == 1:  # one array: no tree to rebuild
+            return outs[0]
         return jax.tree_util.tree_unflatten(prog.out_tree, outs)
 
     # ------------------------------------------------------------ values
@@ -289,10 +291,12 @@ class Tape:
         nums = range(start, start + len(outs))
         index = len(self.entries)
         self.values.extend(outs)
-        self.kinds.extend(["op"] * len(outs))
-        self.names.extend([getattr(fn, "__name__", "op")] * len(outs))
+        k = len(outs)
+        self.kinds.extend(("op",) * k)
+        self.names.extend((getattr(fn, "__name__", "op"),) * k)
+        producer = self.producer
         for n in nums:
-            self.producer[n] = index
+            producer[n] = index
         self.entries.append(Entry(fn, tree, refs, tuple(nums), loc, parts))
         if outs and type(outs[0]) is PENDING:
             self.uncomputed += 1
