@@ -11,7 +11,7 @@ from .. import habits
 from ..ir import Variable
 # Importing the modules declares their ops (fills the registry and EXPORTS).
 from . import (activations, bitwise, contraction, control, construct, conv, creation, debug, decomp,  # noqa: F401
-               elementwise, grad_helpers, indexing, linalg_functions, manip, methods, nn,
+               elementwise, grad_helpers, index_update, indexing, linalg_functions, manip, methods, nn,
                numpy_build, numpy_index, numpy_math, numpy_more, numpy_reductions, numpy_sets, products,
                random, reduce, shape, sort_scan)
 from .control import cond, fori_loop, switch, while_loop

@@ -31,7 +31,7 @@ from ..registry import OutType
 from .creation import arange, full, zeros
 from .declare import defop, named
 from .elementwise import equal, where
-from .indexing import decided
+from .index_update import decided
 from .shape import reshape
 
 DimNums = tuple[tuple[int, ...], ...]
@@ -254,7 +254,7 @@ def scatter(x: Variable, indices: Variable, updates: Variable,
             dimension_numbers: Sequence[Sequence[int]], mode: str = "fill",
             indices_are_sorted: bool = False, unique_indices: bool = False) -> Variable:
     """lax.scatter: `updates` written over `x`; float updates that may collide through one
-    scatter of update ids (`indexing.decided`)."""
+    scatter of update ids (`index_update.decided`)."""
     # One index vector (the last axis of `indices`) writes one window: nothing collides.
     unique_indices = unique_indices or math.prod(indices.shape[:-1]) <= 1
     flags = (indices_are_sorted, unique_indices)

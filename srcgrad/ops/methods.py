@@ -17,7 +17,8 @@ from ..errors import ShapeError, user_location
 from ..ir import Variable, current_program
 from . import bitwise as B
 from . import elementwise as E
-from . import contraction, indexing, linalg_functions, manip, numpy_math, reduce, shape, sort_scan
+from . import (contraction, index_update, indexing, linalg_functions, manip, numpy_math, reduce,
+               shape, sort_scan)
 
 
 def _is_bool(x: Any) -> bool:
@@ -129,7 +130,7 @@ def table() -> dict[str, Any]:
     out.update(METHODS)
     out["__pos__"] = lambda self: self
     out["__getitem__"] = _getitem
-    out["at"] = property(indexing.at)
+    out["at"] = property(index_update.at)
     out["T"] = property(lambda self: shape.transpose(self))
     out["reshape"] = _reshape
     out["transpose"] = _transpose
