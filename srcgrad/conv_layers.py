@@ -13,11 +13,10 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-import jax
 
 from . import ops
 from .errors import SrcgradError, user_location
-from .layers import Module, _key, _param
+from .layers import Module, _host, _param, _rng
 
 Pads = tuple[tuple[int, int], ...]
 
@@ -59,12 +58,11 @@ class _ConvNd(Module):
             raise SrcgradError(f"Conv{n}d: padding='same' needs stride 1, got {self.stride}",
                                loc=user_location())
         bound = 1 / math.sqrt(in_channels * math.prod(self.kernel))
-        kw, kb = jax.random.split(_key(seed))
+        rng = _rng(seed)
         shape = (out_channels, in_channels, *self.kernel)
-        self.weight = _param(jax.random.uniform(kw, shape, minval=-bound, maxval=bound)
-                             .astype(dtype), f"conv{n}d_w")
-        self.bias = (_param(jax.random.uniform(kb, (out_channels,), minval=-bound, maxval=bound)
-                            .astype(dtype), f"conv{n}d_b") if bias else None)
+        self.weight = _param(_host(rng.uniform(-bound, bound, shape), dtype), f"conv{n}d_w")
+        self.bias = (_param(_host(rng.uniform(-bound, bound, (out_channels,)), dtype),
+                            f"conv{n}d_b") if bias else None)
 
     def forward(self, x: Any) -> Any:
         n = self.rank

@@ -34,6 +34,18 @@ def _key(seed: int | None) -> jax.Array:
     return jax.random.PRNGKey(next(_seeds) if seed is None else seed)
 
 
+def _rng(seed: int | None) -> np.random.Generator:
+    """The generator of a layer's initial weights: NumPy's, on the host. `jax.random` would
+    compile a program per new shape (0.2-0.9 s each on a 2-core CPU: most of a fresh model's
+    time to its first step)."""
+    return np.random.default_rng(next(_seeds) if seed is None else seed)
+
+
+def _host(value: np.ndarray, dtype: Any) -> np.ndarray:
+    """`value` cast on the host to `dtype` (any dtype JAX names, bfloat16 included)."""
+    return np.asarray(value, dtype=jnp.dtype(dtype))
+
+
 def _param(value: Any, name: str) -> Tensor:
     t = tensor(value, name=name)
     t.attach_grad()
@@ -186,8 +198,8 @@ class Linear(Module):
         elif act is not None and not callable(act):
             raise SrcgradError(f"sg.nn.Linear: act must be None, a name or a function, got "
                                f"{type(act).__name__}", loc=user_location())
-        w = jax.random.normal(_key(seed), (in_dim, out_dim)) / np.sqrt(in_dim)
-        self.weight = _param(w.astype(dtype), f"{name}_w")
+        w = _rng(seed).standard_normal((in_dim, out_dim)) / np.sqrt(in_dim)
+        self.weight = _param(_host(w, dtype), f"{name}_w")
         self.bias = _param(np.zeros((out_dim,), dtype), f"{name}_b") if bias else None
         self.act = act
         self._fused = act is None or act in acts.values()
@@ -234,8 +246,8 @@ class Embedding(Module):
 
     def __init__(self, num_embeddings: int, embedding_dim: int, *, seed: int | None = None,
                  dtype: Any = "float32"):
-        w = jax.random.normal(_key(seed), (num_embeddings, embedding_dim))
-        self.weight = _param(w.astype(dtype), "embedding")
+        w = _rng(seed).standard_normal((num_embeddings, embedding_dim))
+        self.weight = _param(_host(w, dtype), "embedding")
 
     def forward(self, indices: Any) -> Any:
         idx = indices.value() if isinstance(indices, Tensor) else jnp.asarray(indices)

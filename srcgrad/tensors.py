@@ -125,14 +125,19 @@ class Tensor:
             raise SrcgradError(f"attach_grad: only floating-point tensors take gradients, this "
                                f"one is {self.dtype.name}", loc=user_location())
         self.grad_req = grad_req
-        self.grad = None if grad_req == "null" else Tensor(jnp.zeros_like(self._value))
+        self.grad = None if grad_req == "null" else Tensor(_zeros_like(self._value))
         _autograd["forget"](self)
 
     def assign(self, value: Any) -> None:
         """Replace the array in place (an optimizer's update), keeping `attach_grad`; the
         shape and dtype stay. Recorded tapes keep the value they read; a recorded result
         loses its history (later recordings read its new value as a constant)."""
-        new = value._value if isinstance(value, Tensor) else jnp.asarray(value)
+        if isinstance(value, Tensor):
+            new = value._value
+        elif isinstance(value, jax.Array):
+            new = value
+        else:  # cast on the host: jnp.asarray compiles a program per new shape
+            new = jax.device_put(np.asarray(value, dtype=self.dtype))
         if tuple(new.shape) != self.shape:
             raise SrcgradError(f"assign: a value of shape {tuple(new.shape)} for a tensor of "
                                f"shape {self.shape}", loc=user_location())
@@ -178,6 +183,14 @@ class Tensor:
                  create_graph: bool = False) -> None:
         """`sg.autograd.backward([self], [head_grad], ...)`."""
         _autograd["_backward"]([self], [head_grad], None, retain_graph, create_graph)
+
+
+def _zeros_like(value: Any) -> Any:
+    """Zeros shaped, typed and placed as `value`, made on the host: `jnp.zeros_like` compiles
+    a program per new shape, which a fresh model's parameters all are."""
+    if isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer):
+        return jax.device_put(np.zeros(value.shape, value.dtype), value.sharding)
+    return jnp.zeros_like(value)
 
 
 def tensor(array: Any, dtype: Any = None, name: str | None = None,

@@ -215,3 +215,25 @@ def test_dropout_mask_is_no_structure():
         loss.backward()
         counts.append(sg.autograd.compile_count())
     assert counts[0] == counts[1] == counts[2]
+
+
+def test_building_layers_compiles_nothing():
+    """A fresh model's layers draw their initial weights on the host: jax.random compiled a
+    program per new shape (0.2-0.9 s each), most of the time to a first training step. The
+    draws follow the seed and the documented scales (LeCun normal; N(0, 1) rows; PyTorch's
+    uniform bound for convolutions), in the dtype asked for."""
+    compiles = []
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda name, secs, **kw: compiles.append(name) if "backend_compile" in name else None)
+    layers = [sg.nn.Linear(301, 203, act="tanh", seed=4), sg.nn.Embedding(307, 211, seed=4),
+              sg.nn.Conv2d(5, 209, 3, seed=4), sg.nn.Linear(301, 203, dtype="bfloat16")]
+    assert compiles == []
+    lin, emb, conv, half = (np.asarray(layer.weight.numpy(), np.float64) for layer in layers)
+    assert half.dtype == np.float64 and layers[3].weight.dtype == jnp.bfloat16
+    np.testing.assert_array_equal(lin, sg.nn.Linear(301, 203, seed=4).weight.numpy())
+    assert not np.array_equal(lin, sg.nn.Linear(301, 203, seed=5).weight.numpy())
+    np.testing.assert_allclose([lin.std() * np.sqrt(301), emb.std(), half.std() * np.sqrt(301)],
+                               1.0, rtol=0.03)
+    bound = 1 / np.sqrt(5 * 9)
+    assert conv.shape == (209, 5, 3, 3) and np.abs(conv).max() <= bound
+    np.testing.assert_allclose(conv.std(), bound / np.sqrt(3), rtol=0.05)
