@@ -8,7 +8,8 @@ the JAX comparisons still run. Rows, each the median of interleaved samples:
 - steady training step (forward, backward, SGD) of 3 Linear layers, small (batch 32,
   hidden 64) and medium (batch 256, hidden 512): srcgrad and jax.jit(jax.value_and_grad)
   + SGD, each against PyTorch; srcgrad against the jitted JAX step;
-- the first training step of a fresh model (shapes never seen by any cache in the process);
+- the first training step of a fresh model (shapes never seen by any cache in the process),
+  and that model's building (layers and optimizer from the weights) with its first step;
 - an Elman RNN over a sentence (one embedding row per word, a tanh cell per word): a warm-up
   of four long sentences (its own row), then on lengths never seen before (each step a new
   length), on each length's second and third sightings, and on one length trained on 40
@@ -209,25 +210,29 @@ def steady_rows(name: str, sizes: list[int], batch: int, reps: int, sample_s: fl
 
 
 def first_step_rows(reps: int) -> list[Row]:
-    """The first step of a model whose shapes no cache in the process has seen."""
-    samples: dict[str, list[float]] = {"srcgrad": [], "jax.jit": []}
-    if torch is not None:
-        samples["pytorch"] = []
+    """The first step of a model whose shapes no cache in the process has seen; and that
+    model's building (its layers and optimizer, from the weights) and first step."""
+    names = ["srcgrad", "jax.jit"] + (["pytorch"] if torch is not None else [])
+    step_s: dict[str, list[float]] = {name: [] for name in names}
+    built_s: dict[str, list[float]] = {name: [] for name in names}
     for r in range(reps):
         hidden = 40 + 3 * r  # a new shape every round, for every framework
         weights = _weights([hidden, hidden + 1, hidden + 2, 10], r)
         x = np.random.default_rng(r).standard_normal((8 + r, hidden)).astype(np.float32)
-        makers = {"srcgrad": sg_mlp, "jax.jit": jit_mlp}
-        if torch is not None:
-            makers["pytorch"] = torch_mlp
-        for name in (list(makers) if r % 2 == 0 else list(makers)[::-1]):
-            step = makers[name](weights, x)
+        makers = {"srcgrad": sg_mlp, "jax.jit": jit_mlp, "pytorch": torch_mlp}
+        for name in (names if r % 2 == 0 else names[::-1]):
             t0 = time.perf_counter()
+            step = makers[name](weights, x)
+            t1 = time.perf_counter()
             block(step())
-            samples[name].append(time.perf_counter() - t0)
-    rows = [_pair("first step of a fresh model", "srcgrad", "jax.jit", samples, 1.0)]
-    if torch is not None:
-        rows.append(_pair("first step of a fresh model", "srcgrad", "pytorch", samples))
+            step_s[name].append(time.perf_counter() - t1)
+            built_s[name].append(time.perf_counter() - t0)
+    rows = []
+    for fig, s in (("first step of a fresh model", step_s),
+                   ("fresh model: building it and its first step", built_s)):
+        rows.append(_pair(fig, "srcgrad", "jax.jit", s, 1.0 if s is step_s else None))
+        if torch is not None:
+            rows.append(_pair(fig, "srcgrad", "pytorch", s))
     return rows
 
 
