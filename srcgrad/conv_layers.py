@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-
 from . import ops
 from .errors import SrcgradError, user_location
 from .layers import Module, _host, _param, _rng

@@ -223,13 +223,19 @@ def test_building_layers_compiles_nothing():
     draws follow the seed and the documented scales (LeCun normal; N(0, 1) rows; PyTorch's
     uniform bound for convolutions), in the dtype asked for."""
     compiles = []
-    jax.monitoring.register_event_duration_secs_listener(
-        lambda name, secs, **kw: compiles.append(name) if "backend_compile" in name else None)
-    layers = [sg.nn.Linear(301, 203, act="tanh", seed=4), sg.nn.Embedding(307, 211, seed=4),
-              sg.nn.Conv2d(5, 209, 3, seed=4), sg.nn.Linear(301, 203, dtype="bfloat16")]
+
+    def listen(name, secs, **kw):
+        if "backend_compile" in name:
+            compiles.append(name)
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        layers = [sg.nn.Linear(301, 203, act="tanh", seed=4), sg.nn.Embedding(307, 211, seed=4),
+                  sg.nn.Conv2d(5, 209, 3, seed=4), sg.nn.Linear(301, 203, dtype="bfloat16")]
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
     assert compiles == []
+    assert layers[3].weight.dtype == jnp.bfloat16
     lin, emb, conv, half = (np.asarray(layer.weight.numpy(), np.float64) for layer in layers)
-    assert half.dtype == np.float64 and layers[3].weight.dtype == jnp.bfloat16
     np.testing.assert_array_equal(lin, sg.nn.Linear(301, 203, seed=4).weight.numpy())
     assert not np.array_equal(lin, sg.nn.Linear(301, 203, seed=5).weight.numpy())
     np.testing.assert_allclose([lin.std() * np.sqrt(301), emb.std(), half.std() * np.sqrt(301)],
