@@ -189,7 +189,9 @@ def _zeros_like(value: Any) -> Any:
     """Zeros shaped, typed and placed as `value`, made on the host: `jnp.zeros_like` compiles
     a program per new shape, which a fresh model's parameters all are."""
     if isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer):
-        return jax.device_put(np.zeros(value.shape, value.dtype), value.sharding)
+        committed = getattr(value, "committed", getattr(value, "_committed", True))
+        return jax.device_put(np.zeros(value.shape, value.dtype),
+                              value.sharding if committed else None)
     return jnp.zeros_like(value)
 
 
