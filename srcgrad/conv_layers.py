@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from . import ops
 from .errors import SrcgradError, user_location
-from .layers import Module, _host, _param, _rng
+from .layers import Module, _param, _rng
 
 Pads = tuple[tuple[int, int], ...]
 
@@ -59,9 +59,9 @@ class _ConvNd(Module):
         bound = 1 / math.sqrt(in_channels * math.prod(self.kernel))
         rng = _rng(seed)
         shape = (out_channels, in_channels, *self.kernel)
-        self.weight = _param(_host(rng.uniform(-bound, bound, shape), dtype), f"conv{n}d_w")
-        self.bias = (_param(_host(rng.uniform(-bound, bound, (out_channels,)), dtype),
-                            f"conv{n}d_b") if bias else None)
+        self.weight = _param(rng.uniform(-bound, bound, shape), f"conv{n}d_w", dtype)
+        self.bias = (_param(rng.uniform(-bound, bound, (out_channels,)), f"conv{n}d_b", dtype)
+                     if bias else None)
 
     def forward(self, x: Any) -> Any:
         n = self.rank

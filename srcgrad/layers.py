@@ -41,13 +41,8 @@ def _rng(seed: int | None) -> np.random.Generator:
     return np.random.default_rng(next(_seeds) if seed is None else seed)
 
 
-def _host(value: np.ndarray, dtype: Any) -> np.ndarray:
-    """`value` cast on the host to `dtype` (any dtype JAX names, bfloat16 included)."""
-    return np.asarray(value, dtype=jnp.dtype(dtype))
-
-
-def _param(value: Any, name: str) -> Tensor:
-    t = tensor(value, name=name)
+def _param(value: Any, name: str, dtype: Any = None) -> Tensor:
+    t = tensor(value, dtype, name)
     t.attach_grad()
     return t
 
@@ -199,7 +194,7 @@ class Linear(Module):
             raise SrcgradError(f"sg.nn.Linear: act must be None, a name or a function, got "
                                f"{type(act).__name__}", loc=user_location())
         w = _rng(seed).standard_normal((in_dim, out_dim)) / np.sqrt(in_dim)
-        self.weight = _param(_host(w, dtype), f"{name}_w")
+        self.weight = _param(w, f"{name}_w", dtype)
         self.bias = _param(np.zeros((out_dim,), dtype), f"{name}_b") if bias else None
         self.act = act
         self._fused = act is None or act in acts.values()
@@ -247,7 +242,7 @@ class Embedding(Module):
     def __init__(self, num_embeddings: int, embedding_dim: int, *, seed: int | None = None,
                  dtype: Any = "float32"):
         w = _rng(seed).standard_normal((num_embeddings, embedding_dim))
-        self.weight = _param(_host(w, dtype), "embedding")
+        self.weight = _param(w, "embedding", dtype)
 
     def forward(self, indices: Any) -> Any:
         idx = indices.value() if isinstance(indices, Tensor) else jnp.asarray(indices)

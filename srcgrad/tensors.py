@@ -132,12 +132,7 @@ class Tensor:
         """Replace the array in place (an optimizer's update), keeping `attach_grad`; the
         shape and dtype stay. Recorded tapes keep the value they read; a recorded result
         loses its history (later recordings read its new value as a constant)."""
-        if isinstance(value, Tensor):
-            new = value._value
-        elif isinstance(value, jax.Array):
-            new = value
-        else:  # cast on the host: jnp.asarray compiles a program per new shape
-            new = jax.device_put(np.asarray(value, dtype=self.dtype))
+        new = value._value if isinstance(value, Tensor) else _as_array(value, self.dtype)
         if tuple(new.shape) != self.shape:
             raise SrcgradError(f"assign: a value of shape {tuple(new.shape)} for a tensor of "
                                f"shape {self.shape}", loc=user_location())
@@ -195,18 +190,26 @@ def _zeros_like(value: Any) -> Any:
     return jnp.zeros_like(value)
 
 
+def _as_array(value: Any, dtype: Any) -> Any:
+    """`value` as a jax.Array of `dtype` (None: its own; a Python number's as srcgrad's
+    inputs take it). A JAX array is cast on the device; anything else (a NumPy array, a
+    number, a list) is cast on the host and put on the device, where `jnp.asarray` would
+    compile a program per new shape to cast it."""
+    if isinstance(value, jax.Array):
+        return jnp.asarray(value, dtype)
+    if dtype is None:
+        dtype = (dtypes.scalar_dtype(value, None) if isinstance(value, (bool, int, float, complex))
+                 else np.asarray(value).dtype)
+    return jax.device_put(np.asarray(value, dtype=dtypes.canonical(dtype)))
+
+
 def tensor(array: Any, dtype: Any = None, name: str | None = None,
            requires_grad: bool = False) -> Tensor:
     """An eager Tensor holding `array` as a `jax.Array` (Python floats become float32, as
     srcgrad's inputs do); `requires_grad=True` attaches it (PyTorch's spelling)."""
     if isinstance(array, Tensor):
         array = array._value
-    if dtype is None:
-        if isinstance(array, (bool, int, float, complex)):
-            dtype = dtypes.scalar_dtype(array, None)
-        elif not isinstance(array, jax.Array):
-            dtype = dtypes.canonical(np.asarray(array).dtype)
-    out = Tensor(jnp.asarray(array, dtype), name)
+    out = Tensor(_as_array(array, dtype), name)
     if requires_grad:
         out.attach_grad()
     return out
