@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import srcgrad as sg
-from srcgrad import eager
+from srcgrad.compiled import eager
 
 from .harness import Row, Settings, block, interleaved
 from .mlp import loss_jax

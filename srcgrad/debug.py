@@ -15,10 +15,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import dispatch
-from .builder import as_var
+from .core import dispatch
+from .core.builder import as_var
 from .ops import debug as _ops
-from .tensors import Tensor
+from .imperative.tensor import Tensor
 
 
 def _concrete(x: Any) -> Any:

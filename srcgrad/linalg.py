@@ -6,7 +6,7 @@ Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 
-from .ops.declare import exports_of
+from .core.declare import exports_of
 
 globals().update(exports_of("linalg"))
 

@@ -15,10 +15,11 @@ Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 
-from . import initializers
-from .conv_layers import Conv1d, Conv2d, Conv3d
-from .layers import Dropout, Embedding, LayerNorm, Linear, Module, Sequential, activations
-from .ops.declare import exports_of
+from .imperative import initializers
+from .imperative.conv_layers import Conv1d, Conv2d, Conv3d
+from .imperative.layers import (Dropout, Embedding, LayerNorm, Linear, Module, Sequential,
+                                activations)
+from .core.declare import exports_of
 
 globals().update(activations())
 globals().update(exports_of("nn"))

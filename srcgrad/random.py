@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import jax
 
-from .ops.declare import exports_of
+from .core.declare import exports_of
 
 
 def _raw(x: Any) -> Any:

@@ -19,7 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import api, dtypes
+from .api import functional as api
+from .base import dtypes
 from .ops import multiply, reduce
 
 

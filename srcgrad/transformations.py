@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import warnings
 
-from .derivatives import *  # noqa: F401,F403
-from .derivatives import __all__  # noqa: F401
+from .api.derivatives import *  # noqa: F401,F403
+from .api.derivatives import __all__  # noqa: F401
 
 warnings.warn("srcgrad.transformations is renamed srcgrad.derivatives; import from there "
               "(the old name goes in a later release)", DeprecationWarning, stacklevel=2)

@@ -13,8 +13,8 @@ import test_manip
 import test_op_grads
 import test_special
 from test_op_coverage import EXTRA_GRADIENT
-from srcgrad.ops.declare import EXPORTS
-from srcgrad.registry import REGISTRY, ZERO
+from srcgrad.core.declare import EXPORTS
+from srcgrad.core.registry import REGISTRY, ZERO
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "api.md"
 BEGIN, END = "<!-- op table: tests/test_api_docs.py -->", "<!-- end of op table -->"

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from srcgrad.ir import Block, Op, Program, Variable
+from srcgrad.ir.program import Block, Op, Program, Variable
 from srcgrad.testing import check_grads
 
 RNG = np.random.default_rng(0)

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import srcgrad as sg
-from srcgrad.analysis import producer
+from srcgrad.ir.analysis import producer
 from srcgrad.testing import check_grads
 
 RNG = np.random.default_rng(4)

@@ -13,7 +13,7 @@ from jax import lax
 
 import srcgrad as sg
 from _util import sliced
-from srcgrad.errors import SrcgradError
+from srcgrad.base.errors import SrcgradError
 from srcgrad.testing import check_grads
 
 RNG = np.random.default_rng(3)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from srcgrad import hooks
+from srcgrad.base import conversion as hooks
 from srcgrad.convert import loader
 
 

@@ -218,7 +218,7 @@ def test_one_cache_registry_cleared_by_clear_caches() -> None:
 def test_a_changing_python_number_compiles_nothing_new() -> None:
     """Python numbers in operand positions are runtime inputs: an eager call and a recorded
     training step with a learning-rate schedule compile once."""
-    from srcgrad import eager
+    from srcgrad.compiled import eager
     x = jnp.ones(3, jnp.float32)
     sg.multiply(x, 0.5)
     before = len(eager.PROGRAMS)

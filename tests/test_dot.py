@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from srcgrad.errors import SrcgradError
+from srcgrad.base.errors import SrcgradError
 
 # ---------------------------------------------------------------- a small DOT parser
 

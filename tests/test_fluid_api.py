@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from srcgrad.registry import REGISTRY
+from srcgrad.core.registry import REGISTRY
 
 RNG = np.random.default_rng(4)
 HERE = os.path.basename(__file__)

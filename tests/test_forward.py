@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from jax import lax
 
 import srcgrad as sg
-from srcgrad.derivatives import _compiled_jvp
+from srcgrad.api.derivatives import _compiled_jvp
 from _util import assert_tree_close
 from _util import sliced
 from test_op_grads import CASES, GradCase, cast, generic, with_floats

@@ -24,8 +24,8 @@ import pytest
 from jax import lax
 
 import srcgrad as sg
-from srcgrad.errors import SrcgradError
-from srcgrad.from_jax import RULES
+from srcgrad.base.errors import SrcgradError
+from srcgrad.from_jax.translate import RULES
 from srcgrad.testing import check_grads
 
 from _util import sliced

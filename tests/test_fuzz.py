@@ -39,7 +39,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import srcgrad as sg
-from srcgrad.errors import GradientError
+from srcgrad.base.errors import GradientError
 
 # Every value of a program has one of these shapes; they broadcast with each other.
 SHAPES: tuple[tuple[int, ...], ...] = ((), (3,), (2, 3))

@@ -10,8 +10,8 @@ import optax
 import pytest
 
 import srcgrad as sg
-from srcgrad import eager
-from srcgrad.errors import GradientError, SrcgradError
+from srcgrad.compiled import eager
+from srcgrad.base.errors import GradientError, SrcgradError
 
 RNG = np.random.default_rng(0)
 

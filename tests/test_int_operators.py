@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from srcgrad.errors import SrcgradError
+from srcgrad.base.errors import SrcgradError
 from srcgrad.ops import methods
 
 DTYPES = [np.bool_, np.int32, np.uint8, np.int64]

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from srcgrad.errors import SrcgradError
-from srcgrad.tensors import PENDING
+from srcgrad.base.errors import SrcgradError
+from srcgrad.imperative.tensor import PENDING
 
 RNG = np.random.default_rng(7)
 
@@ -102,7 +102,7 @@ def test_retain_graph_and_create_graph_read_the_computed_values() -> None:
 def test_a_whole_backward_returns_only_what_live_tensors_hold(data: Any) -> None:
     """The compiled backward that computes the forward returns the results of live Tensors
     (here `side` and the loss, not `h`, which nobody holds); those read right afterwards."""
-    from srcgrad import tape_compile
+    from srcgrad.imperative import backward_whole as tape_compile
     xv, wv = data
     w = sg.tensor(wv)
     w.attach_grad()

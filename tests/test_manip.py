@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from jax import lax
 
 import srcgrad as sg
-from srcgrad.errors import ShapeError
-from srcgrad.ops.sort_scan import lax_cumprod, linear_scan
+from srcgrad.base.errors import ShapeError
+from srcgrad.ops.sorting import lax_cumprod, linear_scan
 from srcgrad.testing import check_grads
 from _util import sliced
 from test_op_grads import MIXED, GradCase, check, check_against_jax

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from srcgrad.errors import SrcgradError
+from srcgrad.base.errors import SrcgradError
 from srcgrad.testing import check_grads
 from _util import sliced
 

@@ -16,8 +16,8 @@ import test_jnp_extra
 import test_nn_functions
 import test_random
 import test_special
-from srcgrad.ops.declare import EXPORTS
-from srcgrad.registry import REGISTRY
+from srcgrad.core.declare import EXPORTS
+from srcgrad.core.registry import REGISTRY
 
 #: Rows no user function reaches, and the tests that cover them.
 INTERNAL = {

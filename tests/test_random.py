@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from srcgrad.errors import SrcgradError
+from srcgrad.base.errors import SrcgradError
 
 KEY = np.asarray(jax.random.PRNGKey(42))
 P = np.array([0.1, 0.5, 0.9, 0.0, 1.0])

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from srcgrad.cache import CACHE
+from srcgrad.base.cache import CACHE
 from srcgrad.testing import check_grads
 
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from srcgrad import dispatch, tape_compile
+from srcgrad.core import dispatch
+from srcgrad.imperative import backward_whole as tape_compile
 
 RNG = np.random.default_rng(7)
 

@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from srcgrad import eager, tape_chunks, tape_vjp
-from srcgrad.cache import BoundedCache
-from srcgrad.config import config
-from srcgrad.tape import WeakRef
+from srcgrad.compiled import eager
+from srcgrad.imperative import backward_chunks as tape_chunks, backward_op_by_op as tape_vjp
+from srcgrad.base.cache import BoundedCache
+from srcgrad.base.config import config
+from srcgrad.imperative.tape import WeakRef
 
 RNG = np.random.default_rng(11)
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from srcgrad.ir import Block, Op, Program, Variable
-from srcgrad.registry import REGISTRY
+from srcgrad.ir.program import Block, Op, Program, Variable
+from srcgrad.core.registry import REGISTRY
 
 
 def _loop_then_branch(x: Any) -> Any:

@@ -6,8 +6,8 @@ Layer L4 (transforms): see docs/design.md.
 """
 from __future__ import annotations
 
-from srcgrad.analysis import producer
-from srcgrad.ir import Variable
+from srcgrad.ir.analysis import producer
+from srcgrad.ir.program import Variable
 from srcgrad.ops.elementwise import add
 from srcgrad.ops.indexing import dynamic_index, dynamic_update_index
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from srcgrad import dtypes
-from srcgrad.builder import as_var, constant_pool, emit1, grad_section
-from srcgrad.errors import GradientError, user_location
-from srcgrad.ir import Block, Op, Program, Variable, current_program, program_guard
+from srcgrad.base import dtypes
+from srcgrad.core.builder import as_var, constant_pool, emit1, grad_section
+from srcgrad.base.errors import GradientError, user_location
+from srcgrad.ir.program import Block, Op, Program, Variable, current_program, program_guard
 from srcgrad.ops.creation import full, zeros
 from srcgrad.ops.grad_helpers import add_n, assign, broadcasts_to, fill_zeros_like, unbroadcast
-from srcgrad.registry import REGISTRY, ZERO
-from srcgrad.verify import check
+from srcgrad.core.registry import REGISTRY, ZERO
+from srcgrad.core.verify import check
 
 
 def _differentiable(v: Variable, no_grad: set[Variable]) -> bool:

@@ -11,9 +11,9 @@ Layer L4 (transforms): see docs/design.md.
 """
 from __future__ import annotations
 
-from srcgrad.analysis import branch_blocks
-from srcgrad.errors import SrcgradError
-from srcgrad.ir import Op, Program, Variable, program_guard
+from srcgrad.ir.analysis import branch_blocks
+from srcgrad.base.errors import SrcgradError
+from srcgrad.ir.program import Op, Program, Variable, program_guard
 from srcgrad.ops.creation import zeros
 from srcgrad.ops.elementwise import maximum
 

@@ -12,12 +12,12 @@ Layer L4 (transforms): see docs/design.md.
 """
 from __future__ import annotations
 
-from srcgrad import dtypes
-from srcgrad.analysis import branch_attrs, branch_blocks
-from srcgrad.builder import emit
-from srcgrad.ir import Block, Op, Variable
+from srcgrad.base import dtypes
+from srcgrad.ir.analysis import branch_attrs, branch_blocks
+from srcgrad.core.builder import emit
+from srcgrad.ir.program import Block, Op, Variable
 from srcgrad.ops.creation import zeros
-from srcgrad.registry import grad_maker
+from srcgrad.core.registry import grad_maker
 
 from .backward import backward_block
 from .passes import (emit_at, free_vars, live_ops, repoint_checks, residual_name, replace_op,

@@ -42,17 +42,17 @@ from typing import Callable
 import jax
 import numpy as np
 
-from srcgrad import dtypes
-from srcgrad.builder import constant, constant_pool, emit
-from srcgrad.config import config
-from srcgrad.ir import Block, Op, Variable
-from srcgrad.builder import as_var
+from srcgrad.base import dtypes
+from srcgrad.core.builder import constant, constant_pool, emit
+from srcgrad.base.config import config
+from srcgrad.ir.program import Block, Op, Variable
+from srcgrad.core.builder import as_var
 from srcgrad.ops.checkpoint import barrier
 from srcgrad.ops.creation import zeros
 from srcgrad.ops.elementwise import add, less, less_equal, logical_and, subtract
 from srcgrad.ops.indexing import dynamic_index, dynamic_update_index
 from srcgrad.ops.reduce import max as reduce_max
-from srcgrad.registry import REGISTRY, ZERO, grad_maker
+from srcgrad.core.registry import REGISTRY, ZERO, grad_maker
 
 from .accumulate import accumulate, is_zero
 from .backward import backward_block, forward_requires

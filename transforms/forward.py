@@ -25,17 +25,17 @@ from typing import Any, Callable, MutableMapping, Sequence
 
 import jax
 
-from srcgrad import dtypes
-from srcgrad.analysis import branch_blocks
-from srcgrad.builder import as_var, emit, emit1, grad_section
-from srcgrad.errors import GradientError
-from srcgrad.ir import Block, Op, Variable
+from srcgrad.base import dtypes
+from srcgrad.ir.analysis import branch_blocks
+from srcgrad.core.builder import as_var, emit, emit1, grad_section
+from srcgrad.base.errors import GradientError
+from srcgrad.ir.program import Block, Op, Variable
 from srcgrad.ops.creation import full, zeros
 from srcgrad.ops.elementwise import divide, exp, multiply, negative, subtract
 from srcgrad.ops.grad_helpers import add_n, broadcasts_to, unbroadcast
 from srcgrad.ops.reduce import sum as reduce_sum
 from srcgrad.ops.shape import broadcast_to, transpose
-from srcgrad.registry import LINEAR, MULTILINEAR, REGISTRY, ZERO
+from srcgrad.core.registry import LINEAR, MULTILINEAR, REGISTRY, ZERO
 
 from .backward import backward_block, forward_requires
 from .passes import free_vars, live_ops, producer

@@ -26,8 +26,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from srcgrad.cache import register
-from srcgrad.errors import SrcgradError, user_location
+from srcgrad.base.cache import register
+from srcgrad.base.errors import SrcgradError, user_location
 
 _counter = itertools.count()
 _counter_lock = threading.Lock()

@@ -14,9 +14,9 @@ from typing import Any, Sequence
 import jax.numpy as jnp
 import numpy as np
 
-from srcgrad.ir import Block, Op, Program, Variable
-from srcgrad.registry import REGISTRY
-from srcgrad.verify import check
+from srcgrad.ir.program import Block, Op, Program, Variable
+from srcgrad.core.registry import REGISTRY
+from srcgrad.core.verify import check
 
 from .loading import Canonical, Lowered, Source, load
 from .naming import identifier

@@ -17,11 +17,11 @@ from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
-from srcgrad.analysis import has_effect
-from srcgrad.analysis import free_vars, live_ops, producer, walk_blocks  # noqa: F401  (re-exported)
-from srcgrad.registry import recomputable  # noqa: F401  (re-exported)
-from srcgrad.builder import constant_pool
-from srcgrad.ir import Block, Op, Program, Variable
+from srcgrad.ir.analysis import has_effect
+from srcgrad.ir.analysis import (free_vars, live_ops, producer, walk_blocks)  # noqa: F401  (re-exported)
+from srcgrad.core.registry import recomputable  # noqa: F401  (re-exported)
+from srcgrad.core.builder import constant_pool
+from srcgrad.ir.program import Block, Op, Program, Variable
 
 
 def residuals(grad_block: Block, fwd: Block) -> list[Variable]:

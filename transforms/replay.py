@@ -22,10 +22,10 @@ from __future__ import annotations
 import re
 from typing import Callable, Sequence
 
-from srcgrad.analysis import walk_blocks
-from srcgrad.builder import emit
-from srcgrad.ir import Block, Op, Variable
-from srcgrad.registry import recomputable
+from srcgrad.ir.analysis import walk_blocks
+from srcgrad.core.builder import emit
+from srcgrad.ir.program import Block, Op, Variable
+from srcgrad.core.registry import recomputable
 
 
 def holds_loop(op: Op) -> bool:

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.builder import active_program
-from srcgrad.ir import Block, Op, Variable
+from srcgrad.core.builder import active_program
+from srcgrad.ir.program import Block, Op, Variable
 from srcgrad.ops.checkpoint import FREE, Treeverse
 from srcgrad.ops.control import cond, while_loop
 from srcgrad.ops.creation import arange, zeros, zeros_like

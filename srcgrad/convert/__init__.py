@@ -14,11 +14,12 @@ from typing import Any, Callable
 
 import jax
 
-from .. import hooks
-from ..errors import SrcgradError, TraceError, user_location
-from ..ir import Variable, current_program
+from ..base import conversion as hooks
+from ..base.errors import SrcgradError, TraceError, user_location
+from ..ir.program import Variable, current_program
 from .loader import converted, converted_source, missing, no_convert
-from . import items, runtime
+from ..imperative import setitem as items
+from . import runtime
 
 
 class Converted:

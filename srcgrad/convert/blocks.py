@@ -11,9 +11,9 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
-from ..builder import active_program, as_var, emit
-from ..errors import SrcgradError, SourceLoc
-from ..ir import Block, Variable
+from ..core.builder import active_program, as_var, emit
+from ..base.errors import SrcgradError, SourceLoc
+from ..ir.program import Block, Variable
 from ..ops.control import _while
 from ..ops.creation import zeros
 from ..ops.elementwise import astype, not_equal

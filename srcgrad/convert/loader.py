@@ -19,7 +19,7 @@ import types
 import weakref
 from typing import Any, Callable
 
-from ..errors import SrcgradError, user_location
+from ..base.errors import SrcgradError, user_location
 from .analysis import GEN
 from .rewrite import Converter
 

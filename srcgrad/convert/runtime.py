@@ -15,12 +15,12 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
-from ..builder import as_var
-from ..errors import SrcgradError, user_location
-from ..ir import Variable
+from ..core.builder import as_var
+from ..base.errors import SrcgradError, user_location
+from ..ir.program import Variable
 from ..ops.elementwise import add, less, logical_and, logical_not, logical_or, multiply
-from ..tensors import Tensor
-from .. import hooks
+from ..imperative.tensor import Tensor
+from ..base import conversion as hooks
 from .blocks import predicate, test_becomes_traced, traced_if, traced_loop
 from .undefined import UNDEF_RET, Undefined, undefined
 from .loader import RUNTIME

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from ..errors import SrcgradError, user_location
+from ..base.errors import SrcgradError, user_location
 
 
 class Undefined:

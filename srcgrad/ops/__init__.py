@@ -7,15 +7,16 @@ Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 
-from .. import habits
-from ..ir import Variable
+from ..core import habits
+from ..ir.program import Variable
 # Importing the modules declares their ops (fills the registry and EXPORTS).
-from . import (activations, bitwise, contraction, control, construct, conv, creation, debug, decomp,  # noqa: F401
-               elementwise, grad_helpers, index_update, indexing, linalg_functions, manip, methods, nn,
-               numpy_build, numpy_index, numpy_math, numpy_more, numpy_reductions, numpy_sets, products,
-               random, reduce, shape, sort_scan)
+from . import (activations, bitwise, contraction, control, construct, conv, creation, debug,
+               linalg_decompositions as decomp, elementwise, grad_helpers, index_update, indexing,
+               linalg_functions, manip, methods, nn, numpy_build, index_routines as numpy_index,
+               math_functions as numpy_math, numpy_more, statistics as numpy_reductions,
+               sets as numpy_sets, products, random, reduce, shape, sorting as sort_scan)
 from .control import cond, fori_loop, switch, while_loop
-from .declare import exports_of
+from ..core.declare import exports_of
 from .checkpoint import checkpoint
 from .scan import scan
 

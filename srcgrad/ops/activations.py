@@ -10,13 +10,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dtypes
-from ..builder import as_var
-from ..errors import ShapeError
-from ..ir import Variable
+from ..base import dtypes
+from ..core.builder import as_var
+from ..base.errors import ShapeError
+from ..ir.program import Variable
 from .construct import tril
 from .creation import arange, full, ones
-from .declare import public_in
+from ..core.declare import public_in
 from .elementwise import (abs, astype, clip, exp, expm1, log, log1p, logical_and, maximum,
                           minimum, rsqrt, sigmoid, softplus, sqrt, square, tanh, where)
 from .contraction import einsum
@@ -24,7 +24,7 @@ from .manip import repeat, split
 from .nn import elu, relu6, silu, softmax
 from .reduce import logsumexp
 from .reduce import mean as _mean
-from ._rules import norm_axes
+from .rules import norm_axes
 
 Axis = int | Sequence[int] | None
 

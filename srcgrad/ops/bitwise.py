@@ -13,11 +13,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..builder import as_var
-from ..errors import ShapeError
-from ..ir import Variable
-from ..registry import OutType
-from .declare import defop, named
+from ..core.builder import as_var
+from ..base.errors import ShapeError
+from ..ir.program import Variable
+from ..core.registry import OutType
+from ..core.declare import defop, named
 
 
 @lru_cache(maxsize=1024)

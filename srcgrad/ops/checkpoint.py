@@ -24,11 +24,11 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
-from ..builder import active_program, as_var, emit
-from ..errors import SrcgradError, user_location
-from ..ir import Op, Variable
-from ..registry import LINEAR, OutType, register
-from ..analysis import free_vars
+from ..core.builder import active_program, as_var, emit
+from ..base.errors import SrcgradError, user_location
+from ..ir.program import Op, Variable
+from ..core.registry import LINEAR, OutType, register
+from ..ir.analysis import free_vars
 from .control import CHECKPOINTED, _trace_block, _while
 from .creation import arange, full, zeros
 from .elementwise import add, greater, less, logical_and, where

@@ -12,15 +12,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import dtypes
-from ..builder import as_var
-from .. import dispatch
-from ..errors import ShapeError
-from ..ir import Variable
-from ..registry import ZERO, OutType
-from ._rules import broadcast_shapes, norm_axis
+from ..base import dtypes
+from ..core.builder import as_var
+from ..core import dispatch
+from ..base.errors import ShapeError
+from ..ir.program import Variable
+from ..core.registry import ZERO, OutType
+from .rules import broadcast_shapes, norm_axis
 from .creation import arange, full, zeros
-from .declare import EXPORTS, Emitted, defop, public
+from ..core.declare import EXPORTS, Emitted, defop, public
 from .elementwise import astype, floor, logical_not, where
 from .shape import broadcast_to, concatenate, expand_dims, lax_pad, reshape, stack, transpose
 from .shape import slice as lax_slice

@@ -15,13 +15,13 @@ import jax
 import numpy as np
 from jax import lax
 
-from .. import dtypes
-from ..builder import as_var, emit1
-from ..errors import ShapeError
-from ..ir import Op, Variable
-from ..registry import MULTILINEAR, OutType
-from ._rules import broadcast_shapes
-from .declare import Emitted, defop, public
+from ..base import dtypes
+from ..core.builder import as_var, emit1
+from ..base.errors import ShapeError
+from ..ir.program import Op, Variable
+from ..core.registry import MULTILINEAR, OutType
+from .rules import broadcast_shapes
+from ..core.declare import Emitted, defop, public
 from .elementwise import astype, multiply, where
 from .grad_helpers import unbroadcast
 from .reduce import sum as reduce_sum

@@ -15,12 +15,12 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
-from .. import hooks
-from ..builder import active_program, as_var, emit
-from ..errors import SrcgradError, user_location
-from ..ir import Block, Op, Variable
-from ..registry import OutType, recomputable, register
-from ..analysis import branch_blocks, free_vars, has_effect
+from ..base import conversion as hooks
+from ..core.builder import active_program, as_var, emit
+from ..base.errors import SrcgradError, user_location
+from ..ir.program import Block, Op, Variable
+from ..core.registry import OutType, recomputable, register
+from ..ir.analysis import branch_blocks, free_vars, has_effect
 from .elementwise import add, less, logical_and
 
 BOOL = np.dtype(bool)

@@ -12,12 +12,12 @@ from typing import Any, Sequence
 import numpy as np
 from jax import lax
 
-from .. import dtypes
-from ..builder import as_var
-from ..errors import ShapeError
-from ..ir import Variable
+from ..base import dtypes
+from ..core.builder import as_var
+from ..base.errors import ShapeError
+from ..ir.program import Variable
 from .creation import full
-from .declare import public
+from ..core.declare import public
 from .elementwise import astype
 from .contraction import _conv_op, conv_padding, layout_specs
 from .reduce import max as reduce_max

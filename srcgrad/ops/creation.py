@@ -10,12 +10,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import dtypes
-from ..builder import as_var, emit1
-from ..errors import ShapeError
-from ..ir import Shape, Variable
-from ..registry import ZERO, OutType, always, register
-from .declare import Emitted, defop, public
+from ..base import dtypes
+from ..core.builder import as_var, emit1
+from ..base.errors import ShapeError
+from ..ir.program import Shape, Variable
+from ..core.registry import ZERO, OutType, always, register
+from ..core.declare import Emitted, defop, public
 from .shape import broadcast_to
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import keyword
 from typing import Any, Sequence
 
-from ..builder import emit
-from ..errors import TraceError, user_location
-from ..ir import Op, Variable
-from ..registry import ZERO, OutType, register
+from ..core.builder import emit
+from ..base.errors import TraceError, user_location
+from ..ir.program import Op, Variable
+from ..core.registry import ZERO, OutType, register
 
 
 def _no_outputs(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:

@@ -10,14 +10,15 @@ from typing import Any, Callable, Iterator, Sequence
 import jax.numpy as jnp
 import numpy as np
 
-from .. import dtypes
-from ..builder import as_pair, as_var
-from ..errors import ShapeError
-from ..ir import Op, Variable
-from ..registry import LINEAR, MULTILINEAR, REGISTRY, REMAT_INDEX, ZERO, GradSpec, OutType, f32_f64
-from ._rules import broadcast_shapes, jax_dtype, same
+from ..base import dtypes
+from ..core.builder import as_pair, as_var
+from ..base.errors import ShapeError
+from ..ir.program import Op, Variable
+from ..core.registry import (LINEAR, MULTILINEAR, REGISTRY, REMAT_INDEX, ZERO, GradSpec, OutType,
+                             f32_f64)
+from .rules import broadcast_shapes, jax_dtype, same
 from .creation import zeros_like
-from .declare import defop, named, public
+from ..core.declare import defop, named, public
 
 ArrayLike = Any
 BOOL = np.dtype(bool)

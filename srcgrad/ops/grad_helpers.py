@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..builder import emit1
-from ..errors import ShapeError
-from ..ir import Op, Shape, Variable
-from ..registry import LINEAR, ZERO, OutType
-from ._rules import broadcast_shapes, same
-from .declare import defop
+from ..core.builder import emit1
+from ..base.errors import ShapeError
+from ..ir.program import Op, Shape, Variable
+from ..core.registry import LINEAR, ZERO, OutType
+from .rules import broadcast_shapes, same
+from ..core.declare import defop
 
 
 def _sum_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:

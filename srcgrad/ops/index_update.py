@@ -11,13 +11,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dispatch, dtypes
-from ..builder import as_var
-from ..errors import GradientError, ShapeError
-from ..ir import Op, Variable
-from ..registry import OutType
+from ..core import dispatch
+from ..base import dtypes
+from ..core.builder import as_var
+from ..base.errors import GradientError, ShapeError
+from ..ir.program import Op, Variable
+from ..core.registry import OutType
 from .creation import arange, ones, zeros
-from .declare import Emitted, defop
+from ..core.declare import Emitted, defop
 from .elementwise import astype, equal, less, logical_and, maximum, minimum, multiply, where
 from .indexing import (_check_update_dtype, _expand, _has_traced, _index, _static_index, getitem,
                        scatter_add, take)

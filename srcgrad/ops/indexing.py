@@ -12,14 +12,14 @@ from typing import Any, Sequence
 import numpy as np
 from jax import lax
 
-from .. import dtypes
-from ..builder import as_var
-from ..errors import ShapeError
-from ..ir import Op, Variable
-from ..registry import LINEAR, REMAT_VIEW, ZERO, OutType
-from ._rules import broadcast_shapes, norm_axis
+from ..base import dtypes
+from ..core.builder import as_var
+from ..base.errors import ShapeError
+from ..ir.program import Op, Variable
+from ..core.registry import LINEAR, REMAT_VIEW, ZERO, OutType
+from .rules import broadcast_shapes, norm_axis
 from .creation import full, zeros
-from .declare import Emitted, defop
+from ..core.declare import Emitted, defop
 from .elementwise import (add, astype, greater_equal, less, logical_and, maximum, minimum,
                           stop_gradient, where)
 from .shape import broadcast_to, concatenate, reshape, rev, slice, transpose

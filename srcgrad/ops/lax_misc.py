@@ -23,11 +23,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..builder import as_var, emit
-from ..errors import GradientError, ShapeError
-from ..ir import Op, Variable
-from ..registry import ZERO, OutType, register
-from .declare import defop, named
+from ..core.builder import as_var, emit
+from ..base.errors import GradientError, ShapeError
+from ..ir.program import Op, Variable
+from ..core.registry import ZERO, OutType, register
+from ..core.declare import defop, named
 
 
 def _refused(what: str) -> Any:

@@ -11,15 +11,15 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from .. import dtypes
-from ..builder import as_var, emit
-from ..errors import ShapeError
-from ..ir import Op, Variable
-from ..registry import OutType, register
-from ._rules import broadcast_shapes, norm_axis
-from .declare import Emitted, defop, public_in
-from .decomp import (_col, _const, _eye, _inexact, _matrices, _mT, _row, lax_lu, svd,
-                     triangular_solve)
+from ..base import dtypes
+from ..core.builder import as_var, emit
+from ..base.errors import ShapeError
+from ..ir.program import Op, Variable
+from ..core.registry import OutType, register
+from .rules import broadcast_shapes, norm_axis
+from ..core.declare import Emitted, defop, public_in
+from .linalg_decompositions import (_col, _const, _eye, _inexact, _matrices, _mT, _row, lax_lu, svd,
+                                    triangular_solve)
 from .elementwise import (abs, add, astype, isfinite, logical_not, multiply, negative, not_equal,
                           power, reciprocal, sqrt, subtract, where)
 from .indexing import one_hot

@@ -14,13 +14,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dtypes
-from ..builder import as_var, constant
-from ..errors import ShapeError
-from ..ir import Variable
-from ._rules import norm_axes, norm_axis
+from ..base import dtypes
+from ..core.builder import as_var, constant
+from ..base.errors import ShapeError
+from ..ir.program import Variable
+from .rules import norm_axes, norm_axis
 from .creation import arange, zeros
-from .declare import public
+from ..core.declare import public
 from .elementwise import astype, remainder, subtract
 from .indexing import dynamic_slice, scatter_add, take
 from .shape import broadcast_to, concatenate, expand_dims, lax_pad, reshape, rev, transpose

@@ -12,13 +12,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import dispatch
-from ..errors import ShapeError, user_location
-from ..ir import Variable, current_program
+from ..core import dispatch
+from ..base.errors import ShapeError, user_location
+from ..ir.program import Variable, current_program
 from . import bitwise as B
 from . import elementwise as E
-from . import (contraction, index_update, indexing, linalg_functions, manip, numpy_math, reduce,
-               shape, sort_scan)
+from . import (contraction, index_update, indexing, linalg_functions, manip,
+               math_functions as numpy_math, reduce, shape, sorting as sort_scan)
 
 
 def _is_bool(x: Any) -> bool:

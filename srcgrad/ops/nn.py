@@ -9,10 +9,10 @@ from typing import Any, Sequence
 
 import math
 
-from ..builder import as_var
-from ..ir import Op, Variable
-from ._rules import norm_axis, require_float, same
-from .declare import Emitted, defop, public
+from ..core.builder import as_var
+from ..ir.program import Op, Variable
+from .rules import norm_axis, require_float, same
+from ..core.declare import Emitted, defop, public
 from .elementwise import (erf, exp, expm1, logical_and, maximum, minimum, multiply, negative,
                           sigmoid, softplus, stop_gradient, subtract, tanh, where)
 from .reduce import sum

@@ -10,20 +10,20 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dtypes
-from ..builder import as_var
-from ..errors import ShapeError
-from ..ir import Variable
-from ._rules import broadcast_shapes
+from ..base import dtypes
+from ..core.builder import as_var
+from ..base.errors import ShapeError
+from ..ir.program import Variable
+from .rules import broadcast_shapes
 from .creation import arange, full, zeros
-from .declare import public
+from ..core.declare import public
 from .elementwise import abs, astype, clip, exp, isfinite, isnan, log, logical_and, where
 from .contraction import einsum, matmul
 from .manip import moveaxis, ravel
-from .numpy_reductions import all
+from .statistics import all
 from .reduce import mean, sum
 from .shape import broadcast_to, concatenate, expand_dims, reshape
-from .sort_scan import diff, take_along_axis
+from .sorting import diff, take_along_axis
 
 BOOL = np.dtype(bool)
 

@@ -15,24 +15,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import dtypes
-from ..builder import as_pair, as_var, emit
-from ..errors import ShapeError
-from ..ir import Op, Variable
-from ..registry import OutType, register
+from ..base import dtypes
+from ..core.builder import as_pair, as_var, emit
+from ..base.errors import ShapeError
+from ..ir.program import Op, Variable
+from ..core.registry import OutType, register
 from . import elementwise as E
 from . import reduce as R
 from .construct import linspace
 from .creation import arange, full, ones, zeros
-from .decomp import qr, solve_triangular
+from .linalg_decompositions import qr, solve_triangular
 from .lax_misc import top_k_indices
-from .declare import defop, public
+from ..core.declare import defop, public
 from .manip import flip, moveaxis, ravel, tile
 from .numpy_build import convolve, ix_, searchsorted
-from .numpy_index import ravel_multi_index, vander
-from .numpy_sets import bincount, nonzero
+from .index_routines import ravel_multi_index, vander
+from .sets import bincount, nonzero
 from .shape import concatenate, expand_dims, reshape, stack, swapaxes
-from .sort_scan import argsort, diff, sort, take_along_axis
+from .sorting import argsort, diff, sort, take_along_axis
 from .special import i0e
 
 

@@ -10,13 +10,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dtypes
-from ..builder import as_var
-from ..errors import ShapeError
-from ..ir import Variable
-from ._rules import broadcast_shapes, norm_axis
+from ..base import dtypes
+from ..core.builder import as_var
+from ..base.errors import ShapeError
+from ..ir.program import Variable
+from .rules import broadcast_shapes, norm_axis
 from .creation import zeros
-from .declare import public
+from ..core.declare import public
 from .elementwise import astype, multiply, subtract
 from .contraction import matmul
 from .manip import moveaxis

@@ -16,12 +16,12 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
-from .. import dtypes
-from ..builder import as_var
-from ..errors import ShapeError
-from ..ir import Variable
-from ..registry import ZERO, OutType
-from .declare import Emitted, defop, public_in
+from ..base import dtypes
+from ..core.builder import as_var
+from ..base.errors import ShapeError
+from ..ir.program import Variable
+from ..core.registry import ZERO, OutType
+from ..core.declare import Emitted, defop, public_in
 from .elementwise import astype, less, maximum
 
 KEY = np.dtype(np.uint32)
@@ -207,7 +207,7 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> V
     if independent and xv.ndim != 1:
         raise ShapeError("independent=True is supported for 1-D x only",
                          op="random.permutation")
-    from ._rules import norm_axis
+    from .rules import norm_axis
     ax = norm_axis(axis, xv.ndim)
     return take(xv, _permuted_range(k, xv.shape[ax]), axis=ax)
 

@@ -10,13 +10,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .. import dtypes
-from ..builder import as_var
-from ..errors import ShapeError
-from ..ir import Op, Variable
-from ..registry import LINEAR, GradSpec, OutType, f32_f64
-from ._rules import jax_dtype, norm_axes, norm_axis
-from .declare import defop, named, public
+from ..base import dtypes
+from ..core.builder import as_var
+from ..base.errors import ShapeError
+from ..ir.program import Op, Variable
+from ..core.registry import LINEAR, GradSpec, OutType, f32_f64
+from .rules import jax_dtype, norm_axes, norm_axis
+from ..core.declare import defop, named, public
 from .creation import full
 from .elementwise import astype, divide, equal, exp, isnan, multiply, where
 from .grad_helpers import expand_reduced, reduced_shape
@@ -161,7 +161,7 @@ def _g_prod(op: Op, g: Variable) -> Variable:
     from both ends, multiplied. No division, so it is exact where the slice holds zeros,
     infinities or NaN (0 * inf is NaN only where jax.grad's is)."""
     from .shape import reshape, transpose
-    from .sort_scan import _shift, lax_cumprod
+    from .sorting import _shift, lax_cumprod
     x = op.inputs[0]
     axes = op.attrs["axes"]
     kept = [a for a in range(x.ndim) if a not in axes]

@@ -14,11 +14,11 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from .. import hooks
-from ..builder import active_program, as_var, emit
-from ..errors import SrcgradError, user_location
-from ..ir import Variable
-from ..analysis import free_vars
+from ..base import conversion as hooks
+from ..core.builder import active_program, as_var, emit
+from ..base.errors import SrcgradError, user_location
+from ..ir.program import Variable
+from ..ir.analysis import free_vars
 from .checkpoint import _positive, checkpoint
 from .control import _types, hoist_invariants
 from .creation import zeros

@@ -9,13 +9,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dtypes
-from ..builder import SEQUENCES, as_var
-from ..errors import ShapeError
-from ..ir import Op, Shape, Variable
-from ..registry import LINEAR, REMAT_VIEW, OutType, always
-from ._rules import broadcast_shapes, norm_axis, same
-from .declare import Emitted, defop, public
+from ..base import dtypes
+from ..core.builder import SEQUENCES, as_var
+from ..base.errors import ShapeError
+from ..ir.program import Op, Shape, Variable
+from ..core.registry import LINEAR, REMAT_VIEW, OutType, always
+from .rules import broadcast_shapes, norm_axis, same
+from ..core.declare import Emitted, defop, public
 from .grad_helpers import fill_zeros_like
 
 

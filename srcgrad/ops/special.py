@@ -16,14 +16,14 @@ from typing import Any, Callable
 import jax.numpy as jnp
 import numpy as np
 
-from .. import dtypes
-from ..builder import as_pair, as_var
-from ..errors import SrcgradError, user_location
-from ..ir import Op, Variable
-from ..registry import GradSpec
+from ..base import dtypes
+from ..core.builder import as_pair, as_var
+from ..base.errors import SrcgradError, user_location
+from ..ir.program import Op, Variable
+from ..core.registry import GradSpec
 from . import elementwise as E
-from ._rules import jax_dtype
-from .declare import EXPORTS, defop, named, public_in
+from .rules import jax_dtype
+from ..core.declare import EXPORTS, defop, named, public_in
 from .reduce import logsumexp
 
 NS = "scipy.special"

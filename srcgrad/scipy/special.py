@@ -7,7 +7,7 @@ Layer L6 (front ends): see docs/design.md.
 from __future__ import annotations
 
 from ..ops import special as _declared  # noqa: F401  (declares the rows)
-from ..ops.declare import exports_of
+from ..core.declare import exports_of
 
 globals().update(exports_of("scipy.special"))
 

@@ -1,0 +1,4 @@
+"""The functional API: grad, jit, jvp and the Jacobians, custom rules, the Fluid program API.
+
+Layer L6 (front ends): see docs/design.md.
+"""

@@ -1,0 +1,149 @@
+"""The eager interpreter: an op called on concrete arrays outside any trace computes with JAX.
+
+`srcgrad.dispatch` hands it the calls that are neither traced nor recorded. Each call is
+traced once per signature into a one-call Program, lowered by srcgrad's own pipeline and
+jitted, as jax.numpy's own functions are; later calls run it on the arrays directly (JAX
+tracers of an outer jax.jit, grad or vmap included: the call joins their computation).
+
+The signature is the argument leaves in order: an array by shape and dtype, a `Weak` number
+(a Python number in an operand position) by its Python type -- it is an input of the
+program, fed its value -- and any other value (axes, shapes, flags) by type and value
+(`cache.static_key`). Programs live in one bounded cache of the registry (`cache.py`).
+
+Layer L5 (compiled code): see docs/design.md.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import jax
+import numpy as np
+
+from ..base import dtypes
+from ..core.builder import as_var
+from ..base.cache import BoundedCache, register, static_key
+from ..core.dispatch import Weak, on_device, register_eager
+from ..ir.program import Program, Variable, program_guard
+
+#: Compiled one-call programs, by call signature.
+PROGRAMS = register("eager", BoundedCache(4096))
+
+
+class _Program(NamedTuple):
+    run: Callable[..., Any]
+    out_tree: Any
+    #: Per lifted weak input, in input order: the index of its Weak among the call's, and
+    #: the dtype it was given.
+    weak: tuple[tuple[int, np.dtype], ...]
+    #: The arrays the traced code captured (an op's index constants), fed after the rest.
+    captured: tuple[Any, ...]
+    #: The result leaves' shapes and dtypes.
+    avals: tuple[jax.ShapeDtypeStruct, ...] = ()
+
+
+def is_array(x: Any) -> bool:
+    return isinstance(x, (np.ndarray, np.generic, jax.Array, jax.core.Tracer))
+
+
+def signature(leaves: list) -> tuple[tuple, list, list]:
+    """The key of the leaves, the arrays and the weak numbers' values, in order."""
+    parts, arrays, weak = [], [], []
+    for leaf in leaves:
+        if type(leaf) is Weak:
+            parts.append(type(leaf.value))
+            weak.append(leaf.value)
+        elif is_array(leaf):
+            parts.append((leaf.shape, leaf.dtype))
+            arrays.append(leaf)
+        else:
+            parts.append(static_key(leaf))
+    return tuple(parts), arrays, weak
+
+
+def run(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
+    """`fn` called on the flattened arguments (arrays, Weak numbers and static values)."""
+    parts, arrays, weak = signature(leaves)
+    outs, out_tree, _ = evaluate(fn, leaves, tree, parts, arrays, weak)
+    return jax.tree_util.tree_unflatten(out_tree, outs)
+
+
+def evaluate(fn: Callable[..., Any], leaves: list, tree: Any, parts: tuple, arrays: list,
+             weak: list) -> tuple[Any, Any, list[tuple[int, np.dtype, jax.Array]]]:
+    """`fn` on leaves whose `signature` is given: its result leaves, their tree, and each
+    weak number the program lifted (its index among the weak ones, dtype and device value)."""
+    key = (fn, tree, parts, dtypes.x64())
+    prog = _program(key, fn, leaves, tree)
+    first = hasattr(prog.run, "jitted")  # the first call's wrapper (lowered, never run)
+    if prog.weak:
+        lifted = [(i, dt, on_device(weak[i], dt)) for i, dt in prog.weak]
+        fed = [arr for _, _, arr in lifted]
+    else:
+        lifted = fed = []
+    outs, _ = prog.run(*arrays, *fed, *prog.captured)
+    if first:  # compiled: later calls go to jax.jit's dispatch directly
+        PROGRAMS.replace(key, prog._replace(run=prog.run.jitted))
+    return outs, prog.out_tree, lifted
+
+
+def program(fn: Callable[..., Any], leaves: list, tree: Any, parts: tuple) -> _Program:
+    """The program of a call whose `signature` is `parts`, lowered now if it is new, not run
+    (an array leaf may be a jax.ShapeDtypeStruct): the results' shapes and dtypes, and the
+    errors of a bad call, without computing anything."""
+    return _program((fn, tree, parts, dtypes.x64()), fn, leaves, tree)
+
+
+def has_run(fn: Callable[..., Any], tree: Any, parts: tuple) -> bool:
+    """Whether the program of a call whose `signature` is `parts` has run (is compiled)."""
+    prog = PROGRAMS.get((fn, tree, parts, dtypes.x64()))
+    return prog is not None and not hasattr(prog.run, "jitted")
+
+
+def _program(key: tuple, fn: Callable[..., Any], leaves: list, tree: Any) -> _Program:
+    """The cached program of `key`, lowered and stored now if there is none."""
+    prog = PROGRAMS.get(key)
+    if prog is None:
+        prog = PROGRAMS.put(key, _lower(fn, leaves, tree))
+    return prog
+
+
+def _lower(fn: Callable[..., Any], leaves: list, tree: Any) -> _Program:
+    """Trace `fn` on fresh inputs in place of the array leaves and lower the one-call Program."""
+    from ..transforms.lower_jax import lower_program
+    prog = Program()
+    block = prog.global_block()
+    order = {id(leaf): i for i, leaf in enumerate(l for l in leaves if type(l) is Weak)}
+    lifted: list[tuple[int, np.dtype]] = []
+    weak_inputs: list[Variable] = []
+
+    def lift(w: Weak, dt: np.dtype) -> Variable:
+        v = block.new_var(f"w{len(weak_inputs)}", (), dt, kind="data", stop_gradient=True)
+        weak_inputs.append(v)
+        prog.inputs.append(v)  # after the arrays' inputs, which are made before the trace
+        lifted.append((order[id(w)], dt))
+        return v
+    prog.lift_weak = lift
+    traced = []
+    for leaf in leaves:
+        if is_array(leaf) or type(leaf) is jax.ShapeDtypeStruct:
+            v = block.new_var(f"x{len(prog.inputs)}", tuple(leaf.shape),
+                              dtypes.canonical(np.dtype(leaf.dtype)), kind="data",
+                              stop_gradient=True, exact_name=True)
+            prog.inputs.append(v)
+            leaf = v
+        traced.append(leaf)
+    with program_guard(prog):
+        args, kwargs = jax.tree_util.tree_unflatten(tree, traced)
+        out = fn(*args, **kwargs)
+        out_leaves, out_tree = jax.tree_util.tree_flatten(out)
+        outs = [as_var(v) for v in out_leaves]
+    avals = tuple(jax.ShapeDtypeStruct(v.shape, v.dtype) for v in outs)
+    name = getattr(fn, "__name__", "op")
+    lowered = lower_program(prog, list(prog.inputs) + prog.captures, outs, [],
+                            name=f"eager_{name}")
+    captured = tuple(np.asarray(value, v.dtype) if not isinstance(value, jax.Array) else value
+                     for v, value in zip(prog.captures, prog.capture_values))
+    prog.dispose()
+    return _Program(lowered.jitted(), out_tree, tuple(lifted), captured, avals)
+
+
+register_eager(run)

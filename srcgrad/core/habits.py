@@ -1,0 +1,170 @@
+"""JAX habits fail helpfully: a traced value handed to a jax.numpy, jax.nn or NumPy function.
+
+JAX cannot interpret a srcgrad Variable, and its own error ("is not a valid JAX type") does
+not say what to do. `install()` makes JAX's abstractification of a Variable, NumPy's ufuncs
+and array functions, and `__array__` raise a TraceError that names the srcgrad op to use
+instead and the user's file:line. NumPy's operators (`ndarray + traced`), its reductions
+(`numpy.sum(traced)`) and its functions with an sg twin of the same signature go to srcgrad.
+
+Layer L3 (the ops): see docs/design.md.
+"""
+from __future__ import annotations
+
+import linecache
+import os
+import re
+import sys
+from types import FrameType
+from typing import Any, Callable
+
+import numpy as np
+
+from ..base.errors import SourceLoc, TraceError, user_location
+from ..ir.program import Variable
+
+_NAME = re.compile(r"[A-Za-z_][\w.]*$")
+#: NumPy / jax.numpy names whose srcgrad op is spelled differently.
+_ALIASES = {"absolute": "abs", "true_divide": "divide", "mod": "remainder",
+            "dot_general": "einsum", "trace": "linalg.trace"}
+#: jax.lax's control flow: the srcgrad function that takes its place.
+_CONTROL = {"while_loop": "sg.while_loop", "cond": "sg.cond", "scan": "sg.scan",
+            "fori_loop": "sg.fori_loop", "switch": "sg.switch", "map": "sg.scan"}
+#: NumPy functions that run as the srcgrad op of the same name (NumPy's signature).
+_NUMPY_FUNCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.argmax, np.argmin, np.amax,
+                    np.amin, np.where, np.reshape, np.transpose, np.swapaxes, np.concatenate,
+                    np.stack, np.expand_dims, np.squeeze, np.matmul, np.dot, np.einsum,
+                    np.broadcast_to, np.take, np.zeros_like, np.ones_like, np.full_like}
+#: NumPy's functions that run as the sg.linalg function of the same signature.
+_NUMPY_LINALG = {np.trace: "linalg.trace", **{f: "linalg." + f.__name__ for f in (
+    np.linalg.norm, np.linalg.solve, np.linalg.inv, np.linalg.det, np.linalg.slogdet,
+    np.linalg.cholesky, np.linalg.eigh, np.linalg.svd, np.linalg.qr, np.linalg.matrix_power)}}
+
+
+def _library_dirs() -> tuple[str, ...]:
+    import jax
+    import jaxlib
+    return tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+                 for m in (jax, jaxlib, np))
+
+
+_LIBS: tuple[str, ...] = ()
+
+
+def _user_frame() -> FrameType | None:
+    """The innermost frame outside srcgrad, JAX and NumPy: the user's call."""
+    global _LIBS
+    _LIBS = _LIBS or _library_dirs()
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith(_LIBS + (here,)) and not name.startswith("<srcgrad"):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _call_text(frame: FrameType) -> str:
+    """The source of the call expression `frame` is executing (Python 3.11 positions)."""
+    try:
+        pos = list(frame.f_code.co_positions())[frame.f_lasti // 2]
+    except (AttributeError, IndexError):
+        return linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    line, end, col, end_col = pos
+    if line is None or col is None:
+        return linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    lines = [linecache.getline(frame.f_code.co_filename, n) for n in range(line, (end or line) + 1)]
+    if len(lines) == 1:
+        return lines[0][col:end_col]
+    return lines[0][col:] + "".join(lines[1:])
+
+
+def _callee(call: str) -> str | None:
+    """`jnp.tanh` from `jnp.tanh(x + 1)`: the dotted name before the last top-level call."""
+    text = call.rstrip()
+    if not text.endswith(")"):
+        return None
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(text[i], 0)
+        if depth == 0:
+            match = _NAME.search(text[:i].rstrip())
+            return match.group(0) if match else None
+    return None
+
+
+def misuse(value: Variable, fallback: str | None = None) -> TraceError:
+    """The error for `value` handed to a JAX or NumPy function: which sg op to use instead."""
+    from .declare import EXPORTS
+    frame = _user_frame()
+    loc = SourceLoc(frame.f_code.co_filename, frame.f_lineno) if frame else user_location()
+    callee = _callee(_call_text(frame)) if frame else None
+    callee = callee or fallback
+    head = f"the srcgrad value {value!r} was passed to"
+    if callee is None:
+        return TraceError(f"{head} a JAX or NumPy function, which cannot read it; use the sg.* "
+                          "op of the same name", loc=loc)
+    last = callee.rsplit(".", 1)[-1]
+    if last in _CONTROL and (callee != last or last != "map"):  # not Python's map
+        return TraceError(f"{head} {callee}, which cannot trace srcgrad values; use "
+                          f"{_CONTROL[last]} (jax.lax's arguments, differentiable by srcgrad), "
+                          "or wrap the whole JAX function with sg.from_jax", loc=loc)
+    name = ".".join(callee.split(".")[-2:])  # jnp.linalg.solve: sg.linalg.solve
+    if name not in EXPORTS:
+        name = callee.rsplit(".", 1)[-1]
+        name = name if name in EXPORTS else _ALIASES.get(name, name)
+    if name in EXPORTS:
+        return TraceError(f"{head} {callee}, which cannot read it; use sg.{name} instead of "
+                          f"{callee}", loc=loc)
+    return TraceError(f"{head} {callee}, which cannot read it, and srcgrad has no {name} yet; "
+                      "write it with sg.* ops", loc=loc)
+
+
+def _aval(value: Variable) -> Any:
+    raise misuse(value)
+
+
+def _array(self: Variable, *args: Any, **kwargs: Any) -> Any:
+    raise misuse(self)
+
+
+_OPERATOR_UFUNCS = {
+    np.add: "add", np.subtract: "subtract", np.multiply: "multiply", np.true_divide: "divide",
+    np.power: "power", np.remainder: "remainder", np.floor_divide: "floor_divide",
+    np.matmul: "matmul", np.less: "less", np.less_equal: "less_equal", np.greater: "greater",
+    np.greater_equal: "greater_equal", np.equal: "equal", np.not_equal: "not_equal",
+    np.bitwise_and: "logical_and", np.bitwise_or: "logical_or",
+}
+
+
+def _array_ufunc(self: Variable, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    """`ndarray OP traced` runs the srcgrad op; other ufuncs (np.tanh) name the op to use."""
+    from .declare import EXPORTS
+    name = _OPERATOR_UFUNCS.get(ufunc)
+    if name is not None and method == "__call__" and not kwargs:
+        return EXPORTS[name](*inputs)
+    raise misuse(self, f"np.{ufunc.__name__}")
+
+
+def _array_function(self: Variable, func: Callable[..., Any], types: Any, args: tuple,
+                    kwargs: dict[str, Any]) -> Any:
+    """numpy.sum(traced) and the like run the srcgrad op; other functions name the op to use."""
+    from .declare import EXPORTS
+    name = _NUMPY_LINALG.get(func) or _ALIASES.get(func.__name__, func.__name__)
+    if (func in _NUMPY_FUNCTIONS or func in _NUMPY_LINALG) and name in EXPORTS:
+        return EXPORTS[name](*args, **kwargs)
+    raise misuse(self, f"np.{func.__name__}")
+
+
+def install() -> None:
+    """Hook Variable into JAX's and NumPy's protocols (see the module doc)."""
+    from jax._src import core, dtypes  # JAX's tables of array-like types; no public hook
+    table = getattr(core, "pytype_aval_mappings", None)
+    if isinstance(table, dict):
+        table[Variable] = _aval
+    register = getattr(dtypes, "register_canonicalize_value_handler", None)
+    if register is not None:
+        register(Variable, _aval)
+    Variable.__array__ = _array
+    Variable.__array_ufunc__ = _array_ufunc
+    Variable.__array_function__ = _array_function

@@ -1,0 +1,316 @@
+"""The op-by-op tier of imperative backward, with its recurring runs of entries compiled.
+
+A tape whose structure has not been seen before is differentiated entry by entry, by the
+per-op programs and vjp kernels of srcgrad/tape_vjp.py. Define-by-run code repeats itself,
+though: an RNN cell over a sentence, a layer over a tree's nodes. So the entries are cut
+into windows of `CHUNK` entries from the first (the rest into windows of a quarter of
+that), and each window is keyed by its *local structure*: its entries' ops, signatures and
+wiring, with the values it reads from before it numbered by first read and its own results
+in order. The windows of a cell repeated over a sentence share that key, whatever the
+sentence's length. A window whose key was seen before (earlier in this tape, or in an
+earlier one) runs as a *chunk*: one jitted program computes its results, and one its vjp.
+Both are made of the very per-op programs and vjp kernels the entry-by-entry path calls,
+traced together, so the gradients are the same; a structure never seen costs one compile
+per recurring window, not per tape. The first window of its kind and the last few entries
+run entry by entry.
+
+Layer L6 (front ends): see docs/design.md.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import jax
+
+from ..base import dtypes
+from ..compiled import eager
+from ..base.cache import BoundedCache, register
+from ..base.config import config
+from .tape import Entry, Ref, Tape, WeakRef, entry_leaves
+from .backward_op_by_op import active_values, eager_runner, recording_runner, reverse, seeded
+from .tensor import PENDING
+from ..core.verify import checks_enabled
+
+#: Entries per window; 0 runs every entry on its own.
+CHUNK = 16
+#: A window runs as a chunk once its key was seen this many times before.
+CHUNK_AFTER = 1
+#: A structure at least half of whose entries run as chunks is compiled whole on its
+#: (`WHOLE_AFTER` x `sg.config.tape_compile_after`)-th sighting: its whole backward costs a
+#: compile per structure (about 0.8 s for an RNN over 30 words here) to save about a third
+#: of a chunked step, so it pays only for a structure that keeps recurring (fixed-length
+#: batches), not for each length of variable-length data.
+WHOLE_AFTER = 8
+#: How many windows of each local structure were differentiated; dropped whole past
+#: `_SEEN_LIMIT` keys.
+_SEEN: dict[tuple, int] = register("tape_chunk_keys", {})
+_SEEN_LIMIT = 1 << 12
+
+
+class _Unchunkable(Exception):
+    """A kernel lifts a weak number at a dtype its recording did not lift it to (it would be
+    a constant of the compiled chunk): that window runs entry by entry."""
+
+
+class Chunk:
+    """The compiled programs of one local structure: `template` is its entries renumbered
+    (the values read from before first, by slot, then the window's results), `forward`
+    computes the results from the reads, `backward(pattern)` the vjp for one pattern of
+    cotangents."""
+
+    def __init__(self, template: list[Entry], n_reads: int):
+        self.template = template
+        self.n_reads = n_reads
+        self.n_own = sum(len(e.outs) for e in template)
+        #: Set when a kernel cannot be chunked (`_Unchunkable`): its windows run entry by entry.
+        self.broken = False
+        self._forward: Callable[..., Any] | None = None
+        self._backward: dict[tuple, tuple[Callable[..., Any], list[int]]] = {}
+
+    def forward(self) -> Callable[..., Any]:
+        """`(*reads) -> results`, jitted."""
+        if self._forward is None:
+            template, n_reads = self.template, self.n_reads
+
+            def chunk_forward(*reads: Any) -> tuple:
+                values = list(reads)
+                for e in template:
+                    values.extend(_call(e, e.fn, e.tree, values, []))
+                return tuple(values[n_reads:])
+            self._forward = jax.jit(chunk_forward)
+        return self._forward
+
+    def backward(self, seeds: tuple[int, ...], act: tuple[int, ...], acc: tuple[int, ...]
+                 ) -> tuple[Callable[..., Any], list[int]]:
+        """`(*reads, *results, *seeds' cotangents, *acc's gathered cotangents) -> the
+        cotangents of the read slots listed in the second item` (filled on the first call),
+        jitted: `seeds` are the results with a cotangent, `act` the active reads, `acc` those
+        of them with a cotangent gathered so far."""
+        key = (seeds, act, acc)
+        hit = self._backward.get(key)
+        if hit is not None:
+            return hit
+        template, n_vals = self.template, self.n_reads + self.n_own
+        returned: list[int] = []
+
+        def chunk_vjp(*args: Any) -> tuple:
+            values, rest = list(args[:n_vals]), args[n_vals:]
+            cts = dict(zip((self.n_reads + j for j in seeds), rest))
+            cts.update(zip(acc, rest[len(seeds):]))
+            reverse(template, active_values(template, values, act), cts,
+                    lambda e, fn, tree, extra: _call(e, fn, tree, values, extra))
+            returned[:] = [k for k in act if k in cts]
+            return tuple(cts[k] for k in returned)
+        hit = self._backward[key] = (jax.jit(chunk_vjp), returned)
+        return hit
+
+
+#: Chunks by local structure.
+_CHUNKS = register("tape_chunks", BoundedCache(512))
+
+
+class Window(NamedTuple):
+    """Entries `start:stop` of a tape, and their chunk (None: entry by entry); `reads` are
+    the numbers of the values the window reads from before it, by slot."""
+
+    start: int
+    stop: int
+    chunk: Chunk | None
+    reads: tuple[int, ...]
+
+
+def _cuts(n: int) -> list[tuple[int, int, bool]]:
+    """Entries `0:n` as windows `(start, stop, may be a chunk)`: of `CHUNK` entries from the
+    first, then the rest in windows of a quarter of that (an RNN's last cells), then what is
+    left. A tape shorter than `CHUNK` is one window, never a chunk."""
+    if not CHUNK or n < CHUNK:
+        return [(0, n, False)] if n else []
+    full = n - n % CHUNK
+    small = max(CHUNK // 4, 1)
+    rest = n - (n - full) % small
+    return ([(a, a + CHUNK, True) for a in range(0, full, CHUNK)]
+            + [(a, a + small, True) for a in range(full, rest, small)]
+            + ([(rest, n, False)] if rest < n else []))
+
+
+def windows(tape: Tape) -> list[Window]:
+    """The tape's entries cut into windows, each with its chunk if its key was seen before."""
+    entries = tape.entries
+    out = []
+    for a, b, may in _cuts(len(entries)):
+        chunk, reads = None, ()
+        if may:
+            key, reads = _local_at(tape, a, b)
+            if key is not None:
+                seen = _SEEN.get(key, 0)
+                if seen == 0 and len(_SEEN) >= _SEEN_LIMIT:
+                    _SEEN.clear()
+                _SEEN[key] = seen + 1
+                if seen >= CHUNK_AFTER:
+                    chunk = _CHUNKS.get(key)
+                    if chunk is None:
+                        chunk = _CHUNKS.put(key, Chunk(_template(entries, a, b, reads), len(reads)))
+                    if chunk.broken:
+                        chunk = None
+        out.append(Window(a, b, chunk, reads))
+    return out
+
+
+def compile_after(plan: list[Window]) -> int:
+    """The sighting on which the planned tape's structure is compiled whole:
+    `sg.config.tape_compile_after`, `WHOLE_AFTER` times later if at least half of its
+    entries run as chunks."""
+    chunked = sum(w.stop - w.start for w in plan if w.chunk is not None)
+    mostly = plan and 2 * chunked >= plan[-1].stop
+    return config.tape_compile_after * (WHOLE_AFTER if mostly else 1)
+
+
+def _local_at(tape: Tape, a: int, b: int) -> tuple[tuple | None, tuple[int, ...]]:
+    """`_local` of entries `a:b`, kept on the trie node of entry `b - 1`: equal recordings
+    reach equal nodes and number their values alike (the numbers a call reads are part of
+    its step), so the window's key and reads are the node's. SRCGRAD_ENABLE_CHECKS
+    recomputes them and compares."""
+    node = tape.nodes[b - 1]
+    tag = (a, CHUNK, dtypes.x64())
+    hit = node.window
+    if hit is not None and hit[0] == tag:
+        got = hit[1]
+        if checks_enabled() and got != _local(tape.entries, a, b):
+            raise AssertionError(f"tape chunks: the window {a}:{b} kept on its trie node is "
+                                 "not the tape's")
+        return got
+    got = _local(tape.entries, a, b)
+    node.window = (tag, got)
+    return got
+
+
+def _local(entries: list[Entry], a: int, b: int) -> tuple[tuple | None, tuple[int, ...]]:
+    """The local structure of entries `a:b` (None if one has no results) and the numbers of
+    the values they read from before, in the order first read."""
+    slots: dict[int, int] = {}
+    own: dict[int, int] = {}
+    key = []
+    for e in entries[a:b]:
+        if not e.outs:
+            return None, ()
+        wiring: list[Any] = []
+        for r in e.leaves:
+            t = type(r)
+            if t is Ref:
+                j = own.get(r.num)  # a result of this window: by its place among them
+                wiring.append(slots.setdefault(r.num, len(slots)) if j is None else ~j)
+            elif t is WeakRef:
+                wiring.append(tuple((dt, slots.setdefault(n, len(slots)))
+                                    for dt, n in r.nums.items()))
+        for o in e.outs:
+            own[o] = len(own)
+        key.append((e.fn, e.tree, e.parts, tuple(wiring)))
+    return (tuple(key), dtypes.x64()), tuple(slots)
+
+
+def _template(entries: list[Entry], a: int, b: int, reads: tuple[int, ...]) -> list[Entry]:
+    """Entries `a:b` renumbered: slot k of `reads` is k, the window's results follow."""
+    local = {n: k for k, n in enumerate(reads)}
+    out = []
+    for e in entries[a:b]:
+        leaves: list[Any] = []
+        for r in e.leaves:
+            if type(r) is Ref:
+                leaves.append(Ref(local[r.num]))
+            elif type(r) is WeakRef:
+                w = WeakRef(r.value)
+                w.nums = {dt: local[n] for dt, n in r.nums.items()}
+                leaves.append(w)
+            else:
+                leaves.append(r)
+        for o in e.outs:
+            local[o] = len(local)
+        out.append(Entry(e.fn, e.tree, tuple(leaves), tuple(local[o] for o in e.outs), None,
+                         e.parts))
+    return out
+
+
+def _call(e: Entry, fn: Callable[..., Any], tree: Any, values: list, extra: list) -> list:
+    """`fn` (the entry's op or its vjp kernel) on the entry's leaves and `extra`, inside a
+    chunk's trace: the per-op program the eager interpreter runs, fed the weak numbers the
+    recording lifted (never a constant, so the chunk serves every value)."""
+    leaves, arrays, weak = entry_leaves(e, values)
+    parts = e.parts + tuple((x.shape, x.dtype) for x in extra)
+    prog = eager.program(fn, leaves + extra, tree, parts)
+    lifted = []
+    for i, dt in prog.weak:
+        n = weak[i].nums.get(dt)
+        if n is None:
+            raise _Unchunkable
+        lifted.append(values[n])
+    outs, _ = prog.run(*arrays, *extra, *lifted, *prog.captured)
+    return outs
+
+
+def _compute(tape: Tape, plan: list[Window]) -> None:
+    """Compute the entries not computed yet: a chunked window whose entries are all pending
+    by its forward program, the others entry by entry."""
+    if not tape.uncomputed:
+        return
+    values, entries = tape.values, tape.entries
+    for w in plan:
+        if w.chunk is not None and all(type(values[e.outs[0]]) is PENDING
+                                       for e in entries[w.start:w.stop]):
+            try:
+                outs = w.chunk.forward()(*[values[n] for n in w.reads])
+            except _Unchunkable:
+                w.chunk.broken = True
+            else:
+                tape.fill_window(w.start, w.stop, outs)
+                continue
+        tape.compute(w.start, w.stop)
+
+
+def _backward(tape: Tape, w: Window, active: set[int], cts: dict[int, Any]) -> bool:
+    """Window `w`'s vjp by its chunk; False if it must run entry by entry."""
+    own = [o for e in tape.entries[w.start:w.stop] for o in e.outs]
+    seeds = tuple(j for j, o in enumerate(own) if o in cts)
+    if not seeds:
+        return True
+    reads, values = w.reads, tape.values
+    act = tuple(k for k, n in enumerate(reads) if n in active)
+    acc = tuple(k for k in act if reads[k] in cts)
+    fn, returned = w.chunk.backward(seeds, act, acc)  # type: ignore[union-attr]
+    try:
+        outs = fn(*[values[n] for n in reads], *[values[o] for o in own],
+                  *[cts[own[j]] for j in seeds], *[cts[reads[k]] for k in acc])
+    except _Unchunkable:
+        w.chunk.broken = True  # type: ignore[union-attr]
+        return False
+    for j in seeds:
+        del cts[own[j]]
+    cts.update((reads[k], g) for k, g in zip(returned, outs))
+    return True
+
+
+def run_op_by_op(tape: Tape, heads: list[int], seeds: list, xs: list[int | None],
+                 create_graph: bool = False, plan: list[Window] | None = None) -> list[Any]:
+    """The gradients of the heads (seeded by `seeds`; None: ones) with respect to the tape
+    values `xs`, by windows (`plan`, default `windows(tape)`): chunks where they recur,
+    entry by entry elsewhere. With `create_graph` every kernel is recorded onto the tape
+    (entry by entry) and the gradients are Tensors there."""
+    if create_graph:
+        tape.compute()
+        cts = seeded(tape, heads, seeds, True)
+        reverse(tape.entries, active_values(tape.entries, tape.values, xs), cts,
+                recording_runner(tape))
+    else:
+        if plan is None:
+            plan = windows(tape)
+        _compute(tape, plan)
+        active = active_values(tape.entries, tape.values, xs)
+        cts = seeded(tape, heads, seeds, False)
+        run = eager_runner(tape)
+        for w in reversed(plan):
+            if w.chunk is None or not _backward(tape, w, active, cts):
+                reverse(tape.entries[w.start:w.stop], active, cts, run)
+    return [None if x is None else cts.get(x) for x in xs]
+
+
+__all__ = ["CHUNK", "WHOLE_AFTER", "Chunk", "Window", "compile_after", "run_op_by_op",
+           "windows"]

@@ -1,0 +1,4 @@
+"""Tools for looking at programs: Graphviz pictures.
+
+Layer L6 (front ends): see docs/design.md.
+"""
