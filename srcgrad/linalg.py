@@ -6,7 +6,7 @@ Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 
-from .core.declare import exports_of
+from .ops import exports_of
 
 globals().update(exports_of("linalg"))
 

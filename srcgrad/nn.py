@@ -19,7 +19,7 @@ from .imperative import initializers
 from .imperative.conv_layers import Conv1d, Conv2d, Conv3d
 from .imperative.layers import (Dropout, Embedding, LayerNorm, Linear, Module, Sequential,
                                 activations)
-from .core.declare import exports_of
+from .ops import exports_of
 
 globals().update(activations())
 globals().update(exports_of("nn"))

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import jax
 
-from .core.declare import exports_of
+from .ops import exports_of
 
 
 def _raw(x: Any) -> Any:

@@ -11,6 +11,7 @@ import pytest
 
 import srcgrad as sg
 from srcgrad.compiled import eager
+from srcgrad.imperative import autograd
 from srcgrad.base.errors import GradientError, SrcgradError
 
 RNG = np.random.default_rng(0)
@@ -475,7 +476,7 @@ def test_error_heads_from_two_recordings() -> None:
 
 
 def test_error_tape_needs_a_recording() -> None:
-    sg.autograd._state.tape = None
+    autograd._state.tape = None
     with pytest.raises(SrcgradError, match="nothing was recorded"):
         sg.autograd.tape()
 

@@ -11,7 +11,8 @@ import re
 import sys
 from dataclasses import dataclass
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
+#: srcgrad's package folder (this file is in its base/ folder).
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # contextlib's frames wrap srcgrad functions (a context manager used as a decorator): not user code
 _PKG_DIRS: tuple[str, ...] = (_HERE + os.sep, contextlib.__file__)
 _SAFE = re.compile(r"[^A-Za-z0-9_.\-/\\ ]")

@@ -54,7 +54,7 @@ def _user_frame() -> FrameType | None:
     """The innermost frame outside srcgrad, JAX and NumPy: the user's call."""
     global _LIBS
     _LIBS = _LIBS or _library_dirs()
-    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # srcgrad/
     frame = sys._getframe(2)
     while frame is not None:
         name = frame.f_code.co_filename

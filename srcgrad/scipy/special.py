@@ -6,8 +6,7 @@ Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 
-from ..ops import special as _declared  # noqa: F401  (declares the rows)
-from ..core.declare import exports_of
+from ..ops import exports_of
 
 globals().update(exports_of("scipy.special"))
 
