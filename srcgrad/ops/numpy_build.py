@@ -24,29 +24,16 @@ from .statistics import all
 from .reduce import mean, sum
 from .shape import broadcast_to, concatenate, expand_dims, reshape
 from .sorting import diff, take_along_axis
+from .operands import promoted
 
 BOOL = np.dtype(bool)
-
-
-def _promoted(*xs: Any, inexact: bool = False) -> list[Variable]:
-    """The arguments in their promoted dtype (Python scalars weakly typed, as in JAX)."""
-    like = next((x for x in xs if isinstance(x, Variable)), None)
-    if like is None:
-        like = next((as_var(x) for x in xs if not isinstance(x, (bool, int, float))), None)
-    vs = [as_var(x, like=like) for x in xs]
-    dt = vs[0].dtype
-    for v in vs[1:]:
-        dt = dtypes.promote(dt, v.dtype)
-    if inexact and not dtypes.is_inexact(dt):
-        dt = dtypes.default_float()
-    return [astype(v, dt) for v in vs]
 
 
 @public
 def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
             equal_nan: bool = False) -> Variable:
     """jnp.isclose: |a - b| <= atol + rtol * |b| (infinities equal to themselves)."""
-    a, b = _promoted(a, b)
+    a, b = promoted(a, b)
     if not dtypes.is_inexact(a.dtype):
         return a == b
     finite = logical_and(isfinite(a), isfinite(b))
@@ -178,7 +165,7 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
     if len(condlist) != len(choicelist):
         raise ShapeError(f"select: {len(condlist)} conditions for {len(choicelist)} choices",
                          op="select")
-    choices = _promoted(*choicelist, default)
+    choices = promoted(*choicelist, default)
     out = choices[-1]
     for cond, choice in reversed(list(zip(condlist, choices[:-1]))):
         out = where(as_var(cond), choice, out)
@@ -190,7 +177,7 @@ def choose(a: Any, choices: Sequence[Any], out: None = None, mode: str = "raise"
     """jnp.choose: choices[a] elementwise (mode 'clip' or 'wrap'; 'raise' clips, as jnp
     under jit)."""
     idx = as_var(a)
-    cs = _promoted(*choices)
+    cs = promoted(*choices)
     shape = broadcast_shapes(idx.shape, *[c.shape for c in cs])
     n = len(cs)
     idx = idx % n if mode == "wrap" else clip(idx, 0, n - 1)
@@ -212,7 +199,7 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None,
         a = take(a, as_var(sorter))
     if side not in ("left", "right"):
         raise ShapeError(f"side must be 'left' or 'right', got {side!r}", op="searchsorted")
-    a, v = _promoted(a, v)
+    a, v = promoted(a, v)
     vv = expand_dims(v, -1)
     below = (a < vv) if side == "left" else (a <= vv)
     return astype(sum(below, -1), np.int32)  # jnp.searchsorted's dtype, x64 or not
@@ -239,7 +226,7 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     differentiable in x and fp."""
     if period is not None:
         raise ShapeError("interp's period= is not supported", op="interp")
-    x, xp, fp = _promoted(x, xp, fp, inexact=True)
+    x, xp, fp = promoted(x, xp, fp, inexact=True)
     n = xp.shape[0]
     i = clip(searchsorted(xp, x, side="right"), 1, n - 1)
     from .indexing import take
@@ -255,7 +242,7 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
 @public
 def trapezoid(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Variable:
     """jnp.trapezoid: the trapezoidal rule along `axis`."""
-    y = _promoted(y, inexact=True)[0]
+    y = promoted(y, inexact=True)[0]
     y = moveaxis(y, axis, -1)
     if x is None:
         d: Any = dx
@@ -291,7 +278,7 @@ def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype
               axis: int = 0) -> Variable:
     """jnp.geomspace: a geometric sequence from start to stop (same signs)."""
     from .construct import linspace
-    s, e = _promoted(start, stop, inexact=True)
+    s, e = promoted(start, stop, inexact=True)
     lin = linspace(log(abs(s)), log(abs(e)), num, endpoint, axis=axis)
     mag = exp(lin)
     out = where(s < 0, -mag, mag)
@@ -321,7 +308,7 @@ def ix_(*args: Any) -> tuple[Variable, ...]:
 @public
 def polyval(p: Any, x: Any, *, unroll: int = 16) -> Variable:
     """jnp.polyval: p[0] * x**(n-1) + ... + p[n-1], by Horner's rule."""
-    p, x = _promoted(p, x)
+    p, x = promoted(p, x)
     out = zeros(broadcast_shapes(x.shape, p.shape[1:]), x.dtype)
     for i in range(p.shape[0]):
         out = out * x + p[i]
@@ -335,7 +322,7 @@ def _pad_front(p: Variable, n: int) -> Variable:
 @public
 def polyadd(a1: Any, a2: Any) -> Variable:
     """jnp.polyadd: the sum of two polynomials (coefficients, highest power first)."""
-    a1, a2 = _promoted(a1, a2)
+    a1, a2 = promoted(a1, a2)
     n = max(a1.shape[0], a2.shape[0])
     return _pad_front(a1, n) + _pad_front(a2, n)
 
@@ -343,7 +330,7 @@ def polyadd(a1: Any, a2: Any) -> Variable:
 @public
 def polysub(a1: Any, a2: Any) -> Variable:
     """jnp.polysub: the difference of two polynomials."""
-    a1, a2 = _promoted(a1, a2)
+    a1, a2 = promoted(a1, a2)
     n = max(a1.shape[0], a2.shape[0])
     return _pad_front(a1, n) - _pad_front(a2, n)
 
@@ -351,7 +338,7 @@ def polysub(a1: Any, a2: Any) -> Variable:
 @public
 def polymul(a1: Any, a2: Any, *, trim_leading_zeros: bool = False) -> Variable:
     """jnp.polymul: the product of two polynomials (a full convolution)."""
-    a1, a2 = _promoted(a1, a2, inexact=True)
+    a1, a2 = promoted(a1, a2, inexact=True)
     n, m = a1.shape[0], a2.shape[0]
     rows = [concatenate([zeros((i,), a1.dtype), a1 * a2[i], zeros((m - 1 - i,), a1.dtype)], 0)
             for i in range(m)]
@@ -361,7 +348,7 @@ def polymul(a1: Any, a2: Any, *, trim_leading_zeros: bool = False) -> Variable:
 @public
 def polyder(p: Any, m: int = 1) -> Variable:
     """jnp.polyder: the m-th derivative of a polynomial."""
-    p = _promoted(p, inexact=True)[0]
+    p = promoted(p, inexact=True)[0]
     for _ in range(m):
         n = p.shape[0] - 1
         p = p[:-1] * arange(n, 0, -1, dtype=p.dtype) if n > 0 else p[:0]
@@ -372,10 +359,10 @@ def polyder(p: Any, m: int = 1) -> Variable:
 def polyint(p: Any, m: int = 1, k: Any = None) -> Variable:
     """jnp.polyint: the m-th antiderivative, integration constants `k` (default zeros)."""
     if k is None:
-        p = _promoted(p, inexact=True)[0]
+        p = promoted(p, inexact=True)[0]
         ks = zeros((m,), p.dtype)
     else:
-        p, ks = _promoted(p, k, inexact=True)
+        p, ks = promoted(p, k, inexact=True)
         ks = reshape(ks, (-1,))
     if ks.shape[0] == 1 and m > 1:
         ks = broadcast_to(ks, (m,))
@@ -392,7 +379,7 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: in
     """jnp.cov (no weights): the covariance of the rows (variables) of `m`."""
     if fweights is not None or aweights is not None:
         raise ShapeError("cov's fweights/aweights are not supported", op="cov")
-    x = _promoted(m, inexact=True)[0]
+    x = promoted(m, inexact=True)[0]
     x = reshape(x, (1, -1)) if x.ndim == 1 else x
     if not rowvar and x.shape[0] != 1:
         x = x.T
@@ -442,7 +429,7 @@ def _correlate(a: Variable, v: Variable, mode: str, name: str) -> Variable:
 def correlate(a: Any, v: Any, mode: str = "valid", *, precision: Any = None,
               preferred_element_type: Any = None) -> Variable:
     """jnp.correlate: the cross-correlation of two 1-D arrays (a 1-D convolution)."""
-    a, v = _promoted(a, v, inexact=True)
+    a, v = promoted(a, v, inexact=True)
     if a.shape[0] < v.shape[0]:
         return _correlate(v, a, mode, "correlate")[::-1]
     return _correlate(a, v, mode, "correlate")
@@ -452,8 +439,7 @@ def correlate(a: Any, v: Any, mode: str = "valid", *, precision: Any = None,
 def convolve(a: Any, v: Any, mode: str = "full", *, precision: Any = None,
              preferred_element_type: Any = None) -> Variable:
     """jnp.convolve: the convolution of two 1-D arrays."""
-    a, v = _promoted(a, v, inexact=True)
+    a, v = promoted(a, v, inexact=True)
     if a.shape[0] < v.shape[0]:
         a, v = v, a
     return _correlate(a, v[::-1], mode, "convolve")
-

@@ -34,17 +34,7 @@ from .sets import bincount, nonzero
 from .shape import concatenate, expand_dims, reshape, stack, swapaxes
 from .sorting import argsort, diff, sort, take_along_axis
 from .special import i0e
-
-
-def _axis(axis: int, ndim: int, name: str) -> int:
-    if not -ndim <= axis < ndim:
-        raise ShapeError(f"axis {axis} is out of range for {ndim}-d input", op=name)
-    return axis % ndim
-
-
-def _inexact(x: Any) -> Variable:
-    x = as_var(x)
-    return x if dtypes.is_inexact(x.dtype) else E.astype(x, dtypes.default_float())
+from .operands import checked_axis, inexact
 
 
 # ---------------------------------------------------------------- sorting
@@ -54,8 +44,8 @@ def partition(a: Any, kth: int, axis: int = -1) -> Variable:
     """jnp.partition: the `kth+1` smallest values ascending, then the rest descending (as
     jax's top_k-based result)."""
     a = as_var(a)
-    ax = _axis(axis, a.ndim, "partition")
-    k = _axis(kth, a.shape[ax], "partition (kth)")
+    ax = checked_axis(axis, a.ndim, "partition")
+    k = checked_axis(kth, a.shape[ax], "partition (kth)")
     s = sort(swapaxes(a, ax, -1), -1)
     out = concatenate([s[..., :k + 1], flip(s[..., k + 1:], -1)], -1)
     return swapaxes(out, -1, ax)
@@ -73,7 +63,7 @@ def top_k(a: Any, k: int, /, *, axis: int = -1, mode: str = "largest",
         raise ShapeError(f"top_k is not defined for complex input {a.type_str()}", op="top_k")
     if mode not in ("largest", "smallest"):
         raise ShapeError(f"mode must be 'largest' or 'smallest', got {mode!r}", op="top_k")
-    ax = _axis(axis, a.ndim, "top_k")
+    ax = checked_axis(axis, a.ndim, "top_k")
     x = swapaxes(a, ax, -1)
     key = x if mode == "largest" else (
         E.logical_not(x) if a.dtype == np.dtype(bool) else
@@ -87,8 +77,8 @@ def argpartition(a: Any, kth: int, axis: int = -1) -> Variable:
     """jnp.argpartition: the indices of the `kth+1` smallest values (ascending, ties by index),
     then the other indices in increasing order (as jax's result)."""
     a = as_var(a)
-    ax = _axis(axis, a.ndim, "argpartition")
-    k = _axis(kth, a.shape[ax], "argpartition (kth)")
+    ax = checked_axis(axis, a.ndim, "argpartition")
+    k = checked_axis(kth, a.shape[ax], "argpartition (kth)")
     order = argsort(swapaxes(a, ax, -1), -1)
     rest = argsort(argsort(order, -1) <= k, -1)  # not-bottom first, by index
     out = concatenate([order[..., :k + 1], rest[..., :a.shape[ax] - k - 1]], -1)
@@ -106,7 +96,7 @@ def lexsort(keys: Sequence[Any], axis: int = -1) -> Variable:
                          f"{', '.join(k.type_str() for k in keys)}", op="lexsort")
     if keys[0].ndim == 0:
         return full((), 0, dtypes.default_int())
-    ax = _axis(axis, keys[0].ndim, "lexsort")
+    ax = checked_axis(axis, keys[0].ndim, "lexsort")
     idx = None
     for k in keys:  # least significant first: stable sorts compose (LSD radix)
         kk = k if idx is None else take_along_axis(k, idx, ax)
@@ -183,7 +173,7 @@ def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None,
     a, idx = as_var(arr), as_var(indices)
     if axis is None:
         a, idx, axis = ravel(a), ravel(idx), 0
-    ax = _axis(axis, a.ndim, "put_along_axis")
+    ax = checked_axis(axis, a.ndim, "put_along_axis")
     if idx.ndim != a.ndim:
         raise ShapeError(f"indices need the array's rank {a.ndim}, got {idx.type_str()}",
                          op="put_along_axis")
@@ -253,7 +243,7 @@ def apply_along_axis(func1d: Callable[..., Any], axis: int, arr: Any, *args: Any
     replace `axis`. Traced as one call per slice (jax vmaps; the values are the same), so
     meant for modest batch sizes."""
     arr = as_var(arr)
-    ax = _axis(axis, arr.ndim, "apply_along_axis")
+    ax = checked_axis(axis, arr.ndim, "apply_along_axis")
     moved = moveaxis(arr, ax, -1)
     batch = moved.shape[:-1]
     rows = reshape(moved, (math.prod(batch), moved.shape[-1]))
@@ -269,7 +259,7 @@ def apply_along_axis(func1d: Callable[..., Any], axis: int, arr: Any, *args: Any
 def poly(seq_of_zeros: Any) -> Variable:
     """jnp.poly of a 1-D sequence of (real) roots: the monic polynomial's coefficients (the
     2-D matrix form needs complex eigenvalues and is not supported)."""
-    z = _inexact(seq_of_zeros)
+    z = inexact(seq_of_zeros)
     if z.ndim == 0:
         z = reshape(z, (1,))
     if z.ndim != 1:
@@ -290,7 +280,7 @@ def polydiv(u: Any, v: Any, *, trim_leading_zeros: bool = False) -> tuple[Variab
     if trim_leading_zeros:
         raise ShapeError("polydiv(trim_leading_zeros=True) has a value-dependent shape",
                          op="polydiv")
-    u, v = _inexact(u), _inexact(v)
+    u, v = inexact(u), inexact(v)
     dt = dtypes.promote(u.dtype, v.dtype)
     u, v = E.astype(u, dt), E.astype(v, dt)
     m, n = u.shape[0] - 1, v.shape[0] - 1
@@ -311,13 +301,13 @@ def polyfit(x: Any, y: Any, deg: int, rcond: float | None = None, full: bool = F
     `cov=` are not supported)."""
     if full or cov:
         raise ShapeError("polyfit: full= and cov= are not supported", op="polyfit")
-    x, y = _inexact(x), _inexact(y)
+    x, y = inexact(x), inexact(y)
     if x.ndim != 1 or y.ndim not in (1, 2) or x.shape[0] != y.shape[0]:
         raise ShapeError(f"polyfit needs 1-D x and 1-D/2-D y of one length, got "
                          f"{x.type_str()}, {y.type_str()}", op="polyfit")
     lhs, rhs = vander(x, deg + 1), y
     if w is not None:
-        w = _inexact(w)
+        w = inexact(w)
         lhs = E.multiply(lhs, w[:, None])
         rhs = E.multiply(rhs, w[:, None] if rhs.ndim == 2 else w)
     scale = E.sqrt(R.sum(E.multiply(lhs, lhs), 0))
@@ -334,7 +324,7 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Sequence[Any] | None = No
                         weights: Any = None) -> Variable:
     """jnp.histogram_bin_edges: `bins` (an int) equal bins over `range` (default: the data's
     min and max, widened by 0.5 each side when they are equal), or the given edges."""
-    arr = _inexact(a)
+    arr = inexact(a)
     if isinstance(bins, str):
         raise ShapeError("string values for bins are not supported", op="histogram_bin_edges")
     if isinstance(bins, Variable) or np.ndim(bins) == 1:
@@ -351,8 +341,8 @@ def histogram(a: Any, bins: Any = 10, range: Sequence[Any] | None = None, weight
               density: bool | None = None) -> tuple[Variable, Variable]:
     """jnp.histogram: the counts (or summed weights) per bin, the last bin closed, and the
     bin edges; differentiable in the weights and (through the edges) in `range`/`a`."""
-    a = _inexact(a)
-    w = E.astype(ones(a.shape, a.dtype), a.dtype) if weights is None else _inexact(weights)
+    a = inexact(a)
+    w = E.astype(ones(a.shape, a.dtype), a.dtype) if weights is None else inexact(weights)
     if w.shape != a.shape:
         raise ShapeError(f"histogram's weights need a's shape {a.shape}, got {w.type_str()}",
                          op="histogram")
@@ -370,7 +360,7 @@ def histogram(a: Any, bins: Any = 10, range: Sequence[Any] | None = None, weight
 def histogramdd(sample: Any, bins: Any = 10, range: Sequence[Any] | None = None,
                 weights: Any = None, density: bool | None = None) -> tuple[Variable, list]:
     """jnp.histogramdd: the D-dimensional histogram of (N, D) samples and the edges per axis."""
-    sample = _inexact(sample)
+    sample = inexact(sample)
     if sample.ndim != 2:
         raise ShapeError(f"histogramdd needs (N, D) samples, got {sample.type_str()}",
                          op="histogramdd")
@@ -413,7 +403,7 @@ def histogram2d(x: Any, y: Any, bins: Any = 10, range: Sequence[Any] | None = No
 def i0(x: Any) -> Variable:
     """jnp.i0: the modified Bessel function of order 0, as i0e(x) * exp(|x|) (|x| written
     x * sign(x), whose slope is 0 at 0, as jnp.i0's)."""
-    x = _inexact(x)
+    x = inexact(x)
     return E.multiply(i0e(x), E.exp(E.multiply(x, E.sign(x))))
 
 
@@ -444,7 +434,7 @@ register("frexp", _jnp_rule("frexp"), "jnp.frexp({0})", _g_frexp, public="frexp"
 def frexp(x: Any) -> tuple[Variable, Variable]:
     """jnp.frexp: mantissa in [0.5, 1) (signed) and int32 exponent, x = m * 2**e;
     differentiable in the mantissa (the exponent is piecewise constant)."""
-    m, e = emit("frexp", [_inexact(x)])
+    m, e = emit("frexp", [inexact(x)])
     return m, e
 
 
@@ -452,10 +442,10 @@ def frexp(x: Any) -> tuple[Variable, Variable]:
 def nextafter(x1: Any, x2: Any) -> tuple[list[Variable], dict]:
     """jnp.nextafter: the next representable value after x1 towards x2 (no gradient, as jax)."""
     a, b = as_pair(x1, x2)
-    return [_inexact(a), _inexact(b)], {}
+    return [inexact(a), inexact(b)], {}
 
 
 @defop("spacing", _jnp_rule("spacing"), "jnp.spacing({0})", None)
 def spacing(x: Any) -> tuple[list[Variable], dict]:
     """jnp.spacing: the distance to the next representable value away from 0 (no gradient)."""
-    return [_inexact(x)], {}
+    return [inexact(x)], {}
