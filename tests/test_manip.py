@@ -19,7 +19,7 @@ from jax import lax
 
 import srcgrad as sg
 from srcgrad.base.errors import ShapeError
-from srcgrad.ops.sorting import lax_cumprod, linear_scan
+from srcgrad.ops.cumulative import lax_cumprod, linear_scan
 from srcgrad.testing import check_grads
 from _util import sliced
 from test_op_grads import MIXED, GradCase, check, check_against_jax

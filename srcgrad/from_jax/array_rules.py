@@ -1,6 +1,7 @@
-"""`sg.from_jax`'s translation rows for JAX's array primitives: elementwise math, types,
-shapes, indexing, contractions and reductions. Each row is `rule(cx, args, params) -> value or
-list of values`, `cx` the translator (srcgrad/from_jax.py), `args` srcgrad Variables.
+"""`sg.from_jax`'s translation rows for JAX's array primitives: elementwise math (special
+functions, total-order comparisons and bit shifts included), types, shapes, indexing,
+contractions, reductions, sorting and top_k. Each row is `rule(cx, args, params) -> value or
+list of values`, `cx` the translator (translate.py), `args` srcgrad Variables.
 
 Layer L6 (front ends): see docs/design.md.
 """
@@ -16,13 +17,17 @@ from ..core.builder import constant
 from ..base.errors import SrcgradError, user_location
 from ..ir.program import Variable
 from ..ops import debug as D
+from ..ops import manip as M
+from ..ops import special as SP
 from ..ops import bitwise as B
 from ..ops import elementwise as E
 from ..ops import lax_primitives as X
 from ..ops import contraction as L
+from ..ops import cumulative
 from ..ops import reduce as R
 from ..ops import shape as S
 from ..ops import sorting as SS
+from ..ops.conv import conv_op
 from ..ops.creation import arange, full
 from ..ops.indexing import dynamic_slice, dynamic_update_slice
 
@@ -196,7 +201,7 @@ def _conv(cx: Cx, a: list[Variable], p: dict) -> Variable:
     pads = p["padding"]
     if isinstance(pads, str):
         raise _refuse("conv_general_dilated", f"string padding {pads!r} in a jaxpr")
-    out = L._conv_op(a[0], a[1], p["window_strides"], tuple(tuple(q) for q in pads),
+    out = conv_op(a[0], a[1], p["window_strides"], tuple(tuple(q) for q in pads),
                      p["lhs_dilation"], p["rhs_dilation"],
                      (tuple(dn.lhs_spec), tuple(dn.rhs_spec), tuple(dn.out_spec)))
     pref = p.get("preferred_element_type")
@@ -306,6 +311,65 @@ def _identity(cx: Cx, a: list[Variable], p: dict) -> Any:
     return a[0]
 
 
+def _unstack(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
+    x, axis = a[0], p["axis"] % a[0].ndim
+    outs = []
+    for i in range(x.shape[axis]):
+        start, limit = [0] * x.ndim, list(x.shape)
+        start[axis], limit[axis] = i, i + 1
+        outs.append(S.squeeze(S.slice(x, start, limit), axis))
+    return outs
+
+
+def _polygamma(cx: Cx, a: list[Variable], p: dict) -> Variable:
+    """lax.polygamma(m, x) with a literal order m (jax.scipy.special.polygamma's); a traced
+    order runs as a jax_op."""
+    m = cx.literal_value(a[0])
+    if m is None or float(m) != int(m) or int(m) < 0:
+        return cx.fallback(a)
+    return SP.polygamma(int(m), a[1])
+
+
+def _top_k(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
+    """lax.top_k's indices, and its values read at them (take_along_axis: so the gradient
+    goes to the chosen elements, as JAX's does); another axis than the last is swapped there
+    and back (older JAX has no `axis`: the last)."""
+    x = a[0]
+    axis, last = p.get("axis", -1) % x.ndim, x.ndim - 1
+    perm = list(range(x.ndim))
+    perm[axis], perm[last] = last, axis
+    if axis != last:
+        x = S.transpose(x, tuple(perm))
+    idx = X.top_k_indices(x, k=int(p["k"]))
+    out = [SS.take_along_axis(x, idx, last), idx]
+    return [S.transpose(v, tuple(perm)) for v in out] if axis != last else out
+
+
+def _total_key(x: Variable) -> Variable:
+    """An integer of `x`'s width ordered as lax's total order orders floats (-NaN < -inf <
+    ... < -0.0 < 0.0 < ... < inf < NaN): the bits, with a negative number's magnitude bits
+    flipped."""
+    if not dtypes.is_inexact(x.dtype):
+        return x
+    it = np.dtype(f"int{x.dtype.itemsize * 8}")
+    k = X.bitcast(x, dtype=it)
+    return E.where(k < 0, B.bitwise_xor(k, int(np.iinfo(it).max)), k)
+
+
+def _total(cmp: Any) -> Rule:
+    """eq_to / le_to / lt_to: the comparison in lax's total order (jnp.sort's, searchsorted's)."""
+    return lambda cx, a, p: cmp(_total_key(a[0]), _total_key(a[1]))
+
+
+def _bits(fn: Any, signed: bool | None) -> Rule:
+    """A shift on integers of the signedness it means (`signed` None: any); others: jax_op."""
+    def rule(cx: Cx, a: list[Variable], p: dict) -> Variable:
+        if signed is not None and (a[0].dtype.kind == "i") != signed:
+            return cx.fallback(a)
+        return fn(a[0], a[1])
+    return rule
+
+
 # ---------------------------------------------------------------- the table
 
 BASIC: dict[str, Rule] = {
@@ -363,6 +427,25 @@ BASIC: dict[str, Rule] = {
     "argmax": _argminmax(R.argmax), "argmin": _argminmax(R.argmin),
     "reduce_window_sum": _reduce_window("sum"), "reduce_window_max": _reduce_window("max"),
     "reduce_window_min": _reduce_window("min"),
-    "cumsum": _cumulative(SS.lax_cumsum), "cumprod": _cumulative(SS.lax_cumprod),
-    "cummax": _cumulative(SS.cummax), "cummin": _cumulative(SS.cummin), "sort": _sort,
+    "cumsum": _cumulative(cumulative.lax_cumsum), "cumprod": _cumulative(cumulative.lax_cumprod),
+    "cummax": _cumulative(cumulative.cummax), "cummin": _cumulative(cumulative.cummin), "sort": _sort,
+    # special functions (srcgrad/ops/special.py)
+    "erfc": _un(SP.erfc), "erf_inv": _un(SP.erfinv), "lgamma": _un(SP.gammaln),
+    "digamma": _un(SP.digamma), "bessel_i0e": _un(SP.i0e), "bessel_i1e": _un(SP.i1e),
+    "igamma": lambda cx, a, p: SP.gammainc(a[0], a[1]),
+    "igammac": lambda cx, a, p: SP.gammaincc(a[0], a[1]), "polygamma": _polygamma,
+    # shapes (primitives of their own in current JAX)
+    "stack": lambda cx, a, p: S.stack(a, p["axis"]),
+    "tile": lambda cx, a, p: M.tile(a[0], tuple(p["reps"])), "unstack": _unstack,
+    # lax's own
+    "top_k": _top_k, "nextafter": _bin(X.nextafter),
+    "eq_to": _total(E.equal), "le_to": _total(E.less_equal), "lt_to": _total(E.less),
+    "bitcast_convert_type": lambda cx, a, p: X.bitcast(a[0],
+                                                       dtype=dtypes.canonical(p["new_dtype"])),
+    "shift_left": _bits(B.left_shift, None), "shift_right_logical": _bits(B.right_shift, False),
+    "shift_right_arithmetic": _bits(B.right_shift, True),
+    # equinox's markers of values no cotangent (nondifferentiable_backward) or tangent
+    # (nondifferentiable) may reach: JAX's symbolic zeros arrive here as zero arrays, so the
+    # rows are stop_gradient (code whose cotangent would be nonzero is an error under JAX)
+    "nondifferentiable_backward": _un(E.stop_gradient), "nondifferentiable": _un(E.stop_gradient),
 }

@@ -13,6 +13,7 @@ import numpy as np
 from ..core.builder import constant, emit
 from .array_rules import Cx, Rule, _refuse
 from ..ir.program import Variable
+from ..ops import lax_primitives as X
 from ..ops import linalg_decompositions as D
 from ..ops import elementwise as E
 from ..ops import linalg_functions as LF
@@ -182,10 +183,17 @@ def _platform_index(cx: Cx, a: list[Variable], p: dict) -> Variable:
     return constant(names.index(None), np.dtype(np.int32))
 
 
+def _pure_callback(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
+    options = tuple((k, p[k]) for k in ("vmap_method", "vectorized") if p.get(k) is not None)
+    return X.pure_callback(p["callback"], p["result_avals"], options, a)
+
+
 FLOW: dict[str, Rule] = {
     # linear algebra
     "cholesky": lambda cx, a, p: D.lax_cholesky(a[0]), "lu": lambda cx, a, p: D.lax_lu(a[0]),
     "triangular_solve": _triangular_solve, "eigh": _eigh, "svd": _svd, "qr": _qr,
+    "lu_pivots_to_permutation": lambda cx, a, p: X.pivots_to_permutation(
+        a[0], size=int(p["permutation_size"])),
     "platform_index": _platform_index,
     # calls: inlined; custom rules: jax ops ("pjit" and "custom_vjp_call_jaxpr": names in
     # older JAX)
@@ -193,7 +201,7 @@ FLOW: dict[str, Rule] = {
     "call": _inline("call_jaxpr"), "remat2": _remat, "custom_jvp_call": _custom_jvp,
     "custom_vjp_call": _custom_vjp("call_jaxpr"),
     "custom_vjp_call_jaxpr": _custom_vjp("fun_jaxpr"),
-    "custom_linear_solve": _custom_linear_solve,
+    "custom_linear_solve": _custom_linear_solve, "pure_callback": _pure_callback,
     # control flow
     "while": _while, "cond": _cond, "scan": _scan,
 }

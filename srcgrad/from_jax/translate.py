@@ -36,7 +36,7 @@ from ..core.builder import as_var, constant
 from ..base.cache import bindings, same_bindings
 from ..base.errors import SrcgradError, user_location
 from .flow_rules import FLOW
-from .more_rules import KEYED, MORE
+from .random_rules import KEYED, RANDOM
 from .array_rules import BASIC, Rule
 from ..ir.program import Variable, current_program
 from .jax_op import call_flat
@@ -44,7 +44,7 @@ from ..ops import elementwise as E
 from ..ops.checkpoint import _positive
 from ..ops.control import _check_max_iters
 
-RULES: dict[str, Rule] = {**BASIC, **FLOW, **MORE}
+RULES: dict[str, Rule] = {**BASIC, **FLOW, **RANDOM}
 #: Rows that take typed PRNG keys (as their data); any other equation on keys is a jax_op.
 _ON_KEYS = frozenset({"random_wrap", "random_unwrap", "random_seed", "random_bits", "random_split",
                       "random_fold_in", "jit", "pjit", "closed_call", "call",

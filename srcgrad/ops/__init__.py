@@ -10,10 +10,10 @@ from __future__ import annotations
 from ..core import habits
 from ..ir.program import Variable
 # Importing the modules declares their ops (fills the registry and EXPORTS).
-from . import (activations, bitwise, contraction, control, construct, conv, creation, debug,
+from . import (activations, bitwise, cumulative, functional, joining, logic, polynomial, contraction, control, construct, conv, creation, debug,
                linalg_decompositions as decomp, elementwise, grad_helpers, index_update, indexing,
-               linalg_functions, manip, methods, nn, numpy_build, index_routines as numpy_index,
-               math_functions as numpy_math, numpy_more, statistics as numpy_reductions,
+               linalg_functions, manip, methods, nn, index_routines as numpy_index,
+               math_functions as numpy_math, statistics as numpy_reductions,
                sets as numpy_sets, products, random, reduce, shape, sorting as sort_scan)
 from .control import cond, fori_loop, switch, while_loop
 from ..core.declare import exports_of

@@ -20,7 +20,8 @@ from ..core.declare import public_in
 from .elementwise import (abs, astype, clip, exp, expm1, log, log1p, logical_and, maximum,
                           minimum, rsqrt, sigmoid, softplus, sqrt, square, tanh, where)
 from .contraction import einsum
-from .manip import repeat, split
+from .manip import repeat
+from .joining import split
 from .nn import elu, relu6, silu, softmax
 from .reduce import logsumexp
 from .reduce import mean as _mean

@@ -1,12 +1,14 @@
-"""Arrays built from values: sg.array/asarray over nested lists of traced values, eye,
-identity, tri/tril/triu, diag/diagonal, linspace and the index expressions sg.r_ / sg.c_.
+"""Array creation beyond the fills (creation.py): sg.array/asarray over nested lists of
+traced values, copy, empty(_like), eye, identity, tri/tril/triu, diag/diagonal/diagflat,
+vander, linspace/logspace/geomspace, meshgrid, fromfunction and the index expressions
+sg.r_ / sg.c_.
 
 Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -21,9 +23,12 @@ from ..core.registry import ZERO, OutType
 from .rules import broadcast_shapes, norm_axis
 from .creation import arange, full, zeros
 from ..core.declare import EXPORTS, Emitted, defop, public
-from .elementwise import astype, floor, logical_not, where
+from .elementwise import astype, exp, floor, log, logical_not, where
 from .shape import broadcast_to, concatenate, expand_dims, lax_pad, reshape, stack, transpose
 from .shape import slice as lax_slice
+from .operands import promoted
+from .shape import ravel
+from . import elementwise as E
 
 
 def _abstract(obj: Any) -> Any:
@@ -302,3 +307,99 @@ def _export(name: str, obj: Any) -> Any:
 
 r_ = _export("r_", _AxisConcat("r_", 0, 1, -1))
 c_ = _export("c_", _AxisConcat("c_", -1, 2, 0))
+
+
+@public
+def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False,
+             indexing: str = "xy") -> list[Variable]:
+    """jnp.meshgrid(*xi, sparse=False, indexing='xy'): coordinate arrays from 1-D arrays."""
+    if indexing not in ("xy", "ij"):
+        raise ShapeError(f"indexing must be 'xy' or 'ij', got {indexing!r}", op="meshgrid")
+    xs = [ravel(as_var(x)) for x in xi]
+    n = len(xs)
+    shape = [x.shape[0] for x in xs]
+    if indexing == "xy" and n >= 2:
+        shape[0], shape[1] = shape[1], shape[0]
+    out = []
+    for i, x in enumerate(xs):
+        axis = (1 if i == 0 else 0 if i == 1 else i) if indexing == "xy" and n >= 2 else i
+        s = [1] * n
+        s[axis] = x.shape[0]
+        v = reshape(x, tuple(s))
+        out.append(v if sparse else broadcast_to(v, tuple(shape)))
+    return out
+
+
+@public
+def copy(a: Any, order: None = None) -> Variable:
+    """jnp.copy: the same values (arrays are immutable)."""
+    return as_var(a)
+
+
+@public
+def empty(shape: Any, dtype: Any = None, device: Any = None) -> Variable:
+    """jnp.empty: zeros (as jnp.empty gives)."""
+    return zeros(shape, dtype)
+
+
+@public
+def empty_like(prototype: Any, dtype: Any = None, shape: Any = None,
+               device: Any = None) -> Variable:
+    """jnp.empty_like: zeros like `prototype`."""
+    p = as_var(prototype)
+    return zeros(p.shape if shape is None else shape, p.dtype if dtype is None else dtype)
+
+
+@public
+def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: float = 10.0,
+             dtype: Any = None, axis: int = 0) -> Variable:
+    """jnp.logspace: base ** linspace(start, stop, num)."""
+    from .construct import linspace
+    lin = linspace(start, stop, num, endpoint, dtype=None, axis=axis)
+    out = exp(lin * float(np.log(base)))
+    return out if dtype is None else astype(out, dtype)
+
+
+@public
+def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None,
+              axis: int = 0) -> Variable:
+    """jnp.geomspace: a geometric sequence from start to stop (same signs)."""
+    from .construct import linspace
+    s, e = promoted(start, stop, inexact=True)
+    lin = linspace(log(abs(s)), log(abs(e)), num, endpoint, axis=axis)
+    mag = exp(lin)
+    out = where(s < 0, -mag, mag)
+    return out if dtype is None else astype(out, dtype)
+
+
+@public
+def diagflat(v: Any, k: int = 0) -> Variable:
+    """jnp.diagflat: a 2-D array with the flattened `v` on diagonal k."""
+    from .construct import diag
+    return diag(ravel(as_var(v)), k)
+
+
+@public
+def fromfunction(function: Callable[..., Any], shape: Sequence[int], *, dtype: Any = float,
+                 **kwargs: Any) -> Any:
+    """jnp.fromfunction: `function` called on the index grids (broadcast, one per axis)."""
+    shape = tuple(shape)
+    grids = [arange(n, dtype=dtype).reshape(tuple(n if d == i else 1 for d in range(len(shape))))
+             for i, n in enumerate(shape)]
+    out = function(*grids, **kwargs)
+    return jax.tree_util.tree_map(lambda v: E.add(zeros(shape, as_var(v).dtype), v), out)
+
+
+@public
+def vander(x: Any, N: int | None = None, increasing: bool = False) -> Variable:
+    """jnp.vander: the Vandermonde matrix, columns x**(N-1) ... x**0 (or increasing)."""
+    x = as_var(x)
+    if x.ndim != 1:
+        raise ShapeError(f"vander takes a 1-D array, got {x.type_str()}", op="vander")
+    n = x.shape[0] if N is None else int(N)
+    if n == 0:
+        from .creation import zeros
+        return zeros((x.shape[0], 0), x.dtype)
+    cols = [x ** 0] + [x ** k for k in range(1, n)]
+    m = stack(cols, -1)
+    return m if increasing else m[:, ::-1]

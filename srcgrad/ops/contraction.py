@@ -1,19 +1,15 @@
-"""Contractions: matmul (batched, broadcasting), dot, einsum, and the convolution row (a
-contraction over windows; its user functions and pooling are in conv.py). sg.linalg's
-decompositions are in decomp.py, its solves and the functions built on them in
-linalg_functions.py.
+"""Contractions: matmul (batched, broadcasting), dot and einsum. The other products are
+products.py, convolutions conv.py; sg.linalg's decompositions are linalg_decompositions.py,
+its solves and the functions built on them linalg_functions.py.
 
 Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Any, Sequence
 
-import jax
 import numpy as np
-from jax import lax
 
 from ..base import dtypes
 from ..core.builder import as_var, emit1
@@ -25,7 +21,7 @@ from ..core.declare import Emitted, defop, public
 from .elementwise import astype, multiply, where
 from .grad_helpers import unbroadcast
 from .reduce import sum as reduce_sum
-from .shape import broadcast_to, reshape, rev, swapaxes
+from .shape import broadcast_to, reshape, swapaxes
 
 
 def const_array(value: Any, dtype: Any = None) -> Variable:
@@ -292,172 +288,3 @@ def _broadcast_ellipsis(term: str, v: Variable, sizes: dict[str, int], ell: str)
     """`v` with its size-1 ellipsis axes broadcast to the other operands' sizes."""
     shape = tuple(sizes[c] if c in ell and d == 1 else d for c, d in zip(term, v.shape))
     return v if shape == v.shape else broadcast_to(v, shape)
-
-
-# ---------------------------------------------------------------- convolution
-
-def _spec_indices(spec: str, chars: str) -> tuple[int, ...]:
-    return (spec.index(chars[0]), spec.index(chars[1])) + tuple(
-        i for i, c in enumerate(spec) if c not in chars[:2])
-
-
-@lru_cache(maxsize=1024)
-def _conv_shape(lhs: tuple, rhs: tuple, dts: tuple, attrs: tuple) -> tuple[tuple[int, ...], np.dtype]:
-    strides, padding, lhs_dil, rhs_dil, dn, groups, batch_groups = attrs
-    out = jax.eval_shape(
-        lambda a, b: lax.conv_general_dilated(a, b, strides, padding, lhs_dil, rhs_dil,
-                                              lax.ConvDimensionNumbers(*dn), groups, batch_groups),
-        jax.ShapeDtypeStruct(lhs, dts[0]), jax.ShapeDtypeStruct(rhs, dts[1]))
-    return tuple(out.shape), np.dtype(out.dtype)
-
-
-def _groups(attrs: dict[str, Any]) -> tuple[int, int]:
-    """(feature_group_count, batch_group_count); an attr is present only when it is not 1."""
-    return attrs.get("feature_group_count", 1), attrs.get("batch_group_count", 1)
-
-
-def _conv_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
-    x, w = inputs
-    key = (attrs["window_strides"], attrs["padding"], attrs["lhs_dilation"],
-           attrs["rhs_dilation"], attrs["dimension_numbers"], *_groups(attrs))
-    try:
-        return [_conv_shape(x.shape, w.shape, (x.dtype, w.dtype), key)]
-    except (TypeError, ValueError) as e:
-        raise ShapeError(f"conv of {x.type_str()} with kernel {w.type_str()}: {e}") from None
-
-
-def _conv_op(x: Variable, w: Variable, strides: tuple, padding: tuple, lhs_dil: tuple,
-             rhs_dil: tuple, dn: tuple, feature_group_count: int = 1,
-             batch_group_count: int = 1) -> Variable:
-    """lax.conv_general_dilated as one `conv` op (`dn`: the three specs as index tuples)."""
-    attrs = {"window_strides": tuple(strides), "padding": tuple(padding),
-             "lhs_dilation": tuple(lhs_dil), "rhs_dilation": tuple(rhs_dil),
-             "dimension_numbers": dn}
-    if feature_group_count != 1:
-        attrs["feature_group_count"] = int(feature_group_count)
-    if batch_group_count != 1:
-        attrs["batch_group_count"] = int(batch_group_count)
-    return emit1("conv", [x, w], attrs)
-
-
-def _dilate(shape: Sequence[int], dil: Sequence[int]) -> np.ndarray:
-    return np.array([0 if s == 0 else 1 + d * (s - 1) for s, d in zip(shape, dil)])
-
-
-def _swap(spec: tuple[int, ...]) -> tuple[int, ...]:
-    return (spec[1], spec[0]) + spec[2:]
-
-
-def _axis_out_of(src: int, size: int, x: Variable) -> Variable:
-    """Split axis `src` of `x` into (size, rest) (JAX's _reshape_axis_out_of)."""
-    shape = list(x.shape)
-    shape[src:src + 1] = [size, shape[src] // size]
-    return reshape(x, tuple(shape))
-
-
-def _axis_into(src: int, dst: int, x: Variable) -> Variable:
-    """Merge axis `src` into axis `dst` (numbered without `src`), `src` the major part
-    (JAX's _reshape_axis_into)."""
-    from .shape import transpose
-    perm = [i for i in range(x.ndim) if i != src]
-    perm.insert(dst, src)
-    shape = [d for i, d in enumerate(x.shape) if i != src]
-    shape[dst] *= x.shape[src]
-    return reshape(transpose(x, perm), tuple(shape))
-
-
-def _g_conv(op: Op, g: list, need: list) -> list:
-    """The transposes of conv_general_dilated, stated as convolutions (as JAX does), grouped
-    ones included (feature groups become batch groups of the kernel's gradient and back)."""
-    x, w = op.inputs
-    a = op.attrs
-    groups, batch_groups = _groups(a)
-    lhs_spec, rhs_spec, out_spec = a["dimension_numbers"]
-    strides, padding = a["window_strides"], a["padding"]
-    lhs_dil, rhs_dil = a["lhs_dilation"], a["rhs_dilation"]
-    in_sp = [x.shape[i] for i in lhs_spec[2:]]
-    k_sp = [w.shape[i] for i in rhs_spec[2:]]
-    out_sp = [g[0].shape[i] for i in out_spec[2:]]
-    lhs_d, rhs_d, out_d = _dilate(in_sp, lhs_dil), _dilate(k_sp, rhs_dil), _dilate(out_sp, strides)
-    gx = gw = None
-    if need[0]:
-        before = rhs_d - np.array([lo for lo, _ in padding]) - 1
-        after = lhs_d + rhs_d - 1 - out_d - before
-        pads = tuple((int(b), int(e)) for b, e in zip(before, after))
-        k = w
-        if groups > 1 or batch_groups > 1:
-            k = _axis_into(rhs_spec[0], rhs_spec[1],
-                           _axis_out_of(rhs_spec[0], max(groups, batch_groups), w))
-        gx = _conv_op(g[0], rev(k, rhs_spec[2:]), lhs_dil, pads, strides, rhs_dil,
-                      (out_spec, _swap(rhs_spec), lhs_spec), max(groups, batch_groups))
-        if batch_groups > 1:
-            gx = _axis_into(lhs_spec[1], lhs_spec[0],
-                            _axis_out_of(lhs_spec[1], batch_groups, gx))
-    if need[1]:
-        lo = np.array([p for p, _ in padding])
-        hi = (out_d - lhs_d) + (rhs_d - lo - 1)
-        pads = tuple((int(p), int(q)) for p, q in zip(lo, hi))
-        gw = _conv_op(x, g[0], rhs_dil, pads, lhs_dil, strides,
-                      (_swap(lhs_spec), _swap(out_spec), _swap(rhs_spec)),
-                      feature_group_count=batch_groups, batch_group_count=groups)
-    return [gx, gw]
-
-
-def _lower_conv(args: list[str], attrs: dict[str, str]) -> str:
-    groups = "".join(f", {k}={attrs[k]}" for k in ("feature_group_count", "batch_group_count")
-                     if k in attrs)
-    return (f"lax.conv_general_dilated({args[0]}, {args[1]}, {attrs['window_strides']}, "
-            f"{attrs['padding']}, {attrs['lhs_dilation']}, {attrs['rhs_dilation']}, "
-            f"lax.ConvDimensionNumbers(*{attrs['dimension_numbers']}){groups})")
-
-
-def conv_padding(padding: Any, x: Variable, w: Variable, dn: tuple, strides: Sequence[int],
-                 rhs_dilation: Sequence[int], op: str) -> tuple[tuple[int, int], ...]:
-    """Explicit (low, high) pairs for `padding`: a string (SAME, SAME_LOWER, VALID) as
-    lax.padtype_to_pads computes it for the dilated kernel, or the pairs themselves."""
-    if isinstance(padding, str):
-        if padding.upper() not in ("SAME", "SAME_LOWER", "VALID"):
-            raise ShapeError(f"padding must be SAME, SAME_LOWER, VALID or explicit pairs, got "
-                             f"{padding!r}", op=op)
-        k_spatial = [w.shape[i] for i in dn[1][2:]]
-        x_spatial = [x.shape[i] for i in dn[0][2:]]
-        dil_k = tuple((k - 1) * d + 1 for k, d in zip(k_spatial, rhs_dilation))
-        return tuple((int(lo), int(hi)) for lo, hi in lax.padtype_to_pads(
-            x_spatial, dil_k, tuple(strides), padding.upper()))
-    return tuple((int(lo), int(hi)) for lo, hi in padding)
-
-
-def layout_specs(layout: str, op: str) -> tuple[str, str, str]:
-    """(input, kernel, output) specs of a layout: NWC/NHWC/NDHWC (kernel WIO/HWIO/DHWIO) or
-    NCW/NCHW/NCDHW (kernel OIW/OIHW/OIDHW)."""
-    spatial = layout.replace("N", "").replace("C", "")
-    if layout not in (f"N{spatial}C", f"NC{spatial}") or not spatial or len(set(layout)) < len(
-            layout) or "O" in spatial or "I" in spatial:
-        raise ShapeError(f"layout must be one of NWC, NHWC, NDHWC, NCW, NCHW, NCDHW (N, the "
-                         f"spatial axes and C), got {layout!r}", op=op)
-    kernel = spatial + "IO" if layout.endswith("C") else "OI" + spatial
-    return layout, kernel, layout
-
-
-@defop("conv", _conv_rule, _lower_conv, _g_conv, jvp=MULTILINEAR)
-def conv(x: Any, w: Any, strides: Sequence[int] | None = None,
-         padding: str | Sequence[tuple[int, int]] = "VALID", layout: str = "NHWC",
-         rhs_dilation: Sequence[int] | None = None, *, feature_group_count: int = 1) -> Emitted:
-    """N-d convolution (1-D, 2-D, 3-D, ...) given by `layout`: NHWC (kernel HWIO), NCHW
-    (kernel OIHW), NWC/NCW, NDHWC/NCDHW; `feature_group_count` groups the input channels
-    (depthwise: the channel count). Strides and dilation default to ones."""
-    x, w = as_var(x), as_var(w)
-    lhs_s, rhs_s, out_s = layout_specs(layout, "conv")
-    if x.ndim != len(lhs_s) or w.ndim != len(lhs_s):
-        raise ShapeError(f"conv with layout {layout} needs a {len(lhs_s)}-D input and kernel, "
-                         f"got {x.type_str()} and {w.type_str()}", op="conv")
-    n = len(lhs_s) - 2
-    dn = (_spec_indices(lhs_s, "NC"), _spec_indices(rhs_s, "OI"), _spec_indices(out_s, "NC"))
-    strides = (1,) * n if strides is None else tuple(int(s) for s in strides)
-    rhs_dilation = (1,) * n if rhs_dilation is None else tuple(int(d) for d in rhs_dilation)
-    attrs = {"window_strides": strides,
-             "padding": conv_padding(padding, x, w, dn, strides, rhs_dilation, "conv"),
-             "lhs_dilation": (1,) * n, "rhs_dilation": rhs_dilation, "dimension_numbers": dn}
-    if feature_group_count != 1:
-        attrs["feature_group_count"] = int(feature_group_count)
-    return [x, w], attrs

@@ -1,26 +1,31 @@
-"""jax.numpy's index arithmetic and array assembly: ravel_multi_index, unravel_index, vander,
-block, delete and insert with static positions, gradient and unwrap.
+"""jax.numpy's indexing routines: index arithmetic (ravel_multi_index, unravel_index, ix_,
+mask_indices), selection (select, choose, compress, extract) and put_along_axis, as
+compositions of gathers, scatters and `where`.
 
 Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
+import builtins
 
-from ..base import dtypes
 from ..core.builder import as_var
 from ..base.errors import ShapeError
 from ..ir.program import Variable
-from .rules import norm_axis
+from .rules import broadcast_shapes
 from ..core.declare import public
-from .elementwise import abs as abs_
-from .elementwise import astype, clip, where
-from .manip import moveaxis, ravel
-from .shape import broadcast_to, concatenate, expand_dims, stack
-from .sorting import cumsum, diff
+from .elementwise import clip, where
+from .manip import moveaxis
+from .shape import ravel
+from .shape import broadcast_to, concatenate, expand_dims, reshape
+from .sorting import argsort, take_along_axis
+from .operands import checked_axis, promoted
+from . import elementwise as E
+from .creation import arange, ones
+from .sets import nonzero
 
 
 @public
@@ -60,147 +65,102 @@ def unravel_index(indices: Any, shape: Sequence[int]) -> tuple[Variable, ...]:
 
 
 @public
-def vander(x: Any, N: int | None = None, increasing: bool = False) -> Variable:
-    """jnp.vander: the Vandermonde matrix, columns x**(N-1) ... x**0 (or increasing)."""
-    x = as_var(x)
-    if x.ndim != 1:
-        raise ShapeError(f"vander takes a 1-D array, got {x.type_str()}", op="vander")
-    n = x.shape[0] if N is None else int(N)
-    if n == 0:
-        from .creation import zeros
-        return zeros((x.shape[0], 0), x.dtype)
-    cols = [x ** 0] + [x ** k for k in range(1, n)]
-    m = stack(cols, -1)
-    return m if increasing else m[:, ::-1]
-
-
-def _block(arrays: Any, depth: int, max_depth: int) -> Variable:
-    if not isinstance(arrays, list):
-        return as_var(arrays)
-    parts = [_block(a, depth + 1, max_depth) for a in arrays]
-    ndim = max(max(p.ndim for p in parts), max_depth)
-    parts = [p.reshape((1,) * (ndim - p.ndim) + p.shape) for p in parts]
-    return concatenate(parts, depth - max_depth)
-
-
-def _list_depth(x: Any) -> int:
-    return 1 + max((_list_depth(a) for a in x), default=0) if isinstance(x, list) else 0
+def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0) -> Variable:
+    """jnp.select: the choice of the first true condition, else `default`."""
+    if len(condlist) != len(choicelist):
+        raise ShapeError(f"select: {len(condlist)} conditions for {len(choicelist)} choices",
+                         op="select")
+    choices = promoted(*choicelist, default)
+    out = choices[-1]
+    for cond, choice in reversed(list(zip(condlist, choices[:-1]))):
+        out = where(as_var(cond), choice, out)
+    return out
 
 
 @public
-def block(arrays: Any) -> Variable:
-    """jnp.block: assemble an array from nested lists of blocks."""
-    depth = _list_depth(arrays)
-    if depth == 0:
-        return as_var(arrays)
-    return _block(arrays, 0, depth)
-
-
-def _static_positions(obj: Any, n: int, name: str) -> list[int]:
-    if isinstance(obj, Variable):
-        raise ShapeError(f"{name} needs static positions (an int, a list of ints or a slice)",
-                         op=name)
-    if isinstance(obj, slice):
-        return list(range(n))[obj]
-    return [int(i) for i in np.atleast_1d(np.asarray(obj))]
+def choose(a: Any, choices: Sequence[Any], out: None = None, mode: str = "raise") -> Variable:
+    """jnp.choose: choices[a] elementwise (mode 'clip' or 'wrap'; 'raise' clips, as jnp
+    under jit)."""
+    idx = as_var(a)
+    cs = promoted(*choices)
+    shape = broadcast_shapes(idx.shape, *[c.shape for c in cs])
+    n = len(cs)
+    idx = idx % n if mode == "wrap" else clip(idx, 0, n - 1)
+    stacked = concatenate([expand_dims(broadcast_to(c, shape), 0) for c in cs], 0)
+    pick = expand_dims(broadcast_to(idx, shape), 0)
+    return take_along_axis(stacked, pick, 0)[0]
 
 
 @public
-def delete(arr: Any, obj: Any, axis: int | None = None, *,
-           assume_unique_indices: bool = False) -> Variable:
-    """jnp.delete with static positions: `arr` without the entries at `obj` along `axis`."""
-    a = as_var(arr)
+def ix_(*args: Any) -> tuple[Variable, ...]:
+    """jnp.ix_: 1-D index arrays shaped to index an open mesh."""
+    n = len(args)
+    out = []
+    for i, a in enumerate(args):
+        v = as_var(a)
+        if v.ndim != 1:
+            raise ShapeError(f"ix_ takes 1-D arrays, got {v.type_str()}", op="ix_")
+        out.append(reshape(v, (1,) * i + (v.shape[0],) + (1,) * (n - i - 1)))
+    return tuple(out)
+
+
+@public
+def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | None = None,
+             fill_value: Any = 0, out: None = None) -> Variable:
+    """jnp.compress with JAX's `size=` (required here: the result's length must be static):
+    the slices of `a` along `axis` where `condition` holds, padded with `fill_value`."""
+    c = E.astype(as_var(condition), np.dtype(bool))
+    if c.ndim != 1:
+        raise ShapeError(f"compress needs a 1-D condition, got {c.type_str()}", op="compress")
+    if size is None:
+        raise ShapeError("compress needs size= in srcgrad (the result's length must be "
+                         "static, as under jax.jit)", op="compress")
+    arr = ravel(as_var(a)) if axis is None else moveaxis(as_var(a), axis, 0)
+    n = builtins.min(c.shape[0], arr.shape[0])
+    if not 0 <= size <= arr.shape[0]:
+        raise ShapeError(f"size must be in [0, {arr.shape[0]}], got {size}", op="compress")
+    c, arr = c[:n], arr[:n]
+    mask = reshape(c, (n,) + (1,) * (arr.ndim - 1))
+    arr = E.where(mask, arr, E.astype(as_var(fill_value), arr.dtype))
+    result = arr[argsort(c, stable=True, descending=True)][:size]
+    return moveaxis(result, 0, 0 if axis is None else axis)
+
+
+@public
+def extract(condition: Any, arr: Any, *, size: int | None = None, fill_value: Any = 0) -> Variable:
+    """jnp.extract(condition, arr, size=, fill_value=): compress of the flattened arrays."""
+    return compress(ravel(as_var(condition)), ravel(as_var(arr)), size=size,
+                    fill_value=fill_value)
+
+
+@public
+def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None,
+                   inplace: bool = True, *, mode: str | None = None) -> Variable:
+    """jnp.put_along_axis(..., inplace=False): `arr` with `values` written at `indices`
+    along `axis` (the functional form: srcgrad, as JAX, has no in-place update)."""
+    if inplace:
+        raise ShapeError("put_along_axis needs inplace=False (arrays are immutable, as in "
+                         "jax.numpy)", op="put_along_axis")
+    a, idx = as_var(arr), as_var(indices)
     if axis is None:
-        a, axis = ravel(a), 0
-    axis = norm_axis(axis, a.ndim)
-    n = a.shape[axis]
-    drop = {i % n for i in _static_positions(obj, n, "delete")}
-    a0 = moveaxis(a, axis, 0)
-    pieces, start = [], 0
-    for i in sorted(drop) + [n]:
-        if i > start:
-            pieces.append(a0[start:i])
-        start = i + 1
-    out = concatenate(pieces, 0) if len(pieces) > 1 else pieces[0] if pieces else a0[:0]
-    return moveaxis(out, 0, axis)
+        a, idx, axis = ravel(a), ravel(idx), 0
+    ax = checked_axis(axis, a.ndim, "put_along_axis")
+    if idx.ndim != a.ndim:
+        raise ShapeError(f"indices need the array's rank {a.ndim}, got {idx.type_str()}",
+                         op="put_along_axis")
+    shape = tuple(idx.shape[d] if d == ax else a.shape[d] for d in range(a.ndim))
+    grids = [arange(n, dtype=idx.dtype).reshape(
+        tuple(n if d == i else 1 for d in range(a.ndim))) for i, n in enumerate(shape)]
+    where_ = tuple(E.where(idx < 0, idx + a.shape[ax], idx) if d == ax else grids[d]
+                   for d in range(a.ndim))
+    v = E.astype(as_var(values), a.dtype)
+    return a.at[where_].set(v, mode=mode)
 
 
 @public
-def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Variable:
-    """jnp.insert with static positions: `values` inserted before the entries at `obj`."""
-    a = as_var(arr)
-    if axis is None:
-        a, axis = ravel(a), 0
-    axis = norm_axis(axis, a.ndim)
-    n = a.shape[axis]
-    pos = [i % (n + 1) if i < 0 else i for i in _static_positions(obj, n + 1, "insert")]
-    v = astype(as_var(values), a.dtype)
-    slot = a.shape[:axis] + (len(pos),) + a.shape[axis + 1:]
-    if v.ndim == a.ndim and len(pos) == 1 and v.shape[axis] != 1:
-        slot = a.shape[:axis] + (v.shape[axis],) + a.shape[axis + 1:]
-        pos = pos * v.shape[axis]
-    v = moveaxis(broadcast_to(v if v.ndim == a.ndim else _expand_to(v, a.ndim, axis), slot),
-                 axis, 0)
-    a0 = moveaxis(a, axis, 0)
-    pieces, start = [], 0
-    order = sorted(range(len(pos)), key=lambda k: (pos[k], k))
-    for k in order:
-        if pos[k] > start:
-            pieces.append(a0[start:pos[k]])
-            start = pos[k]
-        pieces.append(v[k:k + 1])
-    if start < n:
-        pieces.append(a0[start:])
-    return moveaxis(concatenate(pieces, 0), 0, axis)
-
-
-def _expand_to(v: Variable, ndim: int, axis: int) -> Variable:
-    if v.ndim == 0:
-        return v
-    return expand_dims(v, axis) if v.ndim == ndim - 1 else v
-
-
-@public
-def gradient(f: Any, *varargs: Any, axis: int | Sequence[int] | None = None,
-             edge_order: int | None = None) -> Any:
-    """jnp.gradient with unit or scalar spacing: central differences inside, one-sided at
-    the edges; a list for several axes."""
-    f = as_var(f)
-    if not dtypes.is_inexact(f.dtype):
-        f = astype(f, dtypes.default_float())
-    axes = list(range(f.ndim)) if axis is None else (
-        [axis] if isinstance(axis, int) else list(axis))
-    spacing = list(varargs) if varargs else [1.0] * len(axes)
-    if len(spacing) == 1 and len(axes) > 1:
-        spacing = spacing * len(axes)
-    outs = []
-    for ax, h in zip(axes, spacing):
-        if not isinstance(h, (int, float)):
-            raise ShapeError("gradient supports scalar spacing only", op="gradient")
-        g = moveaxis(f, ax, 0)
-        if g.shape[0] < 2:
-            raise ShapeError("gradient needs at least 2 points along each axis", op="gradient")
-        inner = (g[2:] - g[:-2]) / (2.0 * h)
-        first = (g[1:2] - g[0:1]) / float(h)
-        last = (g[-1:] - g[-2:-1]) / float(h)
-        outs.append(moveaxis(concatenate([first, inner, last], 0), 0, ax))
-    return outs[0] if len(outs) == 1 else outs
-
-
-@public
-def unwrap(p: Any, discont: Any = None, axis: int = -1, period: float = 2 * math.pi) -> Variable:
-    """jnp.unwrap: remove jumps larger than `discont` (default period / 2) along `axis`."""
-    p = as_var(p)
-    if not dtypes.is_inexact(p.dtype):
-        p = astype(p, dtypes.default_float())
-    half = period / 2
-    discont = half if discont is None else discont
-    dd = diff(p, axis=axis)
-    ddmod = (dd + half) % period - half
-    ddmod = where((ddmod == -half) & (dd > 0), half, ddmod)
-    correction = where(abs_(dd) < discont, 0.0, ddmod - dd)
-    cum = cumsum(correction, axis=axis)
-    ax = norm_axis(axis, p.ndim)
-    zero_shape = p.shape[:ax] + (1,) + p.shape[ax + 1:]
-    from .creation import zeros
-    return p + concatenate([zeros(zero_shape, p.dtype), cum], ax)
+def mask_indices(n: int, mask_func: Callable[[Any, int], Any], k: int = 0, *,
+                 size: int | None = None) -> tuple[Variable, Variable]:
+    """jnp.mask_indices(n, mask_func, k, size=): the indices where `mask_func(ones((n, n)), k)`
+    is nonzero (`size=` required, as jnp under jit)."""
+    i, j = nonzero(mask_func(ones((n, n)), k), size=size)
+    return i, j

@@ -8,7 +8,8 @@ from __future__ import annotations
 import warnings
 
 from .contraction import *  # noqa: F401,F403
-from .contraction import const_array, conv, dot, einsum, matmul  # noqa: F401
+from .contraction import const_array, dot, einsum, matmul
+from .conv import conv  # noqa: F401
 
 warnings.warn("srcgrad.ops.linalg is renamed srcgrad.ops.contraction; import from there "
               "(the old name goes in a later release)", DeprecationWarning, stacklevel=2)

@@ -1,6 +1,6 @@
-"""Array manipulation in jax.numpy's names: static gathers, split/stack families, repeat,
-tile, roll, flips, moveaxis and pad (sort and the cumulative ops: sort_scan.py; the products:
-products.py).
+"""Array manipulation in jax.numpy's names: static gathers, atleast_*, moveaxis, rollaxis,
+permute_dims, flips and rot90, roll, repeat, tile, pad, broadcast_arrays and resize (joining
+and splitting: joining.py; sorting: sorting.py; the products: products.py).
 
 They are composites of static slices, `rev`, reshapes, broadcasts, `concatenate` and
 `take`, so their gradients come from those ops.
@@ -13,17 +13,19 @@ import builtins
 from typing import Any, Sequence
 
 import numpy as np
+import math
 
 from ..base import dtypes
 from ..core.builder import as_var, constant
 from ..base.errors import ShapeError
 from ..ir.program import Variable
-from .rules import norm_axes, norm_axis
+from .rules import broadcast_shapes, norm_axes, norm_axis
 from .creation import arange, zeros
 from ..core.declare import public
 from .elementwise import astype, remainder, subtract
 from .indexing import dynamic_slice, scatter_add, take
-from .shape import broadcast_to, concatenate, expand_dims, lax_pad, reshape, rev, transpose
+from .shape import (broadcast_to, concatenate, expand_dims, lax_pad, ravel, reshape, rev, swapaxes,
+                    transpose)
 from .shape import slice as lax_slice
 
 Axis = int | Sequence[int] | None
@@ -33,7 +35,7 @@ _MAX_RUNS = 16
 
 # ---------------------------------------------------------------- static gathers
 
-def _window(x: Variable, axis: int, lo: int, hi: int) -> Variable:
+def window(x: Variable, axis: int, lo: int, hi: int) -> Variable:
     """`x[..., lo:hi, ...]` along `axis`."""
     if lo == 0 and hi == x.shape[axis]:
         return x
@@ -63,18 +65,18 @@ def gather_static(x: Variable, axis: int, idx: Sequence[int]) -> Variable:
     if idx == list(range(x.shape[axis])):
         return x
     if not idx:
-        return _window(x, axis, 0, 0)
+        return window(x, axis, 0, 0)
     runs = _runs(idx)
     if len(runs) > _MAX_RUNS:
         return take(x, constant(idx, dtypes.default_int()), axis)
     pieces = []
     for start, step, length in runs:
         if step == 1:
-            piece = _window(x, axis, start, start + length)
+            piece = window(x, axis, start, start + length)
         elif step == -1:
-            piece = rev(_window(x, axis, start - length + 1, start + 1), (axis,))
+            piece = rev(window(x, axis, start - length + 1, start + 1), (axis,))
         else:
-            piece = _window(x, axis, start, start + 1)
+            piece = window(x, axis, start, start + 1)
             if length > 1:
                 piece = broadcast_to(piece, x.shape[:axis] + (length,) + x.shape[axis + 1:])
         pieces.append(piece)
@@ -101,7 +103,7 @@ def _iota(x: Variable, axis: int, dtype: np.dtype) -> Variable:
     return broadcast_to(reshape(arange(x.shape[axis], dtype=dtype), tuple(shape)), x.shape)
 
 
-def _static_ints(value: Any, what: str, op: str) -> list[int]:
+def static_ints(value: Any, what: str, op: str) -> list[int]:
     """`value` (an int or a sequence of them) as Python ints; traced values are an error."""
     if isinstance(value, Variable):
         raise ShapeError(f"{what} must be static (Python ints), got the traced {value.type_str()}",
@@ -112,69 +114,7 @@ def _static_ints(value: Any, what: str, op: str) -> list[int]:
     return [int(v) for v in arr.reshape(-1)]
 
 
-# ---------------------------------------------------------------- split and stack
-
-@public
-def array_split(ary: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Variable]:
-    """jnp.array_split: `n` nearly equal sections (the first ones one longer) or split points."""
-    x = as_var(ary)
-    axis = norm_axis(axis, x.ndim)
-    n = x.shape[axis]
-    if isinstance(indices_or_sections, (int, np.integer)):
-        k = int(indices_or_sections)
-        if k <= 0:
-            raise ShapeError(f"number of sections must be larger than 0, got {k}", op="array_split")
-        size, extra = divmod(n, k)
-        bounds = np.cumsum([0] + [size + 1] * extra + [size] * (k - extra)).tolist()
-    else:
-        points = _static_ints(indices_or_sections, "split indices", "split")
-        bounds = [0] + points + [n]
-    out = []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        lo, hi, _ = builtins.slice(lo, hi).indices(n)
-        out.append(_window(x, axis, lo, builtins.max(lo, hi)))
-    return out
-
-
-@public
-def split(ary: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Variable]:
-    """jnp.split: `n` equal sections (an error if the axis does not divide) or split points."""
-    x = as_var(ary)
-    if isinstance(indices_or_sections, (int, np.integer)):
-        k = int(indices_or_sections)
-        size = x.shape[norm_axis(axis, x.ndim)]
-        if k <= 0 or size % k:
-            raise ShapeError(f"array split does not result in an equal division: an axis of "
-                             f"size {size} into {k} sections", op="split")
-    return array_split(x, indices_or_sections, axis)
-
-
-def _split_at(name: str, axis: int, min_ndim: int) -> Any:
-    def fn(ary: Any, indices_or_sections: int | Sequence[int]) -> list[Variable]:
-        x = as_var(ary)
-        if x.ndim < min_ndim:
-            raise ShapeError(f"{name} needs an array of rank at least {min_ndim}, got "
-                             f"{x.type_str()}", op=name)
-        return split(x, indices_or_sections, axis if x.ndim > 1 or name != "hsplit" else 0)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"jnp.{name}(ary, indices_or_sections): split along axis {axis}."
-    return public(fn)
-
-
-hsplit = _split_at("hsplit", 1, 1)
-vsplit = _split_at("vsplit", 0, 2)
-dsplit = _split_at("dsplit", 2, 3)
-
-
-def _as_list(tup: Any, name: str) -> list[Variable]:
-    vs = [as_var(t) for t in tup]  # a traced array is a sequence of its rows
-    if not vs:
-        raise ShapeError(f"{name} needs at least one array", op=name)
-    return vs
-
-
-def _cast_all(vs: list[Variable], dtype: Any) -> list[Variable]:
-    return vs if dtype is None else [astype(v, dtype) for v in vs]
+# ---------------------------------------------------------------- dimensions
 
 
 @public
@@ -205,57 +145,7 @@ def atleast_3d(*arys: Any) -> Variable | list[Variable]:
     return out[0] if len(out) == 1 else out
 
 
-@public
-def hstack(tup: Sequence[Any], dtype: Any = None) -> Variable:
-    """jnp.hstack: concatenate along axis 1 (axis 0 for 1-D arrays)."""
-    vs = _cast_all([atleast_1d(v) for v in _as_list(tup, "hstack")], dtype)
-    return concatenate(vs, 0 if vs[0].ndim == 1 else 1)
-
-
-@public
-def vstack(tup: Sequence[Any], dtype: Any = None) -> Variable:
-    """jnp.vstack: concatenate along axis 0 after atleast_2d."""
-    return concatenate(_cast_all([atleast_2d(v) for v in _as_list(tup, "vstack")], dtype), 0)
-
-
-@public
-def row_stack(tup: Sequence[Any], dtype: Any = None) -> Variable:
-    """NumPy's row_stack (= vstack)."""
-    return vstack(tup, dtype)
-
-
-@public
-def dstack(tup: Sequence[Any], dtype: Any = None) -> Variable:
-    """jnp.dstack: concatenate along axis 2 after atleast_3d."""
-    return concatenate(_cast_all([atleast_3d(v) for v in _as_list(tup, "dstack")], dtype), 2)
-
-
-@public
-def column_stack(tup: Sequence[Any]) -> Variable:
-    """jnp.column_stack: 1-D arrays become columns; concatenate along axis 1."""
-    vs = [reshape(v, (v.size, 1)) if v.ndim < 2 else v for v in _as_list(tup, "column_stack")]
-    return concatenate(vs, 1)
-
-
-@public
-def append(arr: Any, values: Any, axis: int | None = None) -> Variable:
-    """jnp.append: concatenate `values` after `arr` (both flattened when `axis` is None)."""
-    x = as_var(arr)
-    v = as_var(values, like=x)
-    if axis is None:
-        return concatenate([ravel(x), ravel(v)], 0)
-    return concatenate([x, v], axis)
-
-
-# ---------------------------------------------------------------- reshaping and reordering
-
-@public
-def ravel(a: Any, order: str = "C") -> Variable:
-    """jnp.ravel(a, order='C'); order 'F' flattens the transpose."""
-    x = as_var(a)
-    if order not in ("C", "F"):
-        raise ShapeError(f"ravel supports order 'C' and 'F', got {order!r}", op="ravel")
-    return reshape(x if order == "C" else transpose(x), (-1,))
+# ---------------------------------------------------------------- reordering
 
 
 @public
@@ -354,7 +244,7 @@ def roll(a: Any, shift: Any, axis: Axis = None) -> Variable:
             raise ShapeError(f"roll needs integer shifts, got {shift.type_str()}", op="roll")
         shifts: list[Any] = [shift] if shift.ndim == 0 else [shift[i] for i in range(shift.shape[0])]
     else:
-        shifts = _static_ints(shift, "shift", "roll")
+        shifts = static_ints(shift, "shift", "roll")
     if len(shifts) == 1:
         shifts = shifts * len(axes)
     elif len(axes) == 1:
@@ -388,7 +278,7 @@ def repeat(a: Any, repeats: int | Sequence[int], axis: int | None = None, *,
         x, axis = ravel(x), 0
     axis = norm_axis(axis, x.ndim)
     n = x.shape[axis]
-    reps = _static_ints(repeats, "repeats", "repeat")
+    reps = static_ints(repeats, "repeats", "repeat")
     if any(r < 0 for r in reps):
         raise ShapeError(f"repeats must be non-negative, got {repeats!r}", op="repeat")
     if len(reps) == 1 and total_repeat_length is None:
@@ -412,7 +302,7 @@ def repeat(a: Any, repeats: int | Sequence[int], axis: int | None = None, *,
 def tile(A: Any, reps: int | Sequence[int]) -> Variable:
     """jnp.tile: `A` repeated `reps` times per axis (shapes padded with leading ones)."""
     x = as_var(A)
-    r = _static_ints(reps, "reps", "tile")
+    r = static_ints(reps, "reps", "tile")
     nd = builtins.max(x.ndim, len(r))
     r = [1] * (nd - len(r)) + r
     shape = (1,) * (nd - x.ndim) + x.shape
@@ -495,3 +385,36 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Va
         idx = np.pad(np.arange(n), (lo, hi), mode=mode).tolist()
         out = gather_static(out, ax, idx)
     return out
+
+
+@public
+def broadcast_arrays(*args: Any) -> list[Variable]:
+    """jnp.broadcast_arrays: the arguments broadcast to their common shape."""
+    vs = [as_var(a) for a in args]
+    shape = broadcast_shapes(*[v.shape for v in vs])
+    return [v if v.shape == shape else broadcast_to(v, shape) for v in vs]
+
+
+@public
+def resize(a: Any, new_shape: int | Sequence[int]) -> Variable:
+    """jnp.resize: the flattened array repeated to fill `new_shape`."""
+    shape = (new_shape,) if isinstance(new_shape, int) else tuple(new_shape)
+    if any(d < 0 for d in shape):
+        raise ShapeError(f"resize needs non-negative sizes, got {shape}", op="resize")
+    arr = ravel(as_var(a))
+    size = math.prod(shape)
+    if arr.shape[0] == 0 or size == 0:
+        return zeros(shape, arr.dtype)
+    return reshape(tile(arr, -(-size // arr.shape[0]))[:size], shape)
+
+
+@public
+def permute_dims(a: Any, /, axes: Sequence[int]) -> Variable:
+    """jnp.permute_dims: transpose (the array API name)."""
+    return transpose(a, tuple(axes))
+
+
+@public
+def matrix_transpose(x: Any, /) -> Variable:
+    """jnp.matrix_transpose: swap the last two axes."""
+    return swapaxes(x, -1, -2)

@@ -1,26 +1,39 @@
-"""jax.numpy's elementwise names that are aliases or short compositions of srcgrad ops
-(acos, trunc, copysign, logical_xor, ldexp, modf, ...), with jax.numpy's dtype rules.
+"""jax.numpy's mathematical functions that are aliases or short compositions of srcgrad ops
+(acos, trunc, copysign, ldexp, modf, angle, interp, unwrap, i0, ...), with jax.numpy's dtype
+rules, and the floating-point routines frexp, nextafter and spacing (rows lowered to jnp).
 
 Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import jax.numpy as jnp
+import jax
+import numpy as np
 
 from ..base import dtypes
-from ..core.builder import as_var
-from ..ir.program import Variable
-from .rules import jax_dtype
+from ..core.registry import register
+from ..core.builder import as_pair, as_var, emit
+from ..ir.program import Op, Variable
+from .rules import jax_dtype, norm_axis
 from .creation import full_like, zeros_like
-from ..core.declare import public
-from .elementwise import (abs, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh,
-                          astype, ceil, conj, divide, equal, exp2, floor, floor_divide, less,
-                          logical_and, logical_not, logical_or, negative, power, remainder, round,
-                          where)
-from .shape import concatenate, swapaxes, transpose
+from ..core.declare import defop, public
+from .elementwise import (abs as abs_, arccos, arccosh, arcsin, arcsinh, arctan, arctan2,
+                          arctanh, astype, ceil, clip, conj, divide, equal, exp2, floor,
+                          floor_divide, less, negative, power,
+                          remainder, round, where)
+from .shape import concatenate
+from ..base.errors import ShapeError
+from .operands import inexact, promoted
+from .sorting import searchsorted
+from . import elementwise as E
+from ..core.registry import OutType
+from .special import i0e
+from .cumulative import cumsum, diff
+from .manip import moveaxis
+from .reduce import sum
 
 BOOL = dtypes.canonical(bool)
 
@@ -158,49 +171,11 @@ def float_power(x1: Any, x2: Any) -> Variable:
 
 
 @public
-def isneginf(x: Any, out: None = None) -> Variable:
-    """jnp.isneginf: x == -inf."""
-    x = as_var(x)
-    return equal(x, -math.inf) if dtypes.is_inexact(x.dtype) else full_like(x, False, BOOL)
-
-
-@public
-def isposinf(x: Any, out: None = None) -> Variable:
-    """jnp.isposinf: x == +inf."""
-    x = as_var(x)
-    return equal(x, math.inf) if dtypes.is_inexact(x.dtype) else full_like(x, False, BOOL)
-
-
-@public
-def isreal(x: Any) -> Variable:
-    """jnp.isreal: True everywhere (srcgrad's values are real)."""
-    return full_like(x, True, BOOL)
-
-
-@public
-def iscomplex(x: Any) -> Variable:
-    """jnp.iscomplex: False everywhere (srcgrad's values are real)."""
-    return full_like(x, False, BOOL)
-
-
-@public
 def angle(z: Any, deg: bool = False) -> Variable:
     """jnp.angle of a real array: arctan2(0, z) (pi where z < 0 or z is -0.0)."""
     z = _inexact(z, jnp.angle)
     out = arctan2(zeros_like(z), z)
     return out * (180.0 / math.pi) if deg else out
-
-
-def _bools(x: Any) -> Variable:
-    x = as_var(x)
-    return x if x.dtype == BOOL else astype(x, BOOL)
-
-
-@public
-def logical_xor(x1: Any, x2: Any) -> Variable:
-    """jnp.logical_xor (non-bool inputs mean != 0)."""
-    a, b = _bools(x1), _bools(x2)
-    return logical_and(logical_or(a, b), logical_not(logical_and(a, b)))
 
 
 @public
@@ -225,18 +200,104 @@ def divmod(x1: Any, x2: Any) -> tuple[Variable, Variable]:
 
 
 @public
-def concat(arrays: Sequence[Any], /, *, axis: int | None = 0) -> Variable:
-    """jnp.concat: concatenate (the array API name)."""
-    return concatenate(arrays, axis)
+def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
+           period: Any = None) -> Variable:
+    """jnp.interp: piecewise-linear interpolation of (xp, fp) at x (xp increasing),
+    differentiable in x and fp."""
+    if period is not None:
+        raise ShapeError("interp's period= is not supported", op="interp")
+    x, xp, fp = promoted(x, xp, fp, inexact=True)
+    n = xp.shape[0]
+    i = clip(searchsorted(xp, x, side="right"), 1, n - 1)
+    from .indexing import take
+    x0, x1 = take(xp, i - 1), take(xp, i)
+    y0, y1 = take(fp, i - 1), take(fp, i)
+    dx = x1 - x0
+    t = where(dx == 0, 0.0, (x - x0) / where(dx == 0, 1.0, dx))
+    out = y0 + t * (y1 - y0)
+    out = where(x < xp[0], fp[0] if left is None else left, out)
+    return where(x > xp[-1], fp[-1] if right is None else right, out)
 
 
 @public
-def permute_dims(a: Any, /, axes: Sequence[int]) -> Variable:
-    """jnp.permute_dims: transpose (the array API name)."""
-    return transpose(a, tuple(axes))
+def i0(x: Any) -> Variable:
+    """jnp.i0: the modified Bessel function of order 0, as i0e(x) * exp(|x|) (|x| written
+    x * sign(x), whose slope is 0 at 0, as jnp.i0's)."""
+    x = inexact(x)
+    return E.multiply(i0e(x), E.exp(E.multiply(x, E.sign(x))))
+
+
+def _jnp_rule(name: str, index: int | None = None) -> Callable[..., list[OutType]]:
+    """The shape/dtype rule of jnp.<name> on the inputs, taken from jax itself."""
+    def infer(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+        structs = [jax.ShapeDtypeStruct(v.shape, v.dtype) for v in inputs]
+        try:
+            out = jax.eval_shape(getattr(jnp, name), *structs)
+        except (TypeError, ValueError) as e:
+            raise ShapeError(f"{name} takes floating-point arrays, got "
+                             f"{', '.join(v.type_str() for v in inputs)}: {e}") from None
+        return [(tuple(o.shape), np.dtype(o.dtype)) for o in jax.tree_util.tree_leaves(out)]
+    return infer
+
+
+def _g_frexp(op: Op, g: list, need: list) -> Iterator[Variable | None]:
+    """d mantissa / dx = 2**-exponent = mantissa / x (1 at 0 and at non-finite x, as jax)."""
+    x, m = op.inputs[0], op.outputs[0]
+    ok = E.logical_and(E.isfinite(x), E.not_equal(x, 0.0))
+    yield E.multiply(g[0], E.where(ok, E.divide(m, E.where(ok, x, 1.0)), 1.0))
+
+
+register("frexp", _jnp_rule("frexp"), "jnp.frexp({0})", _g_frexp, public="frexp")
 
 
 @public
-def matrix_transpose(x: Any, /) -> Variable:
-    """jnp.matrix_transpose: swap the last two axes."""
-    return swapaxes(x, -1, -2)
+def frexp(x: Any) -> tuple[Variable, Variable]:
+    """jnp.frexp: mantissa in [0.5, 1) (signed) and int32 exponent, x = m * 2**e;
+    differentiable in the mantissa (the exponent is piecewise constant)."""
+    m, e = emit("frexp", [inexact(x)])
+    return m, e
+
+
+@defop("nextafter", _jnp_rule("nextafter"), "jnp.nextafter({0}, {1})", None)
+def nextafter(x1: Any, x2: Any) -> tuple[list[Variable], dict]:
+    """jnp.nextafter: the next representable value after x1 towards x2 (no gradient, as jax)."""
+    a, b = as_pair(x1, x2)
+    return [inexact(a), inexact(b)], {}
+
+
+@defop("spacing", _jnp_rule("spacing"), "jnp.spacing({0})", None)
+def spacing(x: Any) -> tuple[list[Variable], dict]:
+    """jnp.spacing: the distance to the next representable value away from 0 (no gradient)."""
+    return [inexact(x)], {}
+
+
+@public
+def unwrap(p: Any, discont: Any = None, axis: int = -1, period: float = 2 * math.pi) -> Variable:
+    """jnp.unwrap: remove jumps larger than `discont` (default period / 2) along `axis`."""
+    p = as_var(p)
+    if not dtypes.is_inexact(p.dtype):
+        p = astype(p, dtypes.default_float())
+    half = period / 2
+    discont = half if discont is None else discont
+    dd = diff(p, axis=axis)
+    ddmod = (dd + half) % period - half
+    ddmod = where((ddmod == -half) & (dd > 0), half, ddmod)
+    correction = where(abs_(dd) < discont, 0.0, ddmod - dd)
+    cum = cumsum(correction, axis=axis)
+    ax = norm_axis(axis, p.ndim)
+    zero_shape = p.shape[:ax] + (1,) + p.shape[ax + 1:]
+    from .creation import zeros
+    return p + concatenate([zeros(zero_shape, p.dtype), cum], ax)
+
+
+@public
+def trapezoid(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Variable:
+    """jnp.trapezoid: the trapezoidal rule along `axis`."""
+    y = promoted(y, inexact=True)[0]
+    y = moveaxis(y, axis, -1)
+    if x is None:
+        d: Any = dx
+    else:
+        xv = moveaxis(as_var(x), axis, -1) if as_var(x).ndim > 1 else as_var(x)
+        d = diff(xv, axis=-1)
+    return sum(d * (y[..., 1:] + y[..., :-1]), -1) * 0.5

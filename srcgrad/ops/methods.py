@@ -17,8 +17,8 @@ from ..base.errors import ShapeError, user_location
 from ..ir.program import Variable, current_program
 from . import bitwise as B
 from . import elementwise as E
-from . import (contraction, index_update, indexing, linalg_functions, manip,
-               math_functions as numpy_math, reduce, shape, sorting as sort_scan)
+from . import (contraction, cumulative, index_update, indexing, linalg_functions, logic, manip,
+               reduce, shape, sorting)
 
 
 def _is_bool(x: Any) -> bool:
@@ -44,7 +44,7 @@ BINARY: dict[str, Callable[..., Any]] = {
     "pow": E.power, "mod": E.remainder, "floordiv": E.floor_divide,
     "matmul": contraction.matmul,
     "and": _by_dtype(E.logical_and, B.bitwise_and), "or": _by_dtype(E.logical_or, B.bitwise_or),
-    "xor": _by_dtype(numpy_math.logical_xor, B.bitwise_xor),
+    "xor": _by_dtype(logic.logical_xor, B.bitwise_xor),
     "lshift": B.left_shift, "rshift": B.right_shift,
 }
 COMPARISONS: dict[str, Callable[..., Any]] = {
@@ -60,9 +60,9 @@ METHODS: dict[str, Callable[..., Any]] = {
     "sum": reduce.sum, "mean": reduce.mean, "max": reduce.max, "min": reduce.min,
     "prod": reduce.prod, "argmax": reduce.argmax, "argmin": reduce.argmin,
     "var": reduce.var, "std": reduce.std,
-    "dot": contraction.dot, "squeeze": shape.squeeze, "flatten": manip.ravel, "ravel": manip.ravel,
-    "cumsum": sort_scan.cumsum, "cumprod": sort_scan.cumprod, "repeat": manip.repeat,
-    "sort": sort_scan.sort, "argsort": sort_scan.argsort, "trace": linalg_functions.trace,
+    "dot": contraction.dot, "squeeze": shape.squeeze, "flatten": shape.ravel, "ravel": shape.ravel,
+    "cumsum": cumulative.cumsum, "cumprod": cumulative.cumprod, "repeat": manip.repeat,
+    "sort": sorting.sort, "argsort": sorting.argsort, "trace": linalg_functions.trace,
 }
 
 _getitem_op = dispatch.dispatched(indexing.getitem)

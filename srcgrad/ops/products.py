@@ -1,5 +1,6 @@
-"""The products in jax.numpy's names: outer, tensordot, inner, kron and cross, as
-composites of reshapes, broadcasts and matmul (whose gradients they take).
+"""The products in jax.numpy's names: outer, tensordot, inner, kron, cross, vdot, vecdot,
+matvec and vecmat, as composites of reshapes, broadcasts and matmul/einsum (whose
+gradients they take).
 
 Layer L3 (the ops): see docs/design.md.
 """
@@ -18,8 +19,9 @@ from .rules import broadcast_shapes, norm_axis
 from .creation import zeros
 from ..core.declare import public
 from .elementwise import astype, multiply, subtract
-from .contraction import matmul
+from .contraction import einsum, matmul
 from .manip import moveaxis
+from .shape import ravel
 from .shape import broadcast_to, concatenate, expand_dims, reshape, transpose
 
 
@@ -136,3 +138,31 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
     shape = broadcast_shapes(*(p.shape for p in parts))
     out = concatenate([expand_dims(broadcast_to(p, shape), -1) for p in parts], -1)
     return moveaxis(out, -1, norm_axis(axisc, out.ndim))
+
+
+@public
+def vdot(a: Any, b: Any, *, precision: Any = None,
+         preferred_element_type: Any = None) -> Variable:
+    """jnp.vdot: the dot product of the flattened arrays."""
+    return matmul(ravel(a), ravel(b))
+
+
+@public
+def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, precision: Any = None,
+           preferred_element_type: Any = None) -> Variable:
+    """jnp.vecdot: the dot product along `axis`, broadcasting the others."""
+    x1, x2 = as_var(x1), as_var(x2)
+    x1, x2 = moveaxis(x1, axis, -1), moveaxis(x2, axis, -1)
+    return einsum("...i,...i->...", x1, x2)
+
+
+@public
+def matvec(x1: Any, x2: Any, /) -> Variable:
+    """jnp.matvec: batched matrix-vector product (..., m, n) x (..., n) -> (..., m)."""
+    return matmul(as_var(x1), expand_dims(as_var(x2), -1))[..., 0]
+
+
+@public
+def vecmat(x1: Any, x2: Any, /) -> Variable:
+    """jnp.vecmat: batched vector-matrix product (..., m) x (..., m, n) -> (..., n)."""
+    return matmul(expand_dims(as_var(x1), -2), as_var(x2))[..., 0, :]

@@ -161,7 +161,7 @@ def _g_prod(op: Op, g: Variable) -> Variable:
     from both ends, multiplied. No division, so it is exact where the slice holds zeros,
     infinities or NaN (0 * inf is NaN only where jax.grad's is)."""
     from .shape import reshape, transpose
-    from .sorting import _shift, lax_cumprod
+    from .cumulative import _shift, lax_cumprod
     x = op.inputs[0]
     axes = op.attrs["axes"]
     kept = [a for a in range(x.ndim) if a not in axes]

@@ -21,11 +21,12 @@ from .creation import arange, full
 from ..core.declare import public
 from .elementwise import astype, clip, equal, logical_and, logical_not, not_equal, where
 from .indexing import take
-from .manip import ravel
-from .statistics import any as any_
+from .shape import ravel
+from .logic import any as any_
 from .reduce import argmax, sum
 from .shape import concatenate, expand_dims, stack
-from .sorting import argsort, cumsum, sort
+from .sorting import argsort, sort
+from .cumulative import cumsum
 
 UniqueAllResult = namedtuple("UniqueAllResult", "values indices inverse_indices counts")
 UniqueCountsResult = namedtuple("UniqueCountsResult", "values counts")

@@ -1,4 +1,5 @@
-"""Shape ops: reshape, transpose, broadcast, concatenate, static slices, pad and rev.
+"""Shape ops: reshape (and ravel), transpose, broadcast, concatenate, stack, static slices,
+pad and rev.
 
 Layer L3 (the ops): see docs/design.md.
 """
@@ -249,3 +250,12 @@ def rev(x: Variable, axes: Sequence[int]) -> Emitted:
 def lax_pad(x: Variable, config: Sequence[tuple[int, int, int]]) -> Emitted:
     """lax.pad with zeros: `(low, high, interior)` per axis (sg.pad, NumPy's, reaches it)."""
     return [as_var(x)], {"config": tuple(tuple(c) for c in config)}
+
+
+@public
+def ravel(a: Any, order: str = "C") -> Variable:
+    """jnp.ravel(a, order='C'); order 'F' flattens the transpose."""
+    x = as_var(a)
+    if order not in ("C", "F"):
+        raise ShapeError(f"ravel supports order 'C' and 'F', got {order!r}", op="ravel")
+    return reshape(x if order == "C" else transpose(x), (-1,))

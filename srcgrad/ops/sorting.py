@@ -1,18 +1,16 @@
-"""Sort and scans in jax.numpy's names: sort, argsort, take_along_axis, the cumulative ops
-and diff.
+"""Sorting, searching and partitioning in jax.numpy's names: sort, argsort, take_along_axis,
+searchsorted, digitize, partition, argpartition, top_k and lexsort.
 
-The rows declared here: `sort` (values and the permutation, one lax.sort), the cumulative
-`cumsum`, `cumprod`, `cummax`, `cummin` (lax's, with `axis` and `reverse`), and the internal
-`linear_scan` that cumprod's gradient is built from.
+The row declared here is `sort` (values and the permutation, one lax.sort); the rest are
+composites of it, of gathers and of comparisons, following jax.numpy's own implementation
+(ties included), so values and gradients agree with it.
 
 Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 
-import builtins
 from typing import Any, Sequence
 
-import jax.numpy as jnp
 import numpy as np
 
 from ..base import dtypes
@@ -20,14 +18,18 @@ from ..core.builder import as_var, emit
 from ..base.errors import ShapeError
 from ..ir.program import Op, Variable
 from ..core.registry import OutType, register
-from .rules import broadcast_shapes, jax_dtype, norm_axis
-from .creation import arange
-from ..core.declare import Emitted, defop, public
-from .elementwise import (astype, equal, greater, isnan, less, multiply, not_equal, subtract,
-                          where)
+from .rules import broadcast_shapes, norm_axis
+from .creation import arange, full
+from ..core.declare import public
+from .elementwise import (astype, less, where)
 from .indexing import take
-from .manip import _iota, _scatter_along, _window, moveaxis, ravel
-from .shape import broadcast_to, concatenate, lax_pad, reshape, rev
+from .manip import _scatter_along, flip, moveaxis
+from .shape import ravel
+from .shape import broadcast_to, concatenate, expand_dims, reshape, rev, swapaxes
+from .operands import checked_axis, promoted
+from . import elementwise as E
+from .lax_primitives import top_k_indices
+from .reduce import sum
 
 
 # ---------------------------------------------------------------- sort
@@ -121,174 +123,103 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: None = None,
     return moveaxis(reshape(flat, it.shape), -1, axis)
 
 
-# ---------------------------------------------------------------- cumulative ops
-
-def _cum_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
-    x = inputs[0]
-    norm_axis(attrs["axis"], x.ndim)
-    return [(x.shape, x.dtype)]
-
-
-def _cum_lower(name: str) -> str:
-    return f"lax.{name}({{0}}, axis={{axis}}, reverse={{reverse}})"
-
-
-def _g_cumsum(op: Op, g: Variable) -> Variable:
-    return lax_cumsum(g, op.attrs["axis"], not op.attrs["reverse"])
-
-
-def _shift(v: Variable, axis: int, by: int, fill: float = 0.0) -> Variable:
-    """`v` shifted by one along `axis` (`by` = 1: toward higher indices), `fill` coming in."""
-    n = v.shape[axis]
-    if n == 0:
-        return v
-    kept = _window(v, axis, 0, n - 1) if by > 0 else _window(v, axis, 1, n)
-    if fill == 0.0:
-        cfg = [(0, 0, 0)] * v.ndim
-        cfg[axis] = (1, 0, 0) if by > 0 else (0, 1, 0)
-        return lax_pad(kept, cfg)
-    edge = broadcast_to(astype(as_var(fill, like=v), v.dtype),
-                        v.shape[:axis] + (1,) + v.shape[axis + 1:])
-    return concatenate([edge, kept] if by > 0 else [kept, edge], axis)
-
-
-def _linear_scan_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
-    a, b = inputs
-    if a.shape != b.shape or a.dtype != b.dtype:
-        raise ShapeError("linear_scan needs coefficients and offsets of one shape and dtype")
-    norm_axis(attrs["axis"], a.ndim)
-    return [(a.shape, a.dtype)]
-
-
-def _lower_linear_scan(args: list[str], attrs: dict[str, str]) -> str:
-    return (f"lax.associative_scan(lambda p, q: (p[0] * q[0], q[0] * p[1] + q[1]), "
-            f"({args[0]}, {args[1]}), reverse={attrs['reverse']}, axis={attrs['axis']})[1]")
-
-
-def _g_linear_scan(op: Op, g: list, need: list) -> list:
-    """out = a * out(previous) + b is linear in b; its adjoint runs the other way with the
-    coefficients shifted by one, and a's gradient is that adjoint times the previous out."""
-    a, out = op.inputs[0], op.outputs[0]
-    axis, reverse = op.attrs["axis"], op.attrs["reverse"]
-    toward = -1 if reverse else 1  # where the previous element comes from, seen from the next
-    lam = linear_scan(_shift(a, axis, -toward), g[0], axis, not reverse)
-    ga = multiply(lam, _shift(out, axis, toward)) if need[0] else None
-    return [ga, lam if need[1] else None]
-
-
-@defop("linear_scan", _linear_scan_rule, _lower_linear_scan, _g_linear_scan, export=False)
-def linear_scan(a: Variable, b: Variable, axis: int, reverse: bool = False) -> Emitted:
-    """`out[i] = a[i] * out[i - 1] + b[i]` along `axis` (`reverse`: from the end, out[i + 1]),
-    as one associative scan: the adjoint of cumprod without dividing by its inputs."""
-    return [a, b], {"axis": axis, "reverse": bool(reverse)}
-
-
-def _g_cumprod(op: Op, g: Variable) -> Variable:
-    """d out_i / d x_j = prod_{k<j} x_k * prod_{j<k<=i} x_k (for a forward cumprod): the
-    exclusive product times the sum over i of g_i prod_{j<k<=i} x_k, which is a reverse
-    linear scan; exact with zeros in `x`, no division."""
-    x, out = op.inputs[0], op.outputs[0]
-    axis, reverse = op.attrs["axis"], op.attrs["reverse"]
-    if x.shape[axis] == 0:
-        return g
-    toward = -1 if reverse else 1
-    exclusive = _shift(out, axis, toward, 1.0)
-    later = linear_scan(_shift(x, axis, -toward), g, axis, not reverse)
-    return multiply(exclusive, later)
-
-
-def _g_cumulative_extreme(op: Op, g: Variable) -> Variable:
-    """Each output's gradient goes to the position of its running extreme (the first one
-    where several are equal; JAX splits it by its scan tree); a NaN output's goes nowhere."""
-    x, out = op.inputs[0], op.outputs[0]
-    axis, reverse = op.attrs["axis"], op.attrs["reverse"]
-    n = x.shape[axis]
-    if n == 0:
-        return g
-    if dtypes.is_inexact(out.dtype):  # a NaN result past the first takes no gradient (JAX's)
-        first = equal(_iota(x, axis, dtypes.default_int()), n - 1 if reverse else 0)
-        g = where(isnan(out) & ~first, 0.0, g)
-    better = greater if op.type == "cummax" else less
-    if reverse:  # the position counted from the end
-        x, out = rev(x, (axis,)), rev(out, (axis,))
-    prev = concatenate([_window(x, axis, 0, 1), _window(out, axis, 0, n - 1)], axis)
-    new = better(x, prev)
-    pos = _iota(x, axis, dtypes.default_int())
-    is_first = equal(pos, 0)
-    where_new = where(new | is_first, pos, 0)
-    idx = cummax(where_new, axis, False)
-    if reverse:
-        idx = subtract(n - 1, rev(idx, (axis,)))
-    return _scatter_along(g, idx, axis)
-
-
-def _cumulative_front(name: str) -> Any:
-    def front(x: Variable, axis: int = 0, reverse: bool = False) -> Emitted:
-        x = as_var(x)
-        if x.ndim == 0:
-            raise ShapeError(f"{name} needs an array of rank >= 1, got {x.type_str()}", op=name)
-        return [x], {"axis": norm_axis(axis, x.ndim), "reverse": bool(reverse)}
-    front.__name__ = front.__qualname__ = name
-    front.__doc__ = f"lax.{name}(operand, axis=0, reverse=False)."
-    return front
-
-
-lax_cumsum = defop("cumsum", _cum_rule, _cum_lower("cumsum"), (_g_cumsum,),
-                   export="cumsum")(_cumulative_front("cumsum"))
-lax_cumprod = defop("cumprod", _cum_rule, _cum_lower("cumprod"), (_g_cumprod,),
-                    export="cumprod")(_cumulative_front("cumprod"))
-cummax = defop("cummax", _cum_rule, _cum_lower("cummax"), (_g_cumulative_extreme,))(
-    _cumulative_front("cummax"))
-cummin = defop("cummin", _cum_rule, _cum_lower("cummin"), (_g_cumulative_extreme,))(
-    _cumulative_front("cummin"))
-
-
-def _cumulative(name: str, a: Any, axis: int | None, dtype: Any, out: None) -> Variable:
-    if out is not None:
-        raise ShapeError("out= is not supported (JAX arrays are immutable); use the result", op=name)
-    x = as_var(a)
-    if axis is None:
-        x, axis = ravel(x), 0
-    want = dtypes.canonical(dtype) if dtype is not None else jax_dtype(
-        getattr(jnp, name), x.dtype)
-    x = astype(x, want)
-    return (lax_cumsum if name == "cumsum" else lax_cumprod)(x, axis)
+# ---------------------------------------------------------------- searching and partitioning
 
 
 @public
-def cumsum(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Variable:
-    """jnp.cumsum(a, axis=None, dtype=None, out=None): None flattens; bools and small ints
-    accumulate in the default int, as jnp."""
-    return _cumulative("cumsum", a, axis, dtype, out)
+def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None,
+                 *, method: str = "scan") -> Variable:
+    """jnp.searchsorted: insertion indices of `v` into the sorted 1-D `a` (a count of the
+    elements below each value: exact, no gradient)."""
+    a, v = as_var(a), as_var(v)
+    if a.ndim != 1:
+        raise ShapeError(f"searchsorted needs a 1-D array, got {a.type_str()}", op="searchsorted")
+    if sorter is not None:
+        from .indexing import take
+        a = take(a, as_var(sorter))
+    if side not in ("left", "right"):
+        raise ShapeError(f"side must be 'left' or 'right', got {side!r}", op="searchsorted")
+    a, v = promoted(a, v)
+    vv = expand_dims(v, -1)
+    below = (a < vv) if side == "left" else (a <= vv)
+    return astype(sum(below, -1), np.int32)  # jnp.searchsorted's dtype, x64 or not
 
 
 @public
-def cumprod(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Variable:
-    """jnp.cumprod(a, axis=None, dtype=None, out=None); the gradient is exact with zeros."""
-    return _cumulative("cumprod", a, axis, dtype, out)
+def digitize(x: Any, bins: Any, right: bool = False, *, method: str | None = None) -> Variable:
+    """jnp.digitize: the bin of each value (bins increasing or decreasing)."""
+    b = as_var(bins)
+    side = "left" if right else "right"
+    if b.ndim != 1:
+        raise ShapeError(f"digitize needs 1-D bins, got {b.type_str()}", op="digitize")
+    inc = searchsorted(b, x, side)
+    dec = b.shape[0] - searchsorted(b[::-1], x, "left" if side == "right" else "right")
+    if b.shape[0] < 2:
+        return inc
+    return where(b[-1] >= b[0], inc, dec)
 
 
 @public
-def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Variable:
-    """jnp.diff: the `n`-th forward difference along `axis` (bools: not_equal), after
-    concatenating `prepend` and `append` (scalars broadcast to one slice)."""
-    x = as_var(a)
-    if x.ndim == 0:
-        raise ShapeError("diff needs an array of rank >= 1", op="diff")
-    axis = norm_axis(axis, x.ndim)
-    n = int(n)
-    if n < 0:
-        raise ShapeError(f"diff: order n must be non-negative, got {n}", op="diff")
-    if n == 0:
-        return x
-    def edge(extra: Any) -> Variable:
-        e = as_var(extra, like=x)
-        return broadcast_to(e, x.shape[:axis] + (1,) + x.shape[axis + 1:]) if e.ndim == 0 else e
-    parts = ([edge(prepend)] if prepend is not None else []) + [x] + (
-        [edge(append)] if append is not None else [])
-    out = concatenate(parts, axis) if len(parts) > 1 else x
-    for _ in range(n):
-        m = out.shape[axis]
-        hi, lo = _window(out, axis, builtins.min(1, m), m), _window(out, axis, 0, builtins.max(m - 1, 0))
-        out = not_equal(hi, lo) if out.dtype == np.dtype(bool) else subtract(hi, lo)
-    return out
+def partition(a: Any, kth: int, axis: int = -1) -> Variable:
+    """jnp.partition: the `kth+1` smallest values ascending, then the rest descending (as
+    jax's top_k-based result)."""
+    a = as_var(a)
+    ax = checked_axis(axis, a.ndim, "partition")
+    k = checked_axis(kth, a.shape[ax], "partition (kth)")
+    s = sort(swapaxes(a, ax, -1), -1)
+    out = concatenate([s[..., :k + 1], flip(s[..., k + 1:], -1)], -1)
+    return swapaxes(out, -1, ax)
+
+
+@public
+def top_k(a: Any, k: int, /, *, axis: int = -1, mode: str = "largest",
+          sorted: bool = True) -> tuple[Variable, Variable]:
+    """jnp.top_k: the `k` largest (`mode` 'largest') or smallest values along `axis`, sorted,
+    and their int32 indices (ties: the lower index first), as lax.top_k finds them. The
+    values are read at the indices, so the gradient flows to them."""
+    del sorted  # always sorted, as jax's
+    a = as_var(a)
+    if np.issubdtype(a.dtype, np.complexfloating):
+        raise ShapeError(f"top_k is not defined for complex input {a.type_str()}", op="top_k")
+    if mode not in ("largest", "smallest"):
+        raise ShapeError(f"mode must be 'largest' or 'smallest', got {mode!r}", op="top_k")
+    ax = checked_axis(axis, a.ndim, "top_k")
+    x = swapaxes(a, ax, -1)
+    key = x if mode == "largest" else (
+        E.logical_not(x) if a.dtype == np.dtype(bool) else
+        E.negative(E.add(x, 1)) if np.issubdtype(a.dtype, np.unsignedinteger) else E.negative(x))
+    idx = top_k_indices(key, k=k)
+    return swapaxes(take_along_axis(x, idx, -1), -1, ax), swapaxes(idx, -1, ax)
+
+
+@public
+def argpartition(a: Any, kth: int, axis: int = -1) -> Variable:
+    """jnp.argpartition: the indices of the `kth+1` smallest values (ascending, ties by index),
+    then the other indices in increasing order (as jax's result)."""
+    a = as_var(a)
+    ax = checked_axis(axis, a.ndim, "argpartition")
+    k = checked_axis(kth, a.shape[ax], "argpartition (kth)")
+    order = argsort(swapaxes(a, ax, -1), -1)
+    rest = argsort(argsort(order, -1) <= k, -1)  # not-bottom first, by index
+    out = concatenate([order[..., :k + 1], rest[..., :a.shape[ax] - k - 1]], -1)
+    return E.astype(swapaxes(out, -1, ax), np.dtype(np.int32))  # top_k's index dtype
+
+
+@public
+def lexsort(keys: Sequence[Any], axis: int = -1) -> Variable:
+    """jnp.lexsort: the stable order sorting by the last key, then the one before, ..."""
+    keys = [as_var(k) for k in keys]
+    if not keys:
+        raise ShapeError("lexsort needs at least one key", op="lexsort")
+    if len({k.shape for k in keys}) > 1:
+        raise ShapeError("lexsort's keys need one shape, got "
+                         f"{', '.join(k.type_str() for k in keys)}", op="lexsort")
+    if keys[0].ndim == 0:
+        return full((), 0, dtypes.default_int())
+    ax = checked_axis(axis, keys[0].ndim, "lexsort")
+    idx = None
+    for k in keys:  # least significant first: stable sorts compose (LSD radix)
+        kk = k if idx is None else take_along_axis(k, idx, ax)
+        step = argsort(kk, ax)
+        idx = step if idx is None else take_along_axis(idx, step, ax)
+    return E.astype(idx, dtypes.default_int())

@@ -1,58 +1,43 @@
-"""jax.numpy's reductions built from srcgrad's: all/any, amax/amin, count_nonzero, ptp, the
-NaN-ignoring family, cumulative_sum/prod, and the order statistics (median, quantile,
-percentile and their nan forms, from a sort, as jnp computes them).
+"""jax.numpy's statistics, built from srcgrad's reductions and sorts: amax/amin, ptp,
+count_nonzero, the NaN-ignoring family (nansum ... nanmedian, nancumsum/prod), the order
+statistics (median, quantile, percentile and their nan forms, from a sort, as jnp computes
+them), cov, corrcoef, correlate/convolve and the histograms.
 
 Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
+import builtins
 
 from ..base import dtypes
 from ..core.builder import as_var
 from ..base.errors import ShapeError
 from ..ir.program import Variable
 from .rules import norm_axes, norm_axis
-from .creation import full
+from .creation import full, ones, zeros
 from ..core.declare import public
-from .elementwise import (astype, ceil, floor, isnan, logical_not, minimum, maximum, sqrt,
+from .elementwise import (astype, ceil, clip, floor, isnan, logical_not, maximum, minimum, sqrt,
                           where)
 from .manip import moveaxis
+from .shape import ravel
 from .elementwise import where as _where
-from .reduce import Axis, _no_out, argmax, argmin, max, min, prod, sum
-from .shape import concatenate, expand_dims, reshape
-from .sorting import cumprod, cumsum, sort, take_along_axis
+from .reduce import _no_out, Axis, argmax, argmin, max, mean, min, prod, sum
+from .shape import concatenate, expand_dims, reshape, stack
+from .sorting import searchsorted, sort, take_along_axis
+from .cumulative import cumprod, cumsum, diff
+from .contraction import matmul
+from .operands import inexact, promoted
+from . import elementwise as E, reduce as R
+from .sets import bincount
+from .index_routines import ix_, ravel_multi_index
+from .construct import linspace
+from .logic import _bool
 
 BOOL = np.dtype(bool)
-
-
-def _bool(x: Variable) -> Variable:
-    return x if x.dtype == BOOL else x != 0
-
-
-@public
-def all(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False, *,
-        where: Any = None) -> Variable:
-    """jnp.all: True where no element (along `axis`) is zero."""
-    _no_out("all", out)
-    b = logical_not(_bool(as_var(a)))
-    if where is not None:
-        b = b & _bool(as_var(where))
-    return sum(b, axis, keepdims=keepdims) == 0
-
-
-@public
-def any(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False, *,
-        where: Any = None) -> Variable:
-    """jnp.any: True where some element (along `axis`) is nonzero."""
-    _no_out("any", out)
-    b = _bool(as_var(a))
-    if where is not None:
-        b = b & _bool(as_var(where))
-    return sum(b, axis, keepdims=keepdims) > 0
 
 
 @public
@@ -215,49 +200,6 @@ def nanargmin(a: Any, axis: int | None = None, out: None = None,
     return _nan_arg("min", a, axis, keepdims)
 
 
-@public
-def nancumsum(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Variable:
-    """jnp.nancumsum: cumsum with NaNs counted as zero."""
-    return cumsum(_nan_to(a, 0.0)[0], axis, dtype, out)
-
-
-@public
-def nancumprod(a: Any, axis: int | None = None, dtype: Any = None,
-               out: None = None) -> Variable:
-    """jnp.nancumprod: cumprod with NaNs counted as one."""
-    return cumprod(_nan_to(a, 1.0)[0], axis, dtype, out)
-
-
-def _cumulative(fn: Any, name: str, x: Any, axis: int | None, dtype: Any,
-                include_initial: bool, start: int) -> Variable:
-    x = as_var(x)
-    if axis is None:
-        if x.ndim > 1:
-            raise ShapeError(f"{name}: axis must be given for an array of rank {x.ndim}",
-                             op=name)
-        axis = 0
-    axis = norm_axis(axis, x.ndim)
-    out = fn(x, axis, dtype)
-    if not include_initial:
-        return out
-    shape = out.shape[:axis] + (1,) + out.shape[axis + 1:]
-    return concatenate([full(shape, start, out.dtype), out], axis)
-
-
-@public
-def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None,
-                   include_initial: bool = False) -> Variable:
-    """jnp.cumulative_sum (the array API cumsum; `include_initial` prepends a zero)."""
-    return _cumulative(cumsum, "cumulative_sum", x, axis, dtype, include_initial, 0)
-
-
-@public
-def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None,
-                    include_initial: bool = False) -> Variable:
-    """jnp.cumulative_prod (the array API cumprod; `include_initial` prepends a one)."""
-    return _cumulative(cumprod, "cumulative_prod", x, axis, dtype, include_initial, 1)
-
-
 # ---------------------------------------------------------------- order statistics
 
 _METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
@@ -372,3 +314,165 @@ def nanmedian(a: Any, axis: int | None = None, out: None = None,
     _no_out("nanmedian", out)
     return _quantile("nanmedian", a, 0.5, axis, "midpoint", keepdims, True)
 
+
+@public
+def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: int | None = None,
+        fweights: Any = None, aweights: Any = None) -> Variable:
+    """jnp.cov (no weights): the covariance of the rows (variables) of `m`."""
+    if fweights is not None or aweights is not None:
+        raise ShapeError("cov's fweights/aweights are not supported", op="cov")
+    x = promoted(m, inexact=True)[0]
+    x = reshape(x, (1, -1)) if x.ndim == 1 else x
+    if not rowvar and x.shape[0] != 1:
+        x = x.T
+    if y is not None:
+        yv = astype(as_var(y), x.dtype)
+        yv = reshape(yv, (1, -1)) if yv.ndim == 1 else yv
+        yv = yv.T if not rowvar and yv.shape[0] != 1 else yv
+        x = concatenate([x, yv], 0)
+    d = (0 if bias else 1) if ddof is None else ddof
+    xc = x - mean(x, 1, keepdims=True)
+    out = matmul(xc, xc.T) / float(x.shape[1] - d)
+    return out[0, 0] if out.shape == (1, 1) else out
+
+
+@public
+def corrcoef(x: Any, y: Any = None, rowvar: bool = True) -> Variable:
+    """jnp.corrcoef: the correlation coefficients, cov / sqrt(outer(diag, diag)), clipped."""
+    from .construct import diagonal
+    from .elementwise import sqrt
+    c = cov(x, y, rowvar)
+    if c.ndim == 0:
+        return c / c
+    d = sqrt(diagonal(c))
+    out = c / d[:, None] / d[None, :]
+    return clip(out, -1.0, 1.0)
+
+
+def _correlate(a: Variable, v: Variable, mode: str, name: str) -> Variable:
+    from .conv import conv_general_dilated
+    if a.ndim != 1 or v.ndim != 1:
+        raise ShapeError(f"{name} takes 1-D arrays, got {a.type_str()} and {v.type_str()}",
+                         op=name)
+    n, m = a.shape[0], v.shape[0]
+    if mode == "valid":
+        pad = (0, 0)
+    elif mode == "same":
+        pad = (m // 2, m - 1 - m // 2)
+    elif mode == "full":
+        pad = (m - 1, m - 1)
+    else:
+        raise ShapeError(f"mode must be 'full', 'same' or 'valid', got {mode!r}", op=name)
+    out = conv_general_dilated(reshape(a, (1, 1, n)), reshape(v, (1, 1, m)), (1,), (pad,))
+    return reshape(out, (-1,))
+
+
+@public
+def correlate(a: Any, v: Any, mode: str = "valid", *, precision: Any = None,
+              preferred_element_type: Any = None) -> Variable:
+    """jnp.correlate: the cross-correlation of two 1-D arrays (a 1-D convolution)."""
+    a, v = promoted(a, v, inexact=True)
+    if a.shape[0] < v.shape[0]:
+        return _correlate(v, a, mode, "correlate")[::-1]
+    return _correlate(a, v, mode, "correlate")
+
+
+@public
+def convolve(a: Any, v: Any, mode: str = "full", *, precision: Any = None,
+             preferred_element_type: Any = None) -> Variable:
+    """jnp.convolve: the convolution of two 1-D arrays."""
+    a, v = promoted(a, v, inexact=True)
+    if a.shape[0] < v.shape[0]:
+        a, v = v, a
+    return _correlate(a, v[::-1], mode, "convolve")
+
+
+@public
+def histogram_bin_edges(a: Any, bins: Any = 10, range: Sequence[Any] | None = None,
+                        weights: Any = None) -> Variable:
+    """jnp.histogram_bin_edges: `bins` (an int) equal bins over `range` (default: the data's
+    min and max, widened by 0.5 each side when they are equal), or the given edges."""
+    arr = inexact(a)
+    if isinstance(bins, str):
+        raise ShapeError("string values for bins are not supported", op="histogram_bin_edges")
+    if isinstance(bins, Variable) or np.ndim(bins) == 1:
+        return E.astype(as_var(bins), arr.dtype)
+    lo, hi = ((R.min(arr), R.max(arr)) if range is None else
+              (E.astype(as_var(range[0]), arr.dtype), E.astype(as_var(range[1]), arr.dtype)))
+    same = E.equal(lo, hi)
+    lo, hi = E.where(same, E.subtract(lo, 0.5), lo), E.where(same, E.add(hi, 0.5), hi)
+    return linspace(lo, hi, int(bins) + 1, dtype=arr.dtype)
+
+
+@public
+def histogram(a: Any, bins: Any = 10, range: Sequence[Any] | None = None, weights: Any = None,
+              density: bool | None = None) -> tuple[Variable, Variable]:
+    """jnp.histogram: the counts (or summed weights) per bin, the last bin closed, and the
+    bin edges; differentiable in the weights and (through the edges) in `range`/`a`."""
+    a = inexact(a)
+    w = E.astype(ones(a.shape, a.dtype), a.dtype) if weights is None else inexact(weights)
+    if w.shape != a.shape:
+        raise ShapeError(f"histogram's weights need a's shape {a.shape}, got {w.type_str()}",
+                         op="histogram")
+    edges = histogram_bin_edges(a, bins, range)
+    a, w = ravel(a), ravel(w)
+    idx = searchsorted(edges, a, side="right")
+    idx = E.where(E.equal(a, edges[-1]), edges.shape[0] - 1, idx)
+    counts = zeros((edges.shape[0],), w.dtype).at[idx].add(w)[1:]
+    if density:
+        counts = E.divide(E.divide(counts, diff(edges)), R.sum(counts))
+    return counts, edges
+
+
+@public
+def histogramdd(sample: Any, bins: Any = 10, range: Sequence[Any] | None = None,
+                weights: Any = None, density: bool | None = None) -> tuple[Variable, list]:
+    """jnp.histogramdd: the D-dimensional histogram of (N, D) samples and the edges per axis."""
+    sample = inexact(sample)
+    if sample.ndim != 2:
+        raise ShapeError(f"histogramdd needs (N, D) samples, got {sample.type_str()}",
+                         op="histogramdd")
+    n, d = sample.shape
+    per_dim = list(bins) if isinstance(bins, (list, tuple)) else [bins] * d
+    if len(per_dim) != d:
+        raise ShapeError(f"histogramdd needs one bins entry per dimension ({d})", op="histogramdd")
+    idx, edges = [], []
+    for i in builtins.range(d):
+        e = histogram_bin_edges(sample[:, i], per_dim[i], None if range is None else range[i])
+        j = searchsorted(e, sample[:, i], side="right")
+        idx.append(E.where(E.equal(sample[:, i], e[-1]), j - 1, j))
+        edges.append(e)
+    nbins = tuple(e.shape[0] + 1 for e in edges)
+    xy = ravel_multi_index(tuple(idx), nbins, mode="clip")
+    hist = bincount(xy, weights, length=math.prod(nbins))
+    hist = reshape(hist, nbins)[(slice(1, -1),) * d]
+    if density:
+        hist = E.astype(hist, sample.dtype)
+        hist = E.divide(hist, R.sum(hist))
+        for norm in ix_(*[diff(e) for e in edges]):
+            hist = E.divide(hist, norm)
+    return hist, edges
+
+
+@public
+def histogram2d(x: Any, y: Any, bins: Any = 10, range: Sequence[Any] | None = None,
+                weights: Any = None, density: bool | None = None
+                ) -> tuple[Variable, Variable, Variable]:
+    """jnp.histogram2d: histogramdd of the pairs (x, y), and the edges of each axis."""
+    if isinstance(bins, (list, tuple)) and len(bins) not in (1, 2):
+        bins = [bins, bins]
+    hist, edges = histogramdd(stack([as_var(x), as_var(y)], 1), bins, range, weights, density)
+    return hist, edges[0], edges[1]
+
+
+@public
+def nancumsum(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Variable:
+    """jnp.nancumsum: cumsum with NaNs counted as zero."""
+    return cumsum(_nan_to(a, 0.0)[0], axis, dtype, out)
+
+
+@public
+def nancumprod(a: Any, axis: int | None = None, dtype: Any = None,
+               out: None = None) -> Variable:
+    """jnp.nancumprod: cumprod with NaNs counted as one."""
+    return cumprod(_nan_to(a, 1.0)[0], axis, dtype, out)
