@@ -8,16 +8,16 @@ Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 
-import os as _os
+from .wiring import connect as _connect
 
-from .base import errors as _errors
-from . import linalg, scipy
+_connect()
+
+from . import linalg, scipy  # noqa: E402
 from . import ops as _ops
 from .api.functional import (Transformed, append_backward, gradients, grad, jit, source, trace,
                              value_and_grad, vjp)
 from .api.fluid import compile, data, parameter
 from .base.cache import cache_info, clear_cache as clear_caches
-from .compiled import eager as _eager  # noqa: F401  (registers the eager interpreter)
 from .base.config import config
 from .api.custom import custom_jvp, custom_vjp
 from .from_jax.translate import from_jax
@@ -26,7 +26,6 @@ from .base.errors import GradientError, ShapeError, SrcgradError, TraceError
 from .ir.program import Block, Op, Program, Variable, program_guard
 from .ops import *  # noqa: F403  (exactly the declared ops: srcgrad.ops.__all__)
 from .api.derivatives import hessian, hvp, jacfwd, jacrev, jvp, linearize
-from .ir import printer as _printer  # noqa: F401  (registers Program.__str__)
 from .ops import constants as _numpy_names
 from .ops.constants import *  # noqa: F403  (jnp's constants, dtype names, shape/dtype utilities)
 from .core.verify import VerifyError, verify
@@ -34,8 +33,6 @@ from . import autograd, debug, nn, optim, random
 from .imperative.tensor import Tensor, tensor
 from .tools.graphviz import render, to_dot
 from .convert import convert, no_convert
-
-_errors.register_internal_dir(_os.path.dirname(_os.path.abspath(__import__("srcgrad.transforms", fromlist=["_"]).__file__)))
 
 __version__ = "0.1.0"
 

@@ -2,7 +2,7 @@
 over traced values. Declared in srcgrad/ops/decomp.py and linalg_functions.py with
 `public_in("linalg")`.
 
-Layer L3 (the ops): see docs/design.md.
+Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 

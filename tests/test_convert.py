@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from srcgrad.base import conversion as hooks
+from srcgrad.base import conversion
+from srcgrad.base.hooks import UNSET
 from srcgrad.convert import loader
 
 
@@ -32,14 +33,11 @@ def _ir() -> str:
     return str(sg.trace(sg.grad(plain), 1.5))
 
 
-def test_code_that_traces_today_is_not_converted() -> None:
+def test_code_that_traces_today_is_not_converted(monkeypatch: pytest.MonkeyPatch) -> None:
     before = _ir()
     assert plain not in loader._functions
-    saved, hooks.convert_fn = hooks.convert_fn, None
-    try:
-        assert _ir() == before
-    finally:
-        hooks.convert_fn = saved
+    monkeypatch.setattr(conversion.CONVERT, "value", UNSET)
+    assert _ir() == before
 
 
 def branchy(x):

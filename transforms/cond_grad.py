@@ -17,7 +17,6 @@ from srcgrad.ir.analysis import branch_attrs, branch_blocks
 from srcgrad.core.builder import emit
 from srcgrad.ir.program import Block, Op, Variable
 from srcgrad.ops.creation import zeros
-from srcgrad.core.registry import grad_maker
 
 from .backward import backward_block
 from .passes import (emit_at, free_vars, live_ops, repoint_checks, residual_name, replace_op,
@@ -108,8 +107,8 @@ def _pass_residuals(op: Op, branches: list[Block], grads: list[Block],
     outs.extend(new)
 
 
-@grad_maker("cond")
-def _cond_grad(op: Op, gs: list, need: list) -> list:
+def cond_grad(op: Op, gs: list, need: list) -> list:
+    """The grad maker of `cond` and `switch` (see the module doc)."""
     prog = op.block.program
     outer = prog.current_block()
     first_block = len(prog.blocks)

@@ -4,7 +4,7 @@ The backward of a sub-block runs in a grad block that reads forward values of th
 sub-block (residuals). Those values do not exist outside the forward block, so each
 residual the grad block reads is rebuilt in the grad block or passed out of the forward op.
 
-A `while` is differentiated in five phases (`_while_grad`):
+A `while` is differentiated in five phases (`while_grad`):
 
 1. **choose the carried values** whose gradient flows backwards through the loop
    (`_carried`): those that need a gradient and can get a nonzero one;
@@ -27,7 +27,8 @@ A `while` is differentiated in five phases (`_while_grad`):
 A loop with `checkpoints=k` (a `treeverse` attr) records nothing: after phase 1 its
 gradient is transforms/treeverse.py's backward loop over the forward's k snapshots.
 
-A `cond`'s gradient is in cond_grad.py (imported at the end of this module).
+A `cond`'s gradient is in cond_grad.py. srcgrad/wiring.py sets these grad makers as the hooks
+the `while`, `checkpoint` and `cond` rows declare.
 
 Because the grad blocks are made of ordinary ops (and loops of ordinary `while` ops), the
 result can be differentiated again.
@@ -47,12 +48,12 @@ from srcgrad.core.builder import constant, constant_pool, emit
 from srcgrad.base.config import config
 from srcgrad.ir.program import Block, Op, Variable
 from srcgrad.core.builder import as_var
-from srcgrad.ops.checkpoint import barrier
+from srcgrad.ops.remat import barrier
 from srcgrad.ops.creation import zeros
 from srcgrad.ops.elementwise import add, less, less_equal, logical_and, subtract
 from srcgrad.ops.indexing import dynamic_index, dynamic_update_index
 from srcgrad.ops.reduce import max as reduce_max
-from srcgrad.core.registry import REGISTRY, ZERO, grad_maker
+from srcgrad.core.registry import REGISTRY, ZERO
 
 from .accumulate import accumulate, is_zero
 from .backward import backward_block, forward_requires
@@ -388,8 +389,8 @@ def _checkpointed_grad(op: Op, gs: list, need: list, caps: list[Variable]) -> li
     return treeverse_grad(op, gs, need, carried, caps)
 
 
-@grad_maker("while")
-def _while_grad(op: Op, gs: list, need: list) -> list:
+def while_grad(op: Op, gs: list, need: list) -> list:
+    """The grad maker of `while` (the five phases of the module doc)."""
     prog = op.block.program
     parent = prog.current_block()
     body = op.attrs["body"]
@@ -434,8 +435,7 @@ def _while_grad(op: Op, gs: list, need: list) -> list:
 
 # ---------------------------------------------------------------- checkpoint
 
-@grad_maker("checkpoint")
-def _checkpoint_grad(op: Op, gs: list, need: list) -> list:
+def checkpoint_grad(op: Op, gs: list, need: list) -> list:
     """Run the checkpointed function again on the op's inputs, in the grad block, and
     differentiate that copy: the forward pass keeps only the inputs."""
     gblock = op.block.program.current_block()
@@ -452,6 +452,3 @@ def _checkpoint_grad(op: Op, gs: list, need: list) -> list:
     for v, nd in zip(op.inputs, need):
         result.append(grads.pop(v, None) if nd else None)  # a repeated input: its grad once
     return result
-
-
-from . import cond_grad  # noqa: E402,F401  (registers the cond grad maker)

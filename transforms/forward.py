@@ -9,7 +9,8 @@ tangents of its outputs from both branches.
 
 Per-op rules live in each op's registry row (`OpDef.jvp`, set by its declaration): LINEAR
 ops apply themselves to the tangents, MULTILINEAR ones sum one term per operand, and a few
-ops have explicit rules, registered here (`jvp_rule`) or where they are declared. Every
+ops have explicit rules where they are declared (`while`, `cond` and `checkpoint` declare a
+hook for theirs, written here: `jvp_while`, `jvp_cond`, `jvp_checkpoint`). Every
 other differentiable op gets its rule from its grad maker by transposition: the grad maker,
 called on a placeholder cotangent `c`, emits the linear map c -> J^T c as srcgrad ops;
 `backward_block` over those ops with respect to `c`, seeded with the input tangents, emits
@@ -20,7 +21,6 @@ Layer L4 (transforms): see docs/design.md.
 from __future__ import annotations
 
 from collections import ChainMap
-from dataclasses import replace
 from typing import Any, Callable, MutableMapping, Sequence
 
 import jax
@@ -31,29 +31,17 @@ from srcgrad.core.builder import as_var, emit, emit1, grad_section
 from srcgrad.base.errors import GradientError
 from srcgrad.ir.program import Block, Op, Variable
 from srcgrad.ops.creation import full, zeros
-from srcgrad.ops.elementwise import divide, exp, multiply, negative, subtract
 from srcgrad.ops.grad_helpers import add_n, broadcasts_to, unbroadcast
-from srcgrad.ops.reduce import sum as reduce_sum
-from srcgrad.ops.shape import broadcast_to, transpose
+from srcgrad.ops.shape import broadcast_to
 from srcgrad.core.registry import LINEAR, MULTILINEAR, REGISTRY, ZERO
 
 from .backward import backward_block, forward_requires
-from .passes import free_vars, live_ops, producer
+from .passes import free_vars, live_ops
 
 Tangents = MutableMapping[Variable, Variable]
 #: rule(op, input tangents (None: zero), all tangents so far) -> one tangent per output
 #: (None: zero). Called with `op` just appended to the current block.
 JvpRule = Callable[[Op, list, Tangents], Sequence["Variable | None"]]
-
-def jvp_rule(*names: str) -> Callable[[JvpRule], JvpRule]:
-    """Set the forward rule of the already registered op types `names` (for rules written
-    in this layer or above, as `registry.grad_maker` does for grad makers)."""
-    def deco(fn: JvpRule) -> JvpRule:
-        for n in names:
-            REGISTRY[n] = replace(REGISTRY[n], jvp=fn)
-        return fn
-    return deco
-
 
 def tangent_name(v: Variable) -> str:
     return f"{v.name.split('@')[0]}@TANGENT"
@@ -185,55 +173,6 @@ def _total(terms: list[Variable], out: Variable) -> Variable:
     return fitted[0] if len(fitted) == 1 else add_n(fitted)
 
 
-@jvp_rule("matmul")
-def _matmul(op: Op, ts: list, tangents: Tangents) -> list:
-    """t_a @ b + a @ t_b, each product written as jax's transpose rules write it (below)."""
-    (a, b), (ta, tb) = op.inputs, ts
-    terms = [_product(l, r) for l, r, t in ((ta, b, ta), (a, tb, tb)) if t is not None]
-    return [_total(terms, op.outputs[0])]
-
-
-def _product(left: Variable, right: Variable) -> Variable:
-    """`left @ right`; for a 2-D `left` made by a transpose (the grad maker's `x.T @ g`),
-    `(right.T @ x).T`: the same product, with the varying operand on the left, as jax's
-    dot transpose rules put it. XLA then lays out a batch of tangents (jax.vmap over a
-    Jacobian's basis) row-major, which measured 10-20% faster for sg.hessian on CPU."""
-    src = producer(left) if left.ndim == 2 and right.ndim == 2 else None
-    if src is not None and src.type == "transpose":
-        return transpose(emit1("matmul", [transpose(right), src.inputs[0]]))
-    return emit1("matmul", [left, right])
-
-
-@jvp_rule("add", "subtract")
-def _add(op: Op, ts: list, tangents: Tangents) -> list:
-    tx, ty = ts
-    if tx is not None and ty is not None:
-        return emit(op.type, [tx, ty])
-    if tx is None:
-        tx = ty if op.type == "add" else negative(ty)
-    return [_total([tx], op.outputs[0])]
-
-
-@jvp_rule("divide")
-def _divide(op: Op, ts: list, tangents: Tangents) -> list:
-    """d(x / y) = (dx - out * dy) / y."""
-    tx, ty = ts
-    y, out = op.inputs[1], op.outputs[0]
-    if ty is None:
-        return [divide(tx, y)]
-    num = negative(multiply(out, ty)) if tx is None else subtract(tx, multiply(out, ty))
-    return [divide(num, y)]
-
-
-@jvp_rule("log_softmax", "softmax")
-def _softmax(op: Op, ts: list, tangents: Tangents) -> list:
-    """d log_softmax(x) = t - sum(t * softmax(x)); d softmax(x) = y * (t - sum(t * y))."""
-    t, y = ts[0], op.outputs[0]
-    p = exp(y) if op.type == "log_softmax" else y
-    centred = subtract(t, reduce_sum(multiply(t, p), op.attrs["axis"], keepdims=True))
-    return [centred if op.type == "log_softmax" else multiply(y, centred)]
-
-
 # ---------------------------------------------------------------- control flow
 
 def _active_results(block: Block, seeds: list[Variable], results: list[Variable]) -> list[int]:
@@ -276,8 +215,7 @@ def _replace(op: Op, inputs: list[Variable], outputs: list[Variable], attrs: dic
     return new
 
 
-@jvp_rule("while")
-def _jvp_while(op: Op, ts: list, tangents: Tangents) -> list:
+def jvp_while(op: Op, ts: list, tangents: Tangents) -> list:
     """The loop carries the tangents of its active carried values after its own."""
     cond_b, body = op.attrs["cond"], op.attrs["body"]
     n = len(body.params)
@@ -311,8 +249,7 @@ def _jvp_while(op: Op, ts: list, tangents: Tangents) -> list:
     return result
 
 
-@jvp_rule("cond")
-def _jvp_cond(op: Op, ts: list, tangents: Tangents) -> list:
+def jvp_cond(op: Op, ts: list, tangents: Tangents) -> list:
     """Each branch also returns the tangents of the outputs, from the operands' tangents
     (extra operands) and the tangents of the values it reads from enclosing blocks."""
     n = op.attrs["n_operands"]
@@ -349,8 +286,7 @@ def retraced(op: Op, outs: Sequence[Any], tangents: Tangents) -> list:
     return [tangents.get(v) if isinstance(v, Variable) else None for v in outs]
 
 
-@jvp_rule("checkpoint")
-def _jvp_checkpoint(op: Op, ts: list, tangents: Tangents) -> list:
+def jvp_checkpoint(op: Op, ts: list, tangents: Tangents) -> list:
     """Forward mode through `sg.checkpoint`: differentiate a copy of the function's ops (the
     tangents need the intermediates, which a remat boundary would only recompute)."""
     outs = op.attrs["fn"](op.inputs[:op.attrs["n_args"]])
@@ -360,4 +296,5 @@ def _jvp_checkpoint(op: Op, ts: list, tangents: Tangents) -> list:
 
 _KINDS: dict[str, JvpRule] = {LINEAR: _linear, MULTILINEAR: _multilinear}
 
-__all__ = ["jvp_rule", "jvp_ops", "retraced", "tangent_name", "backward_segment"]
+__all__ = ["jvp_ops", "retraced", "tangent_name", "backward_segment", "jvp_while", "jvp_cond",
+           "jvp_checkpoint"]

@@ -1,6 +1,6 @@
 """The gradient of a checkpointed `while` (`checkpoints=k`): treeverse over k snapshots.
 
-The forward loop (srcgrad/ops/checkpoint.py) leaves k snapshots of the carried state, each
+The forward loop (srcgrad/ops/remat.py) leaves k snapshots of the carried state, each
 with its step number. The backward is one `while` loop whose state is a primal position
 (`at`: the step of `val`), a cotangent position (`back`: the gradient is that of the state
 of step `back`), and the snapshots. Each iteration runs the body once on `val`, then either
@@ -24,7 +24,7 @@ import numpy as np
 
 from srcgrad.core.builder import active_program
 from srcgrad.ir.program import Block, Op, Variable
-from srcgrad.ops.checkpoint import FREE, Treeverse
+from srcgrad.ops.remat import FREE, Treeverse
 from srcgrad.ops.control import cond, while_loop
 from srcgrad.ops.creation import arange, zeros, zeros_like
 from srcgrad.ops.elementwise import (add, astype, equal, floor_divide, greater, less,

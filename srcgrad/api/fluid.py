@@ -9,46 +9,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..base import dtypes
-from ..core.builder import active_program
-from ..base.errors import SrcgradError, TraceError, user_location
+from ..core.builder import input_var
+from ..base.errors import SrcgradError, user_location
 from ..ir.program import Program, Variable
 from ..transforms.control_grad import INITIAL_CAPACITY
 from ..transforms.lower_jax import live_ops, lower_program
-
-def input_var(name: str, shape: Sequence[int], dtype: Any, kind: str) -> Variable:
-    prog = active_program(f"sg.{kind}")
-    block = prog.global_block()
-    if prog.current_block() is not block:
-        raise TraceError(f"sg.{kind}({name!r}) must be declared in the global block",
-                         loc=user_location())
-    if name in prog._taken and any(v.name == name for v in prog.inputs):  # O(1) when free
-        raise TraceError(f"the program already has an input named {name!r}", loc=user_location())
-    var = block.new_var(name, _static_shape(name, shape, kind), dtypes.canonical(dtype), kind=kind,
-                        stop_gradient=(kind == "data"), exact_name=True)
-    prog.inputs.append(var)
-    return var
-
-
-def _static_shape(name: str, shape: Sequence[int], kind: str) -> tuple[int, ...]:
-    """The declared shape as a tuple of non-negative ints, or a TraceError naming the input.
-
-    Programs are traced once with static shapes: a `None` / `-1` batch dimension has no
-    size to trace with, so it is refused here rather than failing later inside an op.
-    """
-    dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
-    try:
-        dims = tuple(dims)
-    except TypeError:
-        dims = None
-    if dims is None or not all(isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_))
-                               and d >= 0 for d in dims):
-        raise TraceError(f"sg.{kind}({name!r}) has shape {shape!r}: every dimension must be a "
-                         "non-negative int. srcgrad traces static shapes, so a None or -1 (batch) "
-                         "dimension is not supported; declare the size you will feed (build one "
-                         "program per batch size, or use sg.grad/sg.jit, which specialise per "
-                         "input shape)", loc=user_location())
-    return tuple(int(d) for d in dims)
 
 
 def data(name: str, shape: Sequence[int], dtype: Any = "float32") -> Variable:
@@ -122,4 +87,4 @@ def _raise_on_overflow(checks: list, counts: Sequence[Any], caps: dict[int, int]
                                "pass max_iters to sg.while_loop", op="while", loc=op.loc)
 
 
-__all__ = ["data", "parameter", "compile", "input_var"]
+__all__ = ["data", "parameter", "compile"]

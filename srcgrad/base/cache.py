@@ -13,7 +13,7 @@ instance), never its name or code alone, so two closures over different values d
 an entry. An entry goes when its function is garbage collected. Each key has a lock, so
 threads making the same first call compile once and wait for it.
 
-Layer L0 (base: errors, dtypes, config, caches): see docs/design.md.
+Layer L0 (base): see docs/design.md.
 """
 from __future__ import annotations
 

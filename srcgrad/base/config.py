@@ -1,6 +1,6 @@
 """Library settings (`sg.config`), read when a function is traced and compiled.
 
-Layer L0 (base: errors, dtypes, config, caches): see docs/design.md.
+Layer L0 (base): see docs/design.md.
 """
 from __future__ import annotations
 

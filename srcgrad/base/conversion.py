@@ -1,19 +1,35 @@
-"""Hooks a front end fills in for the layers below it: Python control-flow conversion.
+"""Retrying a failed trace with its functions converted: the hooks srcgrad.convert sets.
 
-`srcgrad.convert` registers `convert_fn` (a function -> the function to trace in its place)
-and `wants_conversion` (does this tracing error go away if the function is converted?).
-The tracer calls `user_fn` where it calls a user's function and `trace_converting` around a
-whole trace, so code that traces today runs unchanged and only a failed trace is retried
-with its functions converted.
+`srcgrad.convert` provides `CONVERT` (a function -> the function to trace in its place),
+`WANTS_CONVERSION` (does this tracing error go away if the function is converted?),
+`EXPLAIN_FAILURE` (a better error for a trace that failed converted) and `LOOP_HINT` (the
+advice for an unbounded converted loop). The tracer calls `user_fn` where it calls a user's
+function and `trace_converting` around a whole trace, so code that traces today runs
+unchanged and only a failed trace is retried with its functions converted.
 
-Layer L0 (base: errors, dtypes, config, caches): see docs/design.md.
+Layer L0 (base): see docs/design.md.
 """
 from __future__ import annotations
 
 import threading
 from typing import Any, Callable, TypeVar
 
+from .hooks import Hook
+
 T = TypeVar("T")
+
+CONVERT: Hook[Callable[[Any], Any]] = Hook(
+    "srcgrad.base.conversion.CONVERT", "a function -> its converted form (srcgrad.convert)")
+WANTS_CONVERSION: Hook[Callable[[BaseException], bool]] = Hook(
+    "srcgrad.base.conversion.WANTS_CONVERSION",
+    "whether converting the traced functions may remove this error (srcgrad.convert)")
+EXPLAIN_FAILURE: Hook[Callable[[BaseException], "BaseException | None"]] = Hook(
+    "srcgrad.base.conversion.EXPLAIN_FAILURE",
+    "a clearer error for a trace that failed converted, or None (srcgrad.convert)")
+LOOP_HINT: Hook[Callable[[Any], str]] = Hook(
+    "srcgrad.base.conversion.LOOP_HINT",
+    "the advice for an unbounded loop at a user line, if conversion made it (srcgrad.convert)",
+    default=lambda loc: "")
 
 
 class _State(threading.local):
@@ -22,11 +38,6 @@ class _State(threading.local):
 
 
 _state = _State()
-convert_fn: Callable[[Any], Any] | None = None
-wants_conversion: Callable[[BaseException], bool] = lambda e: False
-explain_failure: Callable[[BaseException], BaseException | None] = lambda e: None
-#: The user lines (SourceLoc) of loops made by conversion, for the error that asks for a bound.
-converted_loops: set = set()
 
 
 def converting() -> bool:
@@ -36,25 +47,25 @@ def converting() -> bool:
 
 def user_fn(fn: Any) -> Any:
     """`fn`, or its converted form while converting."""
-    if _state.converting and convert_fn is not None:
-        return convert_fn(fn)
+    if _state.converting and CONVERT.is_set:
+        return CONVERT.value(fn)
     return fn
 
 
 def trace_converting(run: Callable[[], T]) -> T:
     """`run()`; if it fails with an error conversion removes, `run()` again converting."""
-    if _state.converting or convert_fn is None:
+    if _state.converting or not CONVERT.is_set:
         return run()
     try:
         return run()
     except Exception as e:  # noqa: BLE001 (only the errors conversion can remove are retried)
-        if not wants_conversion(e):
+        if not WANTS_CONVERSION(e):
             raise
     _state.converting = True
     try:
         return run()
     except Exception as e:  # noqa: BLE001
-        better = explain_failure(e)
+        better = EXPLAIN_FAILURE(e)
         if better is None:
             raise
         raise better from e
@@ -63,8 +74,5 @@ def trace_converting(run: Callable[[], T]) -> T:
 
 
 def loop_hint(loc: Any) -> str:
-    """The advice for an unbounded loop at `loc` that needs a bound."""
-    if loc in converted_loops:
-        return ("; it is a converted Python loop: bound it with sg.convert(fn, max_iters=N) "
-                "(also a decorator)")
-    return ""
+    """The advice for an unbounded loop at `loc` that needs a bound ("" unless converted)."""
+    return LOOP_HINT(loc)

@@ -1,6 +1,6 @@
 """Dtype canonicalization and promotion (JAX's rules, cached).
 
-Layer L0 (base: errors, dtypes, config, caches): see docs/design.md.
+Layer L0 (base): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Exceptions and user source locations.
 
-Layer L0 (base: errors, dtypes, config, caches): see docs/design.md.
+Layer L0 (base): see docs/design.md.
 """
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import os
 import re
 import sys
 from dataclasses import dataclass
+
+from .hooks import Hook
 
 #: srcgrad's package folder (this file is in its base/ folder).
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -123,9 +125,11 @@ class SrcgradError(Exception):
         super().__init__(f"{prefix}{message}{where}")
 
 
-#: The traced value types, whose arguments `_call_site` lists (srcgrad.ir registers Variable:
-#: errors sit below the IR).
-TRACED_TYPES: list[type] = []
+#: The traced value types, whose arguments `_call_site` lists (the IR's Variable: errors sit
+#: below the IR).
+TRACED_TYPES: Hook[tuple[type, ...]] = Hook(
+    "srcgrad.base.errors.TRACED_TYPES", "the traced value types (srcgrad.ir.program.Variable)",
+    default=())
 
 
 def _call_site() -> tuple[str | None, list, SourceLoc | None]:
@@ -144,7 +148,7 @@ def _call_site() -> tuple[str | None, list, SourceLoc | None]:
     code = entry.f_code
     names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     args = [entry.f_locals.get(n) for n in names]
-    traced = tuple(TRACED_TYPES)
+    traced = TRACED_TYPES.value
     return code.co_name, [v for v in args if isinstance(v, traced)], loc
 
 

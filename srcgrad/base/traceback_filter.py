@@ -7,7 +7,7 @@ below it, their traced function. Frames of the emitted code (`<srcgrad:...>` fil
 `sg.config.traceback_filtering = False`, or the environment variable
 `SRCGRAD_TRACEBACK_FILTERING=off` when srcgrad is imported, keeps every frame.
 
-Layer L0 (base: errors, dtypes, config, caches): see docs/design.md.
+Layer L0 (base): see docs/design.md.
 """
 from __future__ import annotations
 

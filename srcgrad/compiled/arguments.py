@@ -2,7 +2,7 @@
 pytree paths), dtypes, arrays, Variables (typed PRNG keys as their key data) and static
 positions.
 
-Layer L6 (front ends): see docs/design.md.
+Layer L5 (compiled): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ The signature is the argument leaves in order: an array by shape and dtype, a `W
 program, fed its value -- and any other value (axes, shapes, flags) by type and value
 (`cache.static_key`). Programs live in one bounded cache of the registry (`cache.py`).
 
-Layer L5 (compiled code): see docs/design.md.
+Layer L5 (compiled): see docs/design.md.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import numpy as np
 from ..base import dtypes
 from ..core.builder import as_var
 from ..base.cache import BoundedCache, register, static_key
-from ..core.dispatch import Weak, on_device, register_eager
+from ..core.dispatch import Weak, on_device
 from ..ir.program import Program, Variable, program_guard
 
 #: Compiled one-call programs, by call signature.
@@ -145,5 +145,3 @@ def _lower(fn: Callable[..., Any], leaves: list, tree: Any) -> _Program:
     prog.dispose()
     return _Program(lowered.jitted(), out_tree, tuple(lifted), captured, avals)
 
-
-register_eager(run)

@@ -2,7 +2,7 @@
 differentiates, lowers and jax.jits its program, cached per input signature (the public
 wrappers `sg.grad` & co. are srcgrad/api.py).
 
-Layer L6 (front ends): see docs/design.md.
+Layer L5 (compiled): see docs/design.md.
 """
 from __future__ import annotations
 
@@ -21,14 +21,13 @@ from ..core.builder import as_var
 from ..base.cache import CACHE, Slot, binding_reader, same_bindings, static_key
 from ..base.config import config
 from ..core.dispatch import tracing_leaves
-from ..api.fluid import input_var
+from ..core.builder import input_var
 from ..base.errors import SrcgradError, user_location
 from ..ir.program import Program, current_program, program_guard
 from ..base.traceback_filter import leave_out_internal_frames
 from ..core.verify import check
 from .arguments import arg_names, as_vars, hashable, leaf_array, leaf_dtype, static_positions
 
-from ..transforms import control_grad  # noqa: F401  (registers the control-flow grad makers)
 from ..transforms.checks import lift_checks
 from ..transforms.control_grad import INITIAL_CAPACITY
 from ..transforms.loading import SHALLOW_NESTING, Lowered, collection_paused

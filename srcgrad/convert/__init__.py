@@ -2,8 +2,10 @@
 become `cond` / `while` ops, by rewriting the function's source.
 
 A function traced by sg.grad & co. that fails on Python control flow over a traced value is
-converted and traced again (`srcgrad.hooks`); `sg.convert(fn, max_iters=N)` converts always
-and bounds the converted loops; `sg.no_convert(fn)` opts out. See docs/control_flow.md.
+converted and traced again (srcgrad/base/conversion.py, whose hooks srcgrad/wiring.py sets
+to `convert_for_retry`, `wants_conversion`, `explain_failure` and `runtime.loop_hint`);
+`sg.convert(fn, max_iters=N)` converts always and bounds the converted loops;
+`sg.no_convert(fn)` opts out. See docs/control_flow.md.
 
 Layer L6 (front ends): see docs/design.md.
 """
@@ -14,11 +16,9 @@ from typing import Any, Callable
 
 import jax
 
-from ..base import conversion as hooks
 from ..base.errors import SrcgradError, TraceError, user_location
 from ..ir.program import Variable, current_program
 from .loader import converted, converted_source, missing, no_convert
-from ..imperative import setitem as items
 from . import runtime
 
 
@@ -66,7 +66,8 @@ def convert(fn: Callable[..., Any] | None = None, *, max_iters: int | None = Non
 convert.source = converted_source  # type: ignore[attr-defined]
 
 
-def _wants_conversion(e: BaseException) -> bool:
+def wants_conversion(e: BaseException) -> bool:
+    """Whether converting the traced functions may remove the tracing error `e`."""
     msg = str(e)
     if isinstance(e, TraceError):
         return "has no Python truth value" in msg
@@ -75,9 +76,10 @@ def _wants_conversion(e: BaseException) -> bool:
     return isinstance(e, TypeError) and "'Variable' object" in msg
 
 
-def _explain(e: BaseException) -> BaseException | None:
+def explain_failure(e: BaseException) -> BaseException | None:
+    """A clearer error for a trace that failed converted: a function whose source is missing."""
     fns, missing.no_source = missing.no_source, []
-    if not fns or not _wants_conversion(e):
+    if not fns or not wants_conversion(e):
         return None
     names = ", ".join(f"{f.__qualname__} ({f.__code__.co_filename}:{f.__code__.co_firstlineno})"
                       for f in dict.fromkeys(fns))
@@ -88,15 +90,11 @@ def _explain(e: BaseException) -> BaseException | None:
                         "it with sg.cond / sg.while_loop", loc=loc)
 
 
-def _hook(fn: Any) -> Any:
+def convert_for_retry(fn: Any) -> Any:
+    """`fn` converted, for a trace retried converting (a Converted function stays as it is)."""
     if isinstance(fn, Converted):
         return fn
     return converted(fn)
 
-
-hooks.convert_fn = _hook
-hooks.wants_conversion = _wants_conversion
-hooks.explain_failure = _explain
-items.install()
 
 __all__ = ["convert", "no_convert", "Converted"]

@@ -14,7 +14,7 @@ import numpy as np
 from ..core.builder import active_program, as_var, emit
 from ..base.errors import SrcgradError, SourceLoc
 from ..ir.program import Block, Variable
-from ..ops.control import _while
+from ..ops.blocks import build_while
 from ..ops.creation import zeros
 from ..ops.elementwise import astype, not_equal
 from ..transforms.passes import free_vars
@@ -187,7 +187,7 @@ def traced_loop(test: Callable[..., Any], body: Callable[..., tuple], state: tup
 
     if counter:
         init.append(as_var(np.int32(0)))
-    outs = _while(cond_fun, body_fun, init, tree, loc, max_iters, counter=counter, splat=False,
+    outs = build_while(cond_fun, body_fun, init, tree, loc, max_iters, counter=counter, splat=False,
                   names=[n.lstrip("_") for n in _leaf_names(keep, state, names)])
     done = jax.tree_util.tree_unflatten(tree, outs[:len(leaves)])
     result: list[Any] = [Undefined(nm, f"is assigned only inside the loop at {loc}, which runs "

@@ -20,7 +20,6 @@ from ..base.errors import SrcgradError, user_location
 from ..ir.program import Variable
 from ..ops.elementwise import add, less, logical_and, logical_not, logical_or, multiply
 from ..imperative.tensor import Tensor
-from ..base import conversion as hooks
 from .blocks import predicate, test_becomes_traced, traced_if, traced_loop
 from .undefined import UNDEF_RET, Undefined, undefined
 from .loader import RUNTIME
@@ -143,10 +142,23 @@ def _carried(values: tuple, names: Sequence[str], info: LoopInfo) -> tuple[list[
     return carried, pending
 
 
+#: The user lines (SourceLoc) of loops made by conversion, for the error that asks for a bound.
+CONVERTED_LOOPS: set = set()
+
+
+def loop_hint(loc: Any) -> str:
+    """The advice for an unbounded loop at `loc` that needs a bound: for a converted loop, how
+    to bound it ("" for any other loop)."""
+    if loc in CONVERTED_LOOPS:
+        return ("; it is a converted Python loop: bound it with sg.convert(fn, max_iters=N) "
+                "(also a decorator)")
+    return ""
+
+
 def _loop(test: Callable[..., Any], body: Callable[..., tuple], values: tuple,
           names: Sequence[str], info: LoopInfo, max_iters: int | None, counter: bool) -> tuple:
     loc = user_location()
-    hooks.converted_loops.add(loc)
+    CONVERTED_LOOPS.add(loc)
     carried, pending = _carried(values, names, info)
     return traced_loop(test, body, values, names, carried, pending, loc, max_iters, counter)
 

@@ -1,6 +1,7 @@
-"""Appending ops to the block being built: type inference, constants and error context.
+"""Appending ops to the block being built: type inference, constants, the program's inputs
+and error context.
 
-Layer L2 (registry, builder and dispatch): see docs/design.md.
+Layer L2 (core): see docs/design.md.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from ..base import dtypes
 from ..base.errors import ShapeError, SourceLoc, SrcgradError, TraceError, user_location
-from .dispatch import INTERPRETERS, Weak
+from .dispatch import Weak, leaf_types
 from ..ir.program import Block, Op, Program, Variable, current_program
 from .registry import REGISTRY
 
@@ -146,7 +147,7 @@ def constant(value: Any, dtype: np.dtype | None = None) -> Variable:
         if shared is None:
             shared = pool[1][key] = emit1("constant", [], {"value": py, "dtype": dt, "shape": ()}, base="c")
         return shared
-    if isinstance(value, (np.ndarray, jax.Array)) or isinstance(value, INTERPRETERS.leaf_types):
+    if isinstance(value, (np.ndarray, jax.Array)) or isinstance(value, leaf_types()):
         # Fed on every call, so that a captured NumPy array mutated later (or a Tensor
         # updated in place) is seen; a JAX tracer closed over is lifted the same way.
         dt = dtypes.canonical(value.dtype if dtype is None else dtype)
@@ -218,3 +219,40 @@ def _sequence(x: list | tuple) -> Variable:
 
 def fail(message: str, op: str | None = None, loc: SourceLoc | None = None) -> SrcgradError:
     return SrcgradError(message, op=op, loc=loc or user_location())
+
+
+def input_var(name: str, shape: Sequence[int], dtype: Any, kind: str) -> Variable:
+    """Declare an input of the program being built, in its global block: `kind` "data" (no
+    gradient, sg.data and a transformed function's arguments) or "param" (sg.parameter)."""
+    prog = active_program(f"sg.{kind}")
+    block = prog.global_block()
+    if prog.current_block() is not block:
+        raise TraceError(f"sg.{kind}({name!r}) must be declared in the global block",
+                         loc=user_location())
+    if name in prog._taken and any(v.name == name for v in prog.inputs):  # O(1) when free
+        raise TraceError(f"the program already has an input named {name!r}", loc=user_location())
+    var = block.new_var(name, _static_shape(name, shape, kind), dtypes.canonical(dtype), kind=kind,
+                        stop_gradient=(kind == "data"), exact_name=True)
+    prog.inputs.append(var)
+    return var
+
+
+def _static_shape(name: str, shape: Sequence[int], kind: str) -> tuple[int, ...]:
+    """The declared shape as a tuple of non-negative ints, or a TraceError naming the input.
+
+    Programs are traced once with static shapes: a `None` / `-1` batch dimension has no
+    size to trace with, so it is refused here rather than failing later inside an op.
+    """
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        dims = None
+    if dims is None or not all(isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_))
+                               and d >= 0 for d in dims):
+        raise TraceError(f"sg.{kind}({name!r}) has shape {shape!r}: every dimension must be a "
+                         "non-negative int. srcgrad traces static shapes, so a None or -1 (batch) "
+                         "dimension is not supported; declare the size you will feed (build one "
+                         "program per batch size, or use sg.grad/sg.jit, which specialise per "
+                         "input shape)", loc=user_location())
+    return tuple(int(d) for d in dims)

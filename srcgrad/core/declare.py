@@ -15,7 +15,7 @@ Composite user functions (built from other ops) are exported with `@public`; fun
 namespace such as `sg.linalg` with `@public_in("linalg")` (or `defop(..., namespace="linalg")`),
 under the qualified name `linalg.<name>`.
 
-Layer L3 (the ops): see docs/design.md.
+Layer L2 (core): see docs/design.md.
 """
 from __future__ import annotations
 

@@ -7,8 +7,8 @@
     eager    otherwise: the eager interpreter computes it with JAX.
 
 No other module decides the mode. The eager and tape interpreters live in higher layers
-(srcgrad/eager.py, srcgrad/autograd.py) and register themselves here, as JAX's trace types
-register with its core.
+(srcgrad/compiled/eager.py, srcgrad/imperative/autograd.py): they are the hooks `EAGER` and
+`TAPE`, which srcgrad/wiring.py sets, as JAX's trace types register with its core.
 
 A Python number passed where the op declares an array operand (`defop(..., operands=...)`)
 is wrapped as a `Weak` value: it is weakly typed (it takes the other operand's dtype, as in
@@ -17,17 +17,18 @@ and Python type but not by its value, so `3.0 - x` never reuses `x - 3.0`'s prog
 changing learning rate compiles nothing new. Attribute arguments (axes, shapes, an integer
 exponent) stay static and are keyed by type and value.
 
-Layer L2 (registry, builder and dispatch): see docs/design.md.
+Layer L2 (core): see docs/design.md.
 """
 from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import jax
 import numpy as np
 
+from ..base.hooks import Hook
 from ..ir.program import Variable, current_program
 from ..base.traceback_filter import leave_out_internal_frames
 
@@ -62,32 +63,37 @@ class Operands:
         self.positions = tuple(i for i, p in enumerate(params) if p in self.names)
 
 
-class _Registry:
-    """The interpreters above the op layer, filled in when they are imported."""
+class TapeInterpreter(NamedTuple):
+    """The imperative interpreter (srcgrad/imperative/autograd.py): `wants(leaves)` says
+    whether it takes a call, `run(fn, leaves, tree)` records and computes it; `leaf_types`
+    (sg.Tensor) are leaves of the calls' pytrees."""
 
-    eager: Interpreter | None = None
-    tape: Interpreter | None = None
-    #: Given the flattened leaves: True when the tape interpreter takes the call.
-    tape_wants: Callable[[Leaves], bool] = staticmethod(lambda leaves: False)
-    #: Types flattened as leaves (not pytrees): sg.Tensor.
-    leaf_types: tuple[type, ...] = ()
-
-
-INTERPRETERS = _Registry()
+    run: Interpreter
+    wants: Callable[[Leaves], bool]
+    leaf_types: tuple[type, ...]
 
 
-def register_eager(run: Interpreter) -> None:
-    INTERPRETERS.eager = run
+def _no_tape(fn: Callable[..., Any], leaves: Leaves, tree: Any) -> Any:
+    raise RuntimeError("srcgrad's tape interpreter is not set: import srcgrad")
 
 
-def register_tape(run: Interpreter, wants: Callable[[Leaves], bool],
-                  leaf_types: tuple[type, ...]) -> None:
+def _tape_set(tape: TapeInterpreter) -> None:
     global _LEAF_TYPES
-    INTERPRETERS.tape = run
-    INTERPRETERS.tape_wants = wants
-    INTERPRETERS.leaf_types = leaf_types
-    _LEAF_TYPES = frozenset(leaf_types)
-    _PLAIN_LEAVES.update(leaf_types)
+    _LEAF_TYPES = frozenset(tape.leaf_types)
+    _PLAIN_LEAVES.update(tape.leaf_types)
+
+
+#: The interpreters above the op layer, which srcgrad/wiring.py sets.
+EAGER: Hook[Interpreter] = Hook(
+    "srcgrad.core.dispatch.EAGER", "the eager interpreter (srcgrad/compiled/eager.py)")
+TAPE: Hook[TapeInterpreter] = Hook(
+    "srcgrad.core.dispatch.TAPE", "the tape interpreter (srcgrad/imperative/autograd.py)",
+    default=TapeInterpreter(_no_tape, lambda leaves: False, ()), on_set=_tape_set)
+
+
+def leaf_types() -> tuple[type, ...]:
+    """The types that are leaves of an op call's pytree besides arrays (sg.Tensor)."""
+    return TAPE.value.leaf_types
 
 
 def tracing(args: Any) -> bool:
@@ -110,7 +116,7 @@ def _is_leaf(x: Any) -> bool:
     return type(x) in _LEAF_TYPES
 
 
-#: INTERPRETERS.leaf_types as a set, for the flattening of every call.
+#: TAPE's leaf types as a set, for the flattening of every call.
 _LEAF_TYPES: frozenset[type] = frozenset()
 
 
@@ -163,12 +169,10 @@ def _outside(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any],
     if operands is not None:
         args, kwargs = weaken(args, kwargs, operands)
     leaves, tree = _flatten(args, kwargs)
-    reg = INTERPRETERS
-    if reg.tape_wants(leaves):
-        return reg.tape(fn, leaves, tree)
-    if reg.eager is None:
-        raise RuntimeError("srcgrad's eager interpreter is not registered: import srcgrad")
-    return reg.eager(fn, leaves, tree)
+    tape = TAPE.value
+    if tape.wants(leaves):
+        return tape.run(fn, leaves, tree)
+    return EAGER.get()(fn, leaves, tree)
 
 
 #: Types that are leaves as they are (the common arguments of an op call), besides the

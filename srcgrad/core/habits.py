@@ -1,12 +1,13 @@
 """JAX habits fail helpfully: a traced value handed to a jax.numpy, jax.nn or NumPy function.
 
 JAX cannot interpret a srcgrad Variable, and its own error ("is not a valid JAX type") does
-not say what to do. `install()` makes JAX's abstractification of a Variable, NumPy's ufuncs
-and array functions, and `__array__` raise a TraceError that names the srcgrad op to use
+not say what to do. JAX's abstractification of a Variable (`register_with_jax`), NumPy's ufuncs
+and array functions, and `__array__` (`NUMPY_PROTOCOL`, which srcgrad/wiring.py sets as the
+IR's hook of that name) raise a TraceError that names the srcgrad op to use
 instead and the user's file:line. NumPy's operators (`ndarray + traced`), its reductions
 (`numpy.sum(traced)`) and its functions with an sg twin of the same signature go to srcgrad.
 
-Layer L3 (the ops): see docs/design.md.
+Layer L2 (core): see docs/design.md.
 """
 from __future__ import annotations
 
@@ -124,7 +125,8 @@ def _aval(value: Variable) -> Any:
     raise misuse(value)
 
 
-def _array(self: Variable, *args: Any, **kwargs: Any) -> Any:
+def array(self: Variable, *args: Any, **kwargs: Any) -> Any:
+    """`__array__`: a traced value has no NumPy array; the error names the op to use."""
     raise misuse(self)
 
 
@@ -137,7 +139,7 @@ _OPERATOR_UFUNCS = {
 }
 
 
-def _array_ufunc(self: Variable, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+def array_ufunc(self: Variable, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
     """`ndarray OP traced` runs the srcgrad op; other ufuncs (np.tanh) name the op to use."""
     from .declare import EXPORTS
     name = _OPERATOR_UFUNCS.get(ufunc)
@@ -146,7 +148,7 @@ def _array_ufunc(self: Variable, ufunc: np.ufunc, method: str, *inputs: Any, **k
     raise misuse(self, f"np.{ufunc.__name__}")
 
 
-def _array_function(self: Variable, func: Callable[..., Any], types: Any, args: tuple,
+def array_function(self: Variable, func: Callable[..., Any], types: Any, args: tuple,
                     kwargs: dict[str, Any]) -> Any:
     """numpy.sum(traced) and the like run the srcgrad op; other functions name the op to use."""
     from .declare import EXPORTS
@@ -156,8 +158,13 @@ def _array_function(self: Variable, func: Callable[..., Any], types: Any, args: 
     raise misuse(self, f"np.{func.__name__}")
 
 
-def install() -> None:
-    """Hook Variable into JAX's and NumPy's protocols (see the module doc)."""
+#: NumPy's protocols on a traced value (the IR's NUMPY_PROTOCOL hook).
+NUMPY_PROTOCOL: dict[str, Callable[..., Any]] = {
+    "__array__": array, "__array_ufunc__": array_ufunc, "__array_function__": array_function}
+
+
+def register_with_jax() -> None:
+    """Make JAX's abstractification of a Variable raise `misuse` (see the module doc)."""
     from jax._src import core, dtypes  # JAX's tables of array-like types; no public hook
     table = getattr(core, "pytype_aval_mappings", None)
     if isinstance(table, dict):
@@ -165,6 +172,3 @@ def install() -> None:
     register = getattr(dtypes, "register_canonicalize_value_handler", None)
     if register is not None:
         register(Variable, _aval)
-    Variable.__array__ = _array
-    Variable.__array_ufunc__ = _array_ufunc
-    Variable.__array_function__ = _array_function

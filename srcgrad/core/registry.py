@@ -3,11 +3,11 @@
 Rows are declared with `srcgrad.ops.declare.defop`, which also makes the op's user function;
 `register` is the bare form for ops whose user function is not one emit (control flow).
 
-Layer L2 (registry, builder and dispatch): see docs/design.md.
+Layer L2 (core): see docs/design.md.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -116,14 +116,6 @@ def register(name: str, infer: InferFn, lower: Any = None, grad: GradSpec = None
     if effect:
         EFFECTS.add(name)
     return row
-
-
-def grad_maker(name: str) -> Callable[[GradFn], GradFn]:
-    """Decorator that sets the grad maker of an already registered op."""
-    def deco(fn: GradFn) -> GradFn:
-        REGISTRY[name] = replace(REGISTRY[name], grad=fn)
-        return fn
-    return deco
 
 
 def recomputable(op: Op) -> bool:

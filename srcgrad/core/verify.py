@@ -1,6 +1,6 @@
 """The verifier: structural and type invariants of a Program, separate from construction.
 
-Layer L2 (registry, builder and dispatch): see docs/design.md.
+Layer L2 (core): see docs/design.md.
 """
 from __future__ import annotations
 
@@ -141,5 +141,3 @@ def _check_control(op: Op) -> None:
                 raise _fail(f"the branches return different types: block {t.idx} returns "
                             f"{_types(t.results)}, block {f.idx} returns {_types(f.results)}", op)
 
-
-Program.verifier = staticmethod(verify)

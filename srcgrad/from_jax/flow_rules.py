@@ -20,7 +20,7 @@ from ..ops import linalg_functions as LF
 from ..ops import nn as NN
 from ..ops import shape as S
 from ..ops import special as SP
-from ..ops.checkpoint import checkpoint
+from ..ops.remat import checkpoint
 from ..ops.control import cond, switch, while_loop
 from ..ops.scan import scan
 

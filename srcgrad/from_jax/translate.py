@@ -41,8 +41,8 @@ from .array_rules import BASIC, Rule
 from ..ir.program import Variable, current_program
 from .jax_op import call_flat
 from ..ops import elementwise as E
-from ..ops.checkpoint import _positive
-from ..ops.control import _check_max_iters
+from ..ops.remat import positive_int
+from ..ops.blocks import check_max_iters
 
 RULES: dict[str, Rule] = {**BASIC, **FLOW, **RANDOM}
 #: Rows that take typed PRNG keys (as their data); any other equation on keys is a jax_op.
@@ -63,9 +63,9 @@ def from_jax(fn: Callable[..., Any], max_iters: int | None = None, *,
     rules give the gradient; False differentiates their primal bodies instead.
     """
     loc = user_location()
-    bound = _check_max_iters(max_iters, "from_jax", loc)
+    bound = check_max_iters(max_iters, "from_jax", loc)
     if checkpoints is not None:
-        checkpoints = _positive(checkpoints, "checkpoints", loc)
+        checkpoints = positive_int(checkpoints, "checkpoints", loc)
     custom_rules = bool(custom_rules)
 
     def inline(*args: Any) -> Any:

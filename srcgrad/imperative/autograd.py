@@ -36,9 +36,8 @@ import numpy as np
 
 from ..base import dtypes
 from ..compiled import eager
-from . import tensor as tensors
 from ..base.config import config
-from ..core.dispatch import register_tape
+from ..core.dispatch import TapeInterpreter
 from ..base.errors import GradientError, SrcgradError, user_location
 from ..ir.program import Program
 from ..ops import methods
@@ -79,7 +78,7 @@ def _active_tape() -> Tape | None:
     return tape
 
 
-def _takes(leaves: list) -> bool:
+def takes(leaves: list) -> bool:
     """The dispatch's question: does imperative mode take this call? Yes while recording,
     and for any call on a Tensor."""
     if _state.recording:
@@ -225,7 +224,7 @@ def backward(heads: Tensor | Sequence[Tensor], head_grads: Any = None, retain_gr
     differentiated again.
     """
     heads, head_grads = _listed(heads, head_grads)
-    _backward(heads, head_grads, None, retain_graph, create_graph)
+    run_backward(heads, head_grads, None, retain_graph, create_graph)
 
 
 def grad(heads: Tensor | Sequence[Tensor], variables: Tensor | Sequence[Tensor],
@@ -235,7 +234,7 @@ def grad(heads: Tensor | Sequence[Tensor], variables: Tensor | Sequence[Tensor],
     instead of written to `.grad`."""
     heads, head_grads = _listed(heads, head_grads)
     variables = [variables] if isinstance(variables, Tensor) else list(variables)
-    grads = _backward(heads, head_grads, variables, retain_graph, create_graph)
+    grads = run_backward(heads, head_grads, variables, retain_graph, create_graph)
     return grads or []
 
 
@@ -252,8 +251,10 @@ def _listed(heads: Any, head_grads: Any) -> tuple[list, list]:
     return heads, head_grads
 
 
-def _backward(heads: list, head_grads: list, variables: list | None, retain_graph: bool,
-              create_graph: bool) -> list[Tensor] | None:
+def run_backward(heads: list, head_grads: list, variables: list | None, retain_graph: bool,
+                 create_graph: bool) -> list[Tensor] | None:
+    """Differentiate `heads` (seeded with `head_grads`): into the attached Tensors' `.grad`
+    (`variables` None), or returned for `variables` (autograd.grad)."""
     tape, hn = _heads_tape(heads)
     seeds = [_seed(h, g, create_graph) for h, g in zip(heads, head_grads)]
     targets = _targets(tape, variables)
@@ -392,10 +393,7 @@ def _targets(tape: Tape, variables: list | None) -> list[tuple[Tensor, int | Non
     return out
 
 
-# ---------------------------------------------------------------- Tensor methods
-
-tensors._autograd.update(_backward=_backward, forget=forget, inplace=inplace)
-methods.install(Tensor)
-register_tape(apply, _takes, (Tensor,))
+#: The tape interpreter that srcgrad/wiring.py gives the one dispatch.
+INTERPRETER = TapeInterpreter(apply, takes, (Tensor,))
 
 __all__ = ["record", "pause", "no_grad", "is_recording", "backward", "grad", "tape", "compile_count", "Tape"]

@@ -1,7 +1,7 @@
 """Item assignment on imperative Tensors: `t[i] = v` replaces `t`'s value by the functional
 update `t.at[i].set(v)` and, under `record()`, rebinds its recorded variable to the update's,
-so that the gradient reaches both the old value of `t` and `v` (`install()` makes it
-`Tensor.__setitem__`).
+so that the gradient reaches both the old value of `t` and `v` (`Tensor.__setitem__` calls
+it through the hook `tensor.SETITEM`, which srcgrad/wiring.py sets).
 
 Layer L6 (front ends): see docs/design.md.
 """
@@ -50,7 +50,3 @@ def tensor_setitem(t: Tensor, index: Any, value: Any) -> None:
     new = dispatch.call(_updated, (t, np.asarray(pos), value), {})
     t._value, t._tape, t._num = new._value, new._tape, new._num
 
-
-def install() -> None:
-    """Make `t[i] = v` work on Tensors (Tensor's other methods are installed by autograd)."""
-    Tensor.__setitem__ = tensor_setitem  # type: ignore[attr-defined]

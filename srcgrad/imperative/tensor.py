@@ -3,15 +3,17 @@
 A Tensor holds a concrete `jax.Array`, or, as the result of a call recorded inside
 `sg.autograd.record()` that nothing has read yet, its shape and dtype (`PENDING`): reading
 `_value` computes it on the recording's tape (srcgrad/tape.py), where the Tensor has a
-number. Its operators and methods are installed by
-`srcgrad.autograd` (they are the srcgrad ops). A Tensor is a JAX pytree of one leaf, its
+number. Its operators and methods are a jax.numpy array's (ArrayMethods, srcgrad/ir/
+array_methods.py: the srcgrad ops). What needs the recording (backward, in-place operators,
+item assignment) goes through hooks that srcgrad/wiring.py sets from imperative/autograd.py
+and imperative/setitem.py, which import this module. A Tensor is a JAX pytree of one leaf, its
 array, so `jax.jit`, `jax.tree_util` and optax take Tensors where they take arrays.
 
 Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -19,15 +21,26 @@ import numpy as np
 
 from ..base import dtypes
 from ..base.errors import SrcgradError, user_location
+from ..base.hooks import Hook
+from ..ir.array_methods import ArrayMethods
 
 GRAD_REQS = ("write", "add", "null")
 #: The type of a recorded result's value before it is computed (its shape and dtype).
 PENDING = jax.ShapeDtypeStruct
-#: srcgrad.autograd's functions that the methods call (it imports this module; it fills this in).
-_autograd: dict[str, Any] = {}
+BACKWARD: Hook[Callable[..., None]] = Hook(
+    "srcgrad.imperative.tensor.BACKWARD",
+    "backward(heads, head_grads, variables, retain_graph, create_graph) (imperative/autograd.py)")
+FORGET: Hook[Callable[["Tensor"], None]] = Hook(
+    "srcgrad.imperative.tensor.FORGET",
+    "drop a Tensor's recorded history (imperative/autograd.py)")
+INPLACE: Hook[Callable[["Tensor", Any, str], "Tensor"]] = Hook(
+    "srcgrad.imperative.tensor.INPLACE",
+    "t -= v and the other in-place operators (imperative/autograd.py)")
+SETITEM: Hook[Callable[["Tensor", Any, Any], None]] = Hook(
+    "srcgrad.imperative.tensor.SETITEM", "t[i] = v (imperative/setitem.py)")
 
 
-class Tensor:
+class Tensor(ArrayMethods):
     """An eager array that can be recorded for backward (see `sg.autograd`)."""
 
     __slots__ = ("_v", "_tape", "_num", "grad", "grad_req", "name", "__weakref__")
@@ -126,7 +139,7 @@ class Tensor:
                                f"one is {self.dtype.name}", loc=user_location())
         self.grad_req = grad_req
         self.grad = None if grad_req == "null" else Tensor(_zeros_like(self._value))
-        _autograd["forget"](self)
+        FORGET(self)
 
     def assign(self, value: Any) -> None:
         """Replace the array in place (an optimizer's update), keeping `attach_grad`; the
@@ -151,7 +164,7 @@ class Tensor:
             self.attach_grad()
         elif not flag and self.grad_req is not None:
             self.grad_req, self.grad = None, None
-            _autograd["forget"](self)
+            FORGET(self)
 
     def requires_grad_(self, flag: bool = True) -> "Tensor":
         """Set `requires_grad` and return the Tensor (PyTorch's spelling)."""
@@ -159,16 +172,20 @@ class Tensor:
         return self
 
     def __isub__(self, other: Any) -> "Tensor":
-        return _autograd["inplace"](self, other, "sub")
+        return INPLACE(self, other, "sub")
 
     def __iadd__(self, other: Any) -> "Tensor":
-        return _autograd["inplace"](self, other, "add")
+        return INPLACE(self, other, "add")
 
     def __imul__(self, other: Any) -> "Tensor":
-        return _autograd["inplace"](self, other, "mul")
+        return INPLACE(self, other, "mul")
 
     def __itruediv__(self, other: Any) -> "Tensor":
-        return _autograd["inplace"](self, other, "truediv")
+        return INPLACE(self, other, "truediv")
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """`t[index] = value`: `t` takes the functional update `t.at[index].set(value)`."""
+        SETITEM(self, index, value)
 
     def detach(self) -> "Tensor":
         """The same array as a new Tensor that is not recorded."""
@@ -177,7 +194,7 @@ class Tensor:
     def backward(self, head_grad: Any = None, retain_graph: bool = False,
                  create_graph: bool = False) -> None:
         """`sg.autograd.backward([self], [head_grad], ...)`."""
-        _autograd["_backward"]([self], [head_grad], None, retain_graph, create_graph)
+        BACKWARD([self], [head_grad], None, retain_graph, create_graph)
 
 
 def _zeros_like(value: Any) -> Any:

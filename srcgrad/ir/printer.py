@@ -68,5 +68,3 @@ def format_program(program: Program) -> str:
     _format_block(program.global_block(), 0, lines)
     return "\n".join(lines)
 
-
-Program.formatter = staticmethod(format_program)

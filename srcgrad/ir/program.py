@@ -12,18 +12,32 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from ..base.dtypes import short
-from ..base.errors import TRACED_TYPES, ConcreteValueError, SourceLoc, TraceError, user_location
+from ..base.hooks import Hook
+from ..base.errors import ConcreteValueError, SourceLoc, TraceError, user_location
+from .array_methods import ArrayMethods
 
 Shape = tuple[int, ...]
 
+#: NumPy's protocols on a traced value (`__array__`, `__array_ufunc__`,
+#: `__array_function__`): srcgrad/core/habits.py runs NumPy's operators and functions that
+#: have an sg twin, and names the sg op to use for the others.
+NUMPY_PROTOCOL: Hook[dict[str, Callable[..., Any]]] = Hook(
+    "srcgrad.ir.program.NUMPY_PROTOCOL", "NumPy's protocols on a traced value (core/habits.py)")
+#: The verifier (srcgrad/core/verify.py) and the printer (srcgrad/ir/printer.py).
+VERIFIER: Hook[Callable[["Program"], None]] = Hook(
+    "srcgrad.ir.program.VERIFIER", "the verifier (srcgrad/core/verify.py)")
+FORMATTER: Hook[Callable[["Program"], str]] = Hook(
+    "srcgrad.ir.program.FORMATTER", "the printer (srcgrad/ir/printer.py)")
 
-class Variable:
-    """A typed value in a block: unique name, static shape, dtype."""
+
+class Variable(ArrayMethods):
+    """A typed value in a block: unique name, static shape, dtype; its operators and methods
+    are a jax.numpy array's (ArrayMethods)."""
 
     __slots__ = ("name", "shape", "dtype", "stop_gradient", "block", "kind", "__weakref__")
     # NumPy arrays and scalars defer their binary operators to ours (np_array @ traced_value).
@@ -91,10 +105,15 @@ class Variable:
     def __iter__(self) -> Iterator["Variable"]:
         return (self[i] for i in range(len(self)))
 
-    # __array__, __array_ufunc__ and __array_function__: srcgrad/habits.py.
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        return NUMPY_PROTOCOL.get()["__array__"](self, *args, **kwargs)
 
+    def __array_ufunc__(self, *args: Any, **kwargs: Any) -> Any:
+        return NUMPY_PROTOCOL.get()["__array_ufunc__"](self, *args, **kwargs)
 
-TRACED_TYPES.append(Variable)
+    def __array_function__(self, *args: Any, **kwargs: Any) -> Any:
+        return NUMPY_PROTOCOL.get()["__array_function__"](self, *args, **kwargs)
+
 
 
 class Op:
@@ -277,16 +296,11 @@ class Program:
         self.key_data.clear()
         self._block_stack.clear()
 
-    #: The verifier and the printer, registered by srcgrad.verify and srcgrad.printer (the
-    #: layers above the IR).
-    verifier: Any = None
-    formatter: Any = None
-
     def verify(self) -> None:
-        Program.verifier(self)
+        VERIFIER(self)
 
     def __str__(self) -> str:
-        return Program.formatter(self)
+        return FORMATTER(self)
 
 
 class _Tracing(threading.local):

@@ -4,7 +4,7 @@ The constants and dtype objects are jax.numpy's own (`sg.float32 is jnp.float32`
 work wherever a dtype is taken; the utilities read the static shape and dtype of traced
 values as they read an array's.
 
-Layer L6 (front ends): see docs/design.md.
+Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 

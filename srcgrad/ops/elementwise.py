@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..base import dtypes
-from ..core.builder import as_pair, as_var
+from ..core.builder import as_pair, as_var, emit
 from ..base.errors import ShapeError
 from ..ir.program import Op, Variable
 from ..core.registry import (LINEAR, MULTILINEAR, REGISTRY, REMAT_INDEX, ZERO, GradSpec, OutType,
@@ -19,6 +19,26 @@ from ..core.registry import (LINEAR, MULTILINEAR, REGISTRY, REMAT_INDEX, ZERO, G
 from .rules import broadcast_shapes, jax_dtype, same
 from .creation import zeros_like
 from ..core.declare import defop, named, public
+
+
+def _jvp_add(op: Op, ts: list, tangents: Any) -> list:
+    tx, ty = ts
+    if tx is not None and ty is not None:
+        return emit(op.type, [tx, ty])
+    if tx is None:
+        tx = ty if op.type == "add" else negative(ty)
+    return [tx]  # forward mode broadcasts it to the output's shape
+
+
+def _jvp_divide(op: Op, ts: list, tangents: Any) -> list:
+    """d(x / y) = (dx - out * dy) / y."""
+    tx, ty = ts
+    y, out = op.inputs[1], op.outputs[0]
+    if ty is None:
+        return [divide(tx, y)]
+    num = negative(multiply(out, ty)) if tx is None else subtract(tx, multiply(out, ty))
+    return [divide(num, y)]
+
 
 ArrayLike = Any
 BOOL = np.dtype(bool)
@@ -196,13 +216,14 @@ erf = unary("erf", "jax.scipy.special.erf({0})",
             (lambda op, g: g * (exp(negative(op.inputs[0] * op.inputs[0]))
                                 * (2.0 / math.sqrt(math.pi))),), floating=True, like=jnp.exp)
 
-add = binary("add", "{0} + {1}", (lambda op, g: g, lambda op, g: g), remat=REMAT_INDEX)
+add = binary("add", "{0} + {1}", (lambda op, g: g, lambda op, g: g), jvp=_jvp_add,
+             remat=REMAT_INDEX)
 subtract = binary("subtract", "{0} - {1}", (lambda op, g: g, lambda op, g: negative(g)),
-                  remat=REMAT_INDEX)
+                  jvp=_jvp_add, remat=REMAT_INDEX)
 multiply = binary("multiply", "{0} * {1}",
                   (lambda op, g: g * op.inputs[1], lambda op, g: g * op.inputs[0]),
                    jvp=MULTILINEAR, remat=REMAT_INDEX)
-divide = binary("divide", "{0} / {1}", _g_divide, "divide")
+divide = binary("divide", "{0} / {1}", _g_divide, "divide", jvp=_jvp_divide)
 remainder = binary("remainder", "jnp.remainder({0}, {1})",
                    (lambda op, g: g,
                     lambda op, g: negative(g * floor(op.inputs[0] / op.inputs[1]))), "intdiv",

@@ -1,8 +1,9 @@
 """The one method table: the operators and methods of a jax.numpy array, as srcgrad ops.
 
-`install(cls)` puts the same table on traced values (`Variable`, by srcgrad.ops) and on
-imperative `Tensor`s (by srcgrad.imperative), so the two classes cannot drift: every entry
-is an sg user function, which dispatches each call (traced, recorded or eager) itself.
+`table()` is what `ArrayMethods` (srcgrad/ir/array_methods.py), the base class of traced
+values and of imperative Tensors, calls (srcgrad/wiring.py sets it), so the two classes
+cannot drift: every entry is an sg user function, which dispatches each call (traced,
+recorded or eager) itself.
 
 Layer L3 (the ops): see docs/design.md.
 """
@@ -120,7 +121,8 @@ def _transpose(self: Any, *axes: Any) -> Any:
 
 
 def table() -> dict[str, Any]:
-    """Every attribute `install` sets, by name."""
+    """Every operator and method of an array, by name (`T` and `at` are read as properties:
+    functions of the array alone)."""
     out: dict[str, Any] = {}
     for name, fn in BINARY.items():
         out[f"__{name}__"] = fn
@@ -130,18 +132,9 @@ def table() -> dict[str, Any]:
     out.update(METHODS)
     out["__pos__"] = lambda self: self
     out["__getitem__"] = _getitem
-    out["at"] = property(index_update.at)
-    out["T"] = property(lambda self: shape.transpose(self))
+    out["at"] = index_update.at
+    out["T"] = shape.transpose
     out["reshape"] = _reshape
     out["transpose"] = _transpose
     return out
 
-
-_TABLE = table()
-
-
-def install(cls: type) -> None:
-    """Give `cls` the operators and methods of a jax.numpy array (the srcgrad ops)."""
-    for name, attr in _TABLE.items():
-        setattr(cls, name, attr)
-    cls.__hash__ = object.__hash__  # type: ignore[method-assign]  (__eq__ is elementwise)

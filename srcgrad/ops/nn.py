@@ -18,6 +18,14 @@ from .elementwise import (erf, exp, expm1, logical_and, maximum, minimum, multip
 from .reduce import sum
 
 
+def _jvp_softmax(op: Op, ts: list, tangents: Any) -> list:
+    """d log_softmax(x) = t - sum(t * softmax(x)); d softmax(x) = y * (t - sum(t * y))."""
+    t, y = ts[0], op.outputs[0]
+    p = exp(y) if op.type == "log_softmax" else y
+    centred = subtract(t, sum(multiply(t, p), op.attrs["axis"], keepdims=True))
+    return [centred if op.type == "log_softmax" else multiply(y, centred)]
+
+
 def _softmax_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list:
     require_float(inputs[0], "softmax")
     norm_axis(attrs["axis"], inputs[0].ndim)
@@ -34,14 +42,16 @@ def _g_log_softmax(op: Op, g: list, need: list) -> list:
     return [subtract(g[0], multiply(exp(op.outputs[0]), sum(g[0], op.attrs["axis"], keepdims=True)))]
 
 
-@defop("softmax", _softmax_rule, "jax.nn.softmax({0}, axis={axis})", _g_softmax)
+@defop("softmax", _softmax_rule, "jax.nn.softmax({0}, axis={axis})", _g_softmax,
+       jvp=_jvp_softmax)
 def softmax(x: Any, axis: int = -1) -> Emitted:
     """jax.nn.softmax(x, axis=-1)."""
     x = as_var(x)
     return [x], {"axis": norm_axis(axis, x.ndim)}
 
 
-@defop("log_softmax", _softmax_rule, "jax.nn.log_softmax({0}, axis={axis})", _g_log_softmax)
+@defop("log_softmax", _softmax_rule, "jax.nn.log_softmax({0}, axis={axis})", _g_log_softmax,
+       jvp=_jvp_softmax)
 def log_softmax(x: Any, axis: int = -1) -> Emitted:
     """jax.nn.log_softmax(x, axis=-1)."""
     x = as_var(x)

@@ -19,8 +19,8 @@ from ..core.builder import active_program, as_var, emit
 from ..base.errors import SrcgradError, user_location
 from ..ir.program import Variable
 from ..ir.analysis import free_vars
-from .checkpoint import _positive, checkpoint
-from .control import _types, hoist_invariants
+from .remat import positive_int, checkpoint
+from .blocks import type_list, hoist_invariants
 from .creation import zeros
 from .elementwise import add, less, multiply, subtract, where
 from .indexing import dynamic_index, dynamic_update_index
@@ -45,7 +45,7 @@ def _scan_length(xs: list[Variable], length: int | None, loc: Any) -> int:
         raise SrcgradError("scan needs xs or length to know its trip count", op="scan", loc=loc)
     if len(sizes) > 1:
         raise SrcgradError(f"scan got inconsistent lengths {sizes} (length={length}, xs "
-                           f"{_types(xs)})", op="scan", loc=loc)
+                           f"{type_list(xs)})", op="scan", loc=loc)
     return sizes[0]
 
 
@@ -73,7 +73,7 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
     if n and checkpoints is None and unroll is not False and (unroll is True or 1 < unroll >= n):
         return _unrolled(f, c_tree, carry, x_tree, xv, n, reverse, loc)
     if checkpoints is not None:
-        k = _positive(checkpoints, "checkpoints", loc)
+        k = positive_int(checkpoints, "checkpoints", loc)
         if n > 0:
             return _checkpointed_scan(f, jax.tree_util.tree_unflatten(c_tree, carry),
                                       jax.tree_util.tree_unflatten(x_tree, xv), n, reverse, k)
@@ -127,7 +127,7 @@ def _step(f: Callable[[Any, Any], tuple[Any, Any]], c_tree: Any, carry: list[Var
     new = [as_var(v, like=p) for v, p in zip(new_leaves, carry)]
     if [(v.shape, v.dtype) for v in new] != [(v.shape, v.dtype) for v in carry]:
         raise SrcgradError("the scanned function changes the shape or dtype of its carry: "
-                           f"carried {_types(carry)}, returned {_types(new)}", op="scan", loc=loc)
+                           f"carried {type_list(carry)}, returned {type_list(new)}", op="scan", loc=loc)
     y_leaves, y_tree = jax.tree_util.tree_flatten(out[1])
     return new, [as_var(v) for v in y_leaves], y_tree
 

@@ -27,9 +27,10 @@ import numpy as np
 from ..core.builder import active_program, as_var, emit
 from ..base.errors import SrcgradError, user_location
 from ..ir.program import Op, Variable
-from ..core.registry import LINEAR, OutType, register
+from ..base.hooks import Hook
+from ..core.registry import LINEAR, GradFn, OutType, register
 from ..ir.analysis import free_vars
-from .control import CHECKPOINTED, _trace_block, _while
+from .blocks import trace_block, build_while
 from .creation import arange, full, zeros
 from .elementwise import add, greater, less, logical_and, where
 from .indexing import dynamic_index, dynamic_update_index
@@ -61,7 +62,7 @@ def checkpoint(fn: Callable[..., Any]) -> Callable[..., Any]:
         ins = [as_var(v) for v in leaves]
         blk = prog.create_block(parent)
         params = [blk.add_param(v.name.split("@")[0], v.shape, v.dtype) for v in ins]
-        res, out_tree = _trace_block(blk, fn, params, tree, splat=True)
+        res, out_tree = trace_block(blk, fn, params, tree, splat=True)
         blk.results = res
         outs = emit("checkpoint", ins + free_vars(blk),
                     {"body": blk, "fn": Retrace(fn, tree), "n_args": len(ins)})
@@ -102,7 +103,7 @@ def checkpointed_while(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any],
     """`while_loop(cond_fun, body_fun, init_val, max_iters=...)` whose gradient keeps
     `checkpoints` snapshots of the carried state (see the module docstring)."""
     loc = user_location()
-    k = _positive(checkpoints, "checkpoints", loc)
+    k = positive_int(checkpoints, "checkpoints", loc)
     leaves, tree = jax.tree_util.tree_flatten(init_val)
     init = [as_var(v) for v in leaves]
     info = Treeverse(body_fun, tree, k, len(init))
@@ -125,7 +126,7 @@ def checkpointed_while(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any],
 
     prog = active_program("while_loop")
     flat, stree = jax.tree_util.tree_flatten(state)
-    outs = _while(go, step, [as_var(v) for v in flat], stree, loc, max_iters, counter=False,
+    outs = build_while(go, step, [as_var(v) for v in flat], stree, loc, max_iters, counter=False,
                   splat=False)
     loop = prog.current_block().ops[-1]
     loop.attrs["treeverse"] = info
@@ -151,7 +152,8 @@ def _place(t: Variable, steps: Variable, levels: Variable, spare: Variable
     return slot, dynamic_update_index(steps, t, slot), levels, spare
 
 
-def _positive(value: Any, what: str, loc: Any) -> int:
+def positive_int(value: Any, what: str, loc: Any) -> int:
+    """`value` as a positive Python int (`checkpoints=`); anything else is an error."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise SrcgradError(f"{what} must be a positive int, got {value!r}", op="while", loc=loc)
     return int(value)
@@ -176,7 +178,14 @@ def _lower_checkpoint(em: Any, op: Op) -> None:
     em.assign(op.outputs, f"{fname}({em.tuple(op.inputs[:op.attrs['n_args']])})", unpack=True)
 
 
-register("checkpoint", _checkpoint_rule, None, None, lower_stmt=_lower_checkpoint)
+#: The rules of `checkpoint` in reverse and forward mode (transforms/control_grad.py and
+#: transforms/forward.py, the layer above).
+CHECKPOINT_GRAD: Hook[GradFn] = Hook("srcgrad.ops.remat.CHECKPOINT_GRAD",
+                                     "the grad maker of checkpoint (transforms/control_grad.py)")
+CHECKPOINT_JVP: Hook[Any] = Hook("srcgrad.ops.remat.CHECKPOINT_JVP",
+                                 "the forward-mode rule of checkpoint (transforms/forward.py)")
+register("checkpoint", _checkpoint_rule, None, CHECKPOINT_GRAD, lower_stmt=_lower_checkpoint,
+         jvp=CHECKPOINT_JVP)
 #: jax 0.4.30 (the declared floor) has the barrier only under its private name.
 _BARRIER = ("lax.optimization_barrier({0})" if hasattr(jax.lax, "optimization_barrier")
             else "jax._src.ad_checkpoint._optimization_barrier({0})")
@@ -185,5 +194,3 @@ register("optimization_barrier", lambda i, a: [(i[0].shape, i[0].dtype)], _BARRI
 
 __all__ = ["checkpoint"]
 
-
-CHECKPOINTED.run = checkpointed_while
