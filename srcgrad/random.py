@@ -20,7 +20,8 @@ import jax
 from .ops import exports_of
 
 
-def _raw(x: Any) -> Any:
+def key_data_of(x: Any) -> Any:
+    """A typed PRNG key's uint32 data (`jax.random.key_data`); any other value as it is."""
     if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
         return jax.random.key_data(x)
     return x
@@ -29,7 +30,7 @@ def _raw(x: Any) -> Any:
 def _taking_typed_keys(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
-        return fn(*[_raw(a) for a in args], **{k: _raw(v) for k, v in kwargs.items()})
+        return fn(*[key_data_of(a) for a in args], **{k: key_data_of(v) for k, v in kwargs.items()})
     return call
 
 

@@ -17,7 +17,7 @@ from srcgrad.ir.program import Op, Program, Variable, program_guard
 from srcgrad.ops.creation import zeros
 from srcgrad.ops.elementwise import maximum
 
-from .control_grad import _carry, _extend_loop, emit_before
+from .control_grad import new_carry, extend_loop, emit_before
 
 
 def lift_checks(prog: Program) -> None:
@@ -37,8 +37,8 @@ def _lift(v: Variable, loop: Op) -> Variable:
     owner = blk.owner
     if owner is not None and owner.type == "while" and blk is owner.attrs["body"]:
         init = emit_before(owner, lambda: zeros((), v.dtype))
-        carry = _carry(owner, init, lambda acc: maximum(acc, v), f"{v.name.split('@')[0]}@MAXITERS")
-        grown = _extend_loop(owner, [carry])
+        carry = new_carry(owner, init, lambda acc: maximum(acc, v), f"{v.name.split('@')[0]}@MAXITERS")
+        grown = extend_loop(owner, [carry])
         owner.inputs, owner.outputs = grown.inputs, grown.outputs  # in place: checks hold `owner`
         return carry.out
     if owner is not None and owner.type == "cond":

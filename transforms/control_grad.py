@@ -18,7 +18,7 @@ A `while` is differentiated in five phases (`while_grad`):
    loop already has (an earlier gradient of the same loop, a user's scan output), or record
    it in a new stack (one slot per iteration); a loop nested in the body (or a `cond`
    holding one) runs again from its recorded inputs (replay.py) rather than have its
-   stacks recorded per iteration; the records give a new forward loop op (`_extend_loop`)
+   stacks recorded per iteration; the records give a new forward loop op (`extend_loop`)
    that replaces the old one;
 5. **emit the backward loop** (`_backward_loop`): k counts up to the trip count (a
    constant where the forward loop's is known, `counter < N` from a constant start as in a
@@ -121,7 +121,7 @@ class Carry:
     out: Variable  # its final value, an output of the new loop op
 
 
-def _carry(loop: Op, init: Variable, step: Callable[[Variable], Variable], name: str) -> Carry:
+def new_carry(loop: Op, init: Variable, step: Callable[[Variable], Variable], name: str) -> Carry:
     """A carried value `name` for `loop`: the initial value is renamed `name@INIT`, the final
     one is named `name`."""
     loop.block.program.rename(init, f"{name}@INIT")
@@ -129,7 +129,7 @@ def _carry(loop: Op, init: Variable, step: Callable[[Variable], Variable], name:
     return Carry(name, init, step, out)
 
 
-def _extend_loop(loop: Op, carries: list[Carry]) -> Op:
+def extend_loop(loop: Op, carries: list[Carry]) -> Op:
     """A new `while` op that carries `carries` after the loop's own carried values.
 
     Its cond and body blocks are the loop's, given the new parameters and body results; the
@@ -184,8 +184,8 @@ def _with_counter(loop: Op, counters: dict[Variable, tuple[Variable, int]]
         if p.dtype == INT32 and step == 1 and const_scalar(start) == 0:
             return loop, p, loop.outputs[j]
     zero = emit_before(loop, lambda: zeros((), INT32))
-    iters = _carry(loop, zero, lambda i: add(i, 1), f"{loop.outputs[0].name}@ITERS")
-    loop = _extend_loop(loop, [iters])
+    iters = new_carry(loop, zero, lambda i: add(i, 1), f"{loop.outputs[0].name}@ITERS")
+    loop = extend_loop(loop, [iters])
     counter = body.params[-1]
     counters[counter] = (zero, 1)
     return loop, counter, iters.out
@@ -334,9 +334,9 @@ def _plan_residuals(fwd: Op, loop: Op, grad: GradBody, counter: Variable,
     stacks = _stacked(loop, counters, slots)
     new = [r for r in dict.fromkeys(checks + recorded) if r not in stacks]
     inits = [emit_before(fwd, lambda r=r: zeros((slots,) + r.shape, r.dtype)) for r in new]
-    carries = [_carry(loop, init, lambda s, r=r: dynamic_update_index(
+    carries = [new_carry(loop, init, lambda s, r=r: dynamic_update_index(
         s, r, counter, allow_negative_indices=False), f"{r.name}@STACK") for r, init in zip(new, inits)]
-    loop = _extend_loop(loop, carries)
+    loop = extend_loop(loop, carries)
     stacks.update((r, c.out) for r, c in zip(new, carries))
     plan.stacks = {r: stacks[r] for r in recorded}
     return loop, plan, stacks

@@ -21,6 +21,11 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.\-/\\ ]")
 _NOT_IDENT = re.compile(r"[^A-Za-z0-9_]")
 
 
+def internal_dirs() -> tuple[str, ...]:
+    """The folders (and files) whose frames are srcgrad's own, not the user's."""
+    return _PKG_DIRS
+
+
 def register_internal_dir(path: str) -> None:
     """Treat frames from files under `path` as srcgrad internals (not user code)."""
     global _PKG_DIRS

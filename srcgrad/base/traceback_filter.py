@@ -22,7 +22,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _internal(filename: str) -> bool:
-    return filename.startswith(errors._PKG_DIRS)
+    return filename.startswith(errors.internal_dirs())
 
 
 def filter_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:

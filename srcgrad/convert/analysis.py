@@ -14,7 +14,7 @@ GEN = "_sgf_"
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
-def _walk_scope(nodes: Iterable[ast.AST]) -> Iterable[ast.AST]:
+def walk_scope(nodes: Iterable[ast.AST]) -> Iterable[ast.AST]:
     """The nodes under `nodes` in their own scope: a nested def/class/lambda is yielded but
     not entered (comprehensions are entered: their reads are reads of this scope)."""
     todo = list(nodes)[::-1]
@@ -31,7 +31,7 @@ def _walk_scope(nodes: Iterable[ast.AST]) -> Iterable[ast.AST]:
 def assigned(nodes: Iterable[ast.AST]) -> list[str]:
     """Names bound in this scope by `nodes`, in order of first binding."""
     out: dict[str, None] = {}
-    for node in _walk_scope(nodes):
+    for node in walk_scope(nodes):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             out[node.id] = None
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
@@ -53,7 +53,7 @@ def assigned(nodes: Iterable[ast.AST]) -> list[str]:
 
 def _comprehension_targets(nodes: Iterable[ast.AST]) -> set[str]:
     found = set()
-    for node in _walk_scope(nodes):
+    for node in walk_scope(nodes):
         if isinstance(node, ast.comprehension):
             found |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
     return found
@@ -118,7 +118,7 @@ def _scan(stmts: list[ast.stmt], defined: set[str], found: set[str]) -> set[str]
 def has_mutation(stmts: list[ast.stmt]) -> bool:
     """True if `stmts` mutate a Python container in place (`out.append(v)`): such a loop
     is unrolled in Python, as it traces today, not turned into a traced loop."""
-    for node in _walk_scope(stmts):
+    for node in walk_scope(stmts):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and node.func.attr in ("append", "extend", "insert", "pop", "update", "add",
                                        "setdefault", "remove", "clear")):

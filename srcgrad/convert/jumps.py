@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import itertools
 
-from .analysis import _walk_scope
+from .analysis import walk_scope
 
 RET, DID_RET = "_sg_ret", "_sg_did_ret"
 AG = "ag__"
@@ -36,7 +36,7 @@ def not_any(flags: list[str]) -> ast.expr:
 def needs_return_lowering(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """True if a `return` sits inside a branch or loop of `fn` (not only at its top level)."""
     top = {id(s) for s in fn.body if isinstance(s, ast.Return)}
-    return any(isinstance(n, ast.Return) and id(n) not in top for n in _walk_scope(fn.body))
+    return any(isinstance(n, ast.Return) and id(n) not in top for n in walk_scope(fn.body))
 
 
 def falls_through(stmts: list[ast.stmt]) -> bool:

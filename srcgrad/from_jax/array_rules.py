@@ -37,7 +37,8 @@ Cx = Any
 Rule = Callable[[Cx, list[Variable], dict[str, Any]], Any]
 
 
-def _refuse(prim: str, why: str) -> SrcgradError:
+def refuse(prim: str, why: str) -> SrcgradError:
+    """The error for a JAX primitive srcgrad cannot translate, and why."""
     return SrcgradError(f"JAX primitive {prim!r}: {why}", op="from_jax", loc=user_location())
 
 
@@ -124,7 +125,7 @@ def _reduce_precision(cx: Cx, a: list[Variable], p: dict) -> Variable:
     x = a[0]
     info = np.finfo(x.dtype)
     if (p["exponent_bits"], p["mantissa_bits"]) != (info.nexp, info.nmant):
-        raise _refuse("reduce_precision", f"rounding {x.type_str()} to {p['exponent_bits']} "
+        raise refuse("reduce_precision", f"rounding {x.type_str()} to {p['exponent_bits']} "
                       f"exponent and {p['mantissa_bits']} mantissa bits is not supported")
     return x
 
@@ -200,7 +201,7 @@ def _conv(cx: Cx, a: list[Variable], p: dict) -> Variable:
     dn = p["dimension_numbers"]
     pads = p["padding"]
     if isinstance(pads, str):
-        raise _refuse("conv_general_dilated", f"string padding {pads!r} in a jaxpr")
+        raise refuse("conv_general_dilated", f"string padding {pads!r} in a jaxpr")
     out = conv_op(a[0], a[1], p["window_strides"], tuple(tuple(q) for q in pads),
                      p["lhs_dilation"], p["rhs_dilation"],
                      (tuple(dn.lhs_spec), tuple(dn.rhs_spec), tuple(dn.out_spec)))
@@ -275,7 +276,7 @@ def _gather(cx: Cx, a: list[Variable], p: dict) -> Variable:
 def _scatter(fn: Callable[..., Variable], prim: str) -> Rule:
     def rule(cx: Cx, a: list[Variable], p: dict) -> Variable:
         if p.get("update_consts"):
-            raise _refuse(prim, "a scatter with a custom combiner is not supported")
+            raise refuse(prim, "a scatter with a custom combiner is not supported")
         return fn(a[0], a[1], a[2], _dnums(p["dimension_numbers"]), _mode(p["mode"], prim),
                   p["indices_are_sorted"], p["unique_indices"])
     return rule
@@ -289,7 +290,7 @@ def _mode(mode: Any, prim: str) -> str:
     name = getattr(mode, "name", str(mode)).upper()
     known = {"CLIP": "clip", "FILL_OR_DROP": "fill", "PROMISE_IN_BOUNDS": "promise_in_bounds"}
     if name not in known:
-        raise _refuse(prim, f"indexing mode {name} is not supported")
+        raise refuse(prim, f"indexing mode {name} is not supported")
     return known[name]
 
 
@@ -297,9 +298,9 @@ def _sort(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
     """lax.sort by one key (jnp.sort, argsort's sort of (x, iota)): the other operands follow
     the key's permutation."""
     if p["num_keys"] != 1:
-        raise _refuse("sort", f"sorting by {p['num_keys']} keys is not translated")
+        raise refuse("sort", f"sorting by {p['num_keys']} keys is not translated")
     axis = p["dimension"]
-    values, perm = SS._sorted("sort", a[0], axis, None, None, p["is_stable"], False)
+    values, perm = SS.sort_with_permutation("sort", a[0], axis, None, None, p["is_stable"], False)
     return [values] + [SS.take_along_axis(x, perm, axis) for x in a[1:]]
 
 

@@ -11,7 +11,7 @@ import jax
 import numpy as np
 
 from ..core.builder import constant, emit
-from .array_rules import Cx, Rule, _refuse
+from .array_rules import Cx, Rule, refuse
 from ..ir.program import Variable
 from ..ops import lax_primitives as X
 from ..ops import linalg_decompositions as D
@@ -154,14 +154,14 @@ def _triangular_solve(cx: Cx, a: list[Variable], p: dict) -> Variable:
 def _eigh(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
     """eigh_p's (vectors, values); srcgrad's row sorts the values ascending, as lax's default."""
     if p.get("subset_by_index") is not None or not p.get("sort_eigenvalues", True):
-        raise _refuse("eigh", "subset_by_index and unsorted eigenvalues are not translated")
+        raise refuse("eigh", "subset_by_index and unsorted eigenvalues are not translated")
     return emit("eigh", [a[0]], {"lower": bool(p["lower"])})
 
 
 def _svd(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
     """svd_p's (s,) or (s, u, vt)."""
     if p.get("subset_by_index") is not None:
-        raise _refuse("svd", "subset_by_index is not translated")
+        raise refuse("svd", "subset_by_index is not translated")
     if not p["compute_uv"]:
         return [D.svd(a[0], compute_uv=False)]
     u, s, vt = D.svd(a[0], full_matrices=p["full_matrices"])
@@ -170,7 +170,7 @@ def _svd(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
 
 def _qr(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
     if p.get("pivoting"):
-        raise _refuse("qr", "pivoted QR is not translated")
+        raise refuse("qr", "pivoted QR is not translated")
     return list(D.qr(a[0], mode="complete" if p["full_matrices"] else "reduced"))
 
 
@@ -179,7 +179,7 @@ def _platform_index(cx: Cx, a: list[Variable], p: dict) -> Variable:
     platform (such as 'mosaic'), so the default branch (None)."""
     names = list(p["platforms"])
     if None not in names:
-        raise _refuse("platform_index", f"no default branch among {names}")
+        raise refuse("platform_index", f"no default branch among {names}")
     return constant(names.index(None), np.dtype(np.int32))
 
 

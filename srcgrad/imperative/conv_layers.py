@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from .. import ops
 from ..base.errors import SrcgradError, user_location
-from .layers import Module, _param, _rng
+from .layers import Module, new_parameter, seeded_rng
 
 Pads = tuple[tuple[int, int], ...]
 
@@ -57,10 +57,10 @@ class _ConvNd(Module):
             raise SrcgradError(f"Conv{n}d: padding='same' needs stride 1, got {self.stride}",
                                loc=user_location())
         bound = 1 / math.sqrt(in_channels * math.prod(self.kernel))
-        rng = _rng(seed)
+        rng = seeded_rng(seed)
         shape = (out_channels, in_channels, *self.kernel)
-        self.weight = _param(rng.uniform(-bound, bound, shape), f"conv{n}d_w", dtype)
-        self.bias = (_param(rng.uniform(-bound, bound, (out_channels,)), f"conv{n}d_b", dtype)
+        self.weight = new_parameter(rng.uniform(-bound, bound, shape), f"conv{n}d_w", dtype)
+        self.bias = (new_parameter(rng.uniform(-bound, bound, (out_channels,)), f"conv{n}d_b", dtype)
                      if bias else None)
 
     def forward(self, x: Any) -> Any:

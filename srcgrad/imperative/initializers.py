@@ -36,7 +36,7 @@ def _with_default(body: Initializer, default: Any) -> Initializer:
     """The initialiser `init(key, shape, dtype=default)` of `body`: outside a trace one
     compiled eager call (not one per op), inside a trace the ops themselves."""
     def init(key: Any, shape: Sequence[int], dtype: Any = default) -> Any:
-        args = (_rnd._raw(key), _shape(shape), _dtype(dtype))
+        args = (_rnd.key_data_of(key), _shape(shape), _dtype(dtype))
         return dispatch.call(body, args, {})
     init.__doc__ = body.__doc__
     return init

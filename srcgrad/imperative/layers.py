@@ -35,14 +35,15 @@ def _key(seed: int | None) -> jax.Array:
     return jax.random.PRNGKey(next(_seeds) if seed is None else seed)
 
 
-def _rng(seed: int | None) -> np.random.Generator:
+def seeded_rng(seed: int | None) -> np.random.Generator:
     """The generator of a layer's initial weights: NumPy's, on the host. `jax.random` would
     compile a program per new shape (0.2-0.9 s each on a 2-core CPU: most of a fresh model's
     time to its first step)."""
     return np.random.default_rng(next(_seeds) if seed is None else seed)
 
 
-def _param(value: Any, name: str, dtype: Any = None) -> Tensor:
+def new_parameter(value: Any, name: str, dtype: Any = None) -> Tensor:
+    """A Tensor of `value` with `attach_grad()`: a layer's parameter."""
     t = tensor(value, dtype, name)
     t.attach_grad()
     return t
@@ -194,9 +195,9 @@ class Linear(Module):
         elif act is not None and not callable(act):
             raise SrcgradError(f"sg.nn.Linear: act must be None, a name or a function, got "
                                f"{type(act).__name__}", loc=user_location())
-        w = _rng(seed).standard_normal((in_dim, out_dim)) / np.sqrt(in_dim)
-        self.weight = _param(w, f"{name}_w", dtype)
-        self.bias = _param(np.zeros((out_dim,), dtype), f"{name}_b") if bias else None
+        w = seeded_rng(seed).standard_normal((in_dim, out_dim)) / np.sqrt(in_dim)
+        self.weight = new_parameter(w, f"{name}_w", dtype)
+        self.bias = new_parameter(np.zeros((out_dim,), dtype), f"{name}_b") if bias else None
         self.act = act
         self._fused = act is None or act in acts.values()
 
@@ -223,8 +224,8 @@ class LayerNorm(Module):
                  elementwise_affine: bool = True, *, dtype: Any = "float32"):
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.shape, self.eps = shape, eps
-        self.weight = _param(np.ones(shape, dtype), "ln_w") if elementwise_affine else None
-        self.bias = _param(np.zeros(shape, dtype), "ln_b") if elementwise_affine else None
+        self.weight = new_parameter(np.ones(shape, dtype), "ln_w") if elementwise_affine else None
+        self.bias = new_parameter(np.zeros(shape, dtype), "ln_b") if elementwise_affine else None
 
     def forward(self, x: Any) -> Any:
         if tuple(x.shape[-len(self.shape):]) != self.shape:
@@ -242,8 +243,8 @@ class Embedding(Module):
 
     def __init__(self, num_embeddings: int, embedding_dim: int, *, seed: int | None = None,
                  dtype: Any = "float32"):
-        w = _rng(seed).standard_normal((num_embeddings, embedding_dim))
-        self.weight = _param(w, "embedding", dtype)
+        w = seeded_rng(seed).standard_normal((num_embeddings, embedding_dim))
+        self.weight = new_parameter(w, "embedding", dtype)
 
     def forward(self, indices: Any) -> Any:
         idx = indices.value() if isinstance(indices, Tensor) else jnp.asarray(indices)

@@ -31,7 +31,7 @@ from .elementwise import (
     subtract,
     where,
 )
-from .manip import _iota, _scatter_along, moveaxis, window
+from .manip import iota, scatter_along, moveaxis, window
 from .rules import jax_dtype, norm_axis
 from .shape import broadcast_to, concatenate, expand_dims, lax_pad, ravel, rev
 
@@ -50,7 +50,7 @@ def _g_cumsum(op: Op, g: Variable) -> Variable:
     return lax_cumsum(g, op.attrs["axis"], not op.attrs["reverse"])
 
 
-def _shift(v: Variable, axis: int, by: int, fill: float = 0.0) -> Variable:
+def shift(v: Variable, axis: int, by: int, fill: float = 0.0) -> Variable:
     """`v` shifted by one along `axis` (`by` = 1: toward higher indices), `fill` coming in."""
     n = v.shape[axis]
     if n == 0:
@@ -84,8 +84,8 @@ def _g_linear_scan(op: Op, g: list, need: list) -> list:
     a, out = op.inputs[0], op.outputs[0]
     axis, reverse = op.attrs["axis"], op.attrs["reverse"]
     toward = -1 if reverse else 1  # where the previous element comes from, seen from the next
-    lam = linear_scan(_shift(a, axis, -toward), g[0], axis, not reverse)
-    ga = multiply(lam, _shift(out, axis, toward)) if need[0] else None
+    lam = linear_scan(shift(a, axis, -toward), g[0], axis, not reverse)
+    ga = multiply(lam, shift(out, axis, toward)) if need[0] else None
     return [ga, lam if need[1] else None]
 
 
@@ -105,8 +105,8 @@ def _g_cumprod(op: Op, g: Variable) -> Variable:
     if x.shape[axis] == 0:
         return g
     toward = -1 if reverse else 1
-    exclusive = _shift(out, axis, toward, 1.0)
-    later = linear_scan(_shift(x, axis, -toward), g, axis, not reverse)
+    exclusive = shift(out, axis, toward, 1.0)
+    later = linear_scan(shift(x, axis, -toward), g, axis, not reverse)
     return multiply(exclusive, later)
 
 
@@ -119,20 +119,20 @@ def _g_cumulative_extreme(op: Op, g: Variable) -> Variable:
     if n == 0:
         return g
     if dtypes.is_inexact(out.dtype):  # a NaN result past the first takes no gradient (JAX's)
-        first = equal(_iota(x, axis, dtypes.default_int()), n - 1 if reverse else 0)
+        first = equal(iota(x, axis, dtypes.default_int()), n - 1 if reverse else 0)
         g = where(isnan(out) & ~first, 0.0, g)
     better = greater if op.type == "cummax" else less
     if reverse:  # the position counted from the end
         x, out = rev(x, (axis,)), rev(out, (axis,))
     prev = concatenate([window(x, axis, 0, 1), window(out, axis, 0, n - 1)], axis)
     new = better(x, prev)
-    pos = _iota(x, axis, dtypes.default_int())
+    pos = iota(x, axis, dtypes.default_int())
     is_first = equal(pos, 0)
     where_new = where(new | is_first, pos, 0)
     idx = cummax(where_new, axis, False)
     if reverse:
         idx = subtract(n - 1, rev(idx, (axis,)))
-    return _scatter_along(g, idx, axis)
+    return scatter_along(g, idx, axis)
 
 
 def _cumulative_front(name: str) -> Any:
@@ -254,7 +254,8 @@ def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None,
     return _cumulative_from(cumprod, "cumulative_prod", x, axis, dtype, include_initial, 1)
 
 
-def _expand_to(v: Variable, ndim: int, axis: int) -> Variable:
+def expand_to(v: Variable, ndim: int, axis: int) -> Variable:
+    """`v` with a new `axis` when it has one axis fewer than `ndim` (0-d stays 0-d)."""
     if v.ndim == 0:
         return v
     return expand_dims(v, axis) if v.ndim == ndim - 1 else v

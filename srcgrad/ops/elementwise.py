@@ -46,7 +46,8 @@ BOOL = np.dtype(bool)
 
 # ---------------------------------------------------------------- shape/dtype rules
 
-def _unary_rule(jfn: Callable[..., Any], float_only: bool) -> Callable[..., list[OutType]]:
+def unary_rule(jfn: Callable[..., Any], float_only: bool) -> Callable[..., list[OutType]]:
+    """The shape/dtype rule of a unary elementwise op whose jnp twin is `jfn`."""
     def infer(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
         x = inputs[0]
         if dtypes.is_inexact(x.dtype) or not (float_only or x.dtype == BOOL):
@@ -58,7 +59,8 @@ def _unary_rule(jfn: Callable[..., Any], float_only: bool) -> Callable[..., list
     return infer
 
 
-def _binary_rule(kind: str) -> Callable[..., list[OutType]]:
+def binary_rule(kind: str) -> Callable[..., list[OutType]]:
+    """The shape/dtype rule of a broadcasting binary op of `kind` (arith, divide, ...)."""
     def infer(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
         x, y = inputs
         shape = broadcast_shapes(x.shape, y.shape)
@@ -108,7 +110,7 @@ def unary(name: str, lower: str, grad: GradSpec, floating: bool = False,
     named(front, name, f"Elementwise {name} (jax.numpy semantics).")
     if fast:
         knobs["fast"] = (f"lax.{name}({{0}})", f32_f64)
-    return defop(name, _unary_rule(like or getattr(jnp, name), floating), lower, grad,
+    return defop(name, unary_rule(like or getattr(jnp, name), floating), lower, grad,
                  operands=("x",), **knobs)(front)
 
 
@@ -122,7 +124,7 @@ def binary(name: str, lower: str, grad: GradSpec, kind: str = "arith", doc: str 
         x, y = as_pair(x, y)
         return [x, y], {}
     named(front, name, doc or f"Elementwise {name} with NumPy broadcasting (jax.numpy semantics).")
-    return defop(name, _binary_rule(kind), lower, grad, export=export, operands=("x", "y"),
+    return defop(name, binary_rule(kind), lower, grad, export=export, operands=("x", "y"),
                  **knobs)(front)
 
 

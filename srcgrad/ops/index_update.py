@@ -20,7 +20,7 @@ from ..core.registry import OutType
 from .creation import arange, ones, zeros
 from ..core.declare import Emitted, defop
 from .elementwise import astype, equal, less, logical_and, maximum, minimum, multiply, where
-from .indexing import (_check_update_dtype, _expand, _has_traced, _index, _static_index, getitem,
+from .indexing import (check_update_dtype, expand_index, has_traced, index_or_sentinel, static_index, getitem,
                        scatter_add, take)
 from .shape import broadcast_to, reshape
 
@@ -31,7 +31,7 @@ def _update_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutT
         raise ShapeError(f"index_update needs a 1-D operand, 1-D integer positions and one "
                          f"update per position, got {x.type_str()}, {idx.type_str()}, "
                          f"{u.type_str()}")
-    _check_update_dtype(x, u)
+    check_update_dtype(x, u)
     return [(x.shape, x.dtype)]
 
 
@@ -93,17 +93,17 @@ def index_update(x: Variable, positions: Variable, updates: Variable, kind: str,
 def _positions(x: Variable, index: Any) -> tuple[Variable, bool]:
     """The flat position in `x` of each element of `x[index]`, and whether they are known to
     be distinct. Traced indices out of range point one past the end (the update is dropped)."""
-    if not _has_traced(index):
-        items = _expand(x, index)  # the checks and messages of getitem
+    if not has_traced(index):
+        items = expand_index(x, index)  # the checks and messages of getitem
         axis = 0
         for it in items:  # concrete indices out of range are an error, as in getitem
             if it is not None and not isinstance(it, builtins.slice):
-                _static_index(it, axis, x.shape[axis])
+                static_index(it, axis, x.shape[axis])
             axis += it is not None
         pos = np.arange(x.size, dtype=dtypes.default_int()).reshape(x.shape)[tuple(items)]
         return as_var(np.ascontiguousarray(pos)), np.unique(pos).size == pos.size
     iota = reshape(arange(x.size, dtype=dtypes.default_int()), x.shape)
-    return _index(iota, index, x.size), False
+    return index_or_sentinel(iota, index, x.size), False
 
 
 class _IndexRef:

@@ -46,7 +46,8 @@ def _dynamic_slice_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> li
     return [(attrs["sizes"], x.dtype)]
 
 
-def _check_update_dtype(x: Variable, update: Variable) -> None:
+def check_update_dtype(x: Variable, update: Variable) -> None:
+    """An update must already have the operand's dtype: a ShapeError otherwise."""
     if update.dtype != x.dtype:
         raise ShapeError(f"the update must have the operand's dtype {x.dtype.name}, got "
                          f"{update.dtype.name} (cast it with astype)")
@@ -58,7 +59,7 @@ def _dus_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType
     if u.ndim != x.ndim or len(inputs) - 2 != x.ndim or any(a > b for a, b in zip(u.shape, x.shape)):
         raise ShapeError("dynamic_update_slice needs an update no larger than the operand "
                          "and one start index per axis")
-    _check_update_dtype(x, u)
+    check_update_dtype(x, u)
     return [(x.shape, x.dtype)]
 
 
@@ -76,7 +77,7 @@ def _dyn_update_index_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) ->
     if v.shape != x.shape[:axis] + x.shape[axis + 1:]:
         raise ShapeError(f"dynamic_update_index of {x.shape} along axis {axis} needs a value of "
                          f"shape {x.shape[:axis] + x.shape[axis + 1:]}, got {v.shape}")
-    _check_update_dtype(x, v)
+    check_update_dtype(x, v)
     return [(x.shape, x.dtype)]
 
 
@@ -271,21 +272,22 @@ def one_hot(x: Any, num_classes: int, dtype: Any = None) -> Emitted:
 
 # ---------------------------------------------------------------- NumPy indexing
 
-#: An index item after `_expand`: None, a slice, a Python int, a NumPy integer array or a
+#: An index item after `expand_index`: None, a slice, a Python int, a NumPy integer array or a
 #: traced integer value (0-d or an array).
 Item = Any
 
 
-def _has_traced(index: Any) -> bool:
+def has_traced(index: Any) -> bool:
+    """Whether an index (or a tuple/list of them) holds a traced value."""
     if isinstance(index, Variable):
         return True
-    return isinstance(index, (tuple, list)) and builtins.any(_has_traced(i) for i in index)
+    return isinstance(index, (tuple, list)) and builtins.any(has_traced(i) for i in index)
 
 
 def _array_item(it: Any) -> Any:
     """A list, NumPy or JAX array as an index item: an int array, a bool mask or traced."""
     if isinstance(it, list):
-        if _has_traced(it):
+        if has_traced(it):
             from .construct import array
             return array(it)
         arr = np.asarray(it)
@@ -293,7 +295,7 @@ def _array_item(it: Any) -> Any:
     return np.asarray(it)
 
 
-def _expand(x: Variable, index: Any) -> list[Item]:
+def expand_index(x: Variable, index: Any) -> list[Item]:
     """`index` as one item per axis of `x` (plus None for new axes): lists and arrays turned
     into index arrays, concrete bool masks into their `nonzero()` arrays, Ellipsis filled in."""
     items: list[Item] = []
@@ -337,7 +339,7 @@ def _expand(x: Variable, index: Any) -> list[Item]:
     return items
 
 
-def _static_index(k: int | np.ndarray, axis: int, d: int) -> int | np.ndarray:
+def static_index(k: int | np.ndarray, axis: int, d: int) -> int | np.ndarray:
     """A concrete index checked against the axis size, negative values counted from the end."""
     if np.size(k) and not (np.all(k >= -d) and np.all(k < d)):
         bad = k if isinstance(k, int) else k[(k < -d) | (k >= d)].flat[0]
@@ -350,13 +352,13 @@ def getitem(x: Variable, index: Any) -> Variable:
     """NumPy indexing: ints, slices, None, Ellipsis, traced integer scalars and arrays, lists,
     several index arrays at once (NumPy's broadcasting and axis placement) and concrete bool
     masks. A traced index out of range clamps, as in jax.numpy."""
-    return _index(as_var(x), index, None)
+    return index_or_sentinel(as_var(x), index, None)
 
 
-def _index(x: Variable, index: Any, sentinel: int | None) -> Variable:
+def index_or_sentinel(x: Variable, index: Any, sentinel: int | None) -> Variable:
     """`x[index]`; with a `sentinel`, a traced index array out of range reads `sentinel`
     instead of clamping (for `.at` updates, which drop those)."""
-    items = _expand(x, index)
+    items = expand_index(x, index)
     start, limit, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
     reversed_axes: list[int] = []
     layout: list[str] = []  # per item: "new", "slice" or "adv" (int, traced or array)
@@ -380,7 +382,7 @@ def _index(x: Variable, index: Any, sentinel: int | None) -> Variable:
             sliced.append(n)
         else:
             if not isinstance(it, Variable):
-                it = _static_index(it, axis, d)
+                it = static_index(it, axis, d)
             adv.append((axis, it))
             layout.append("adv")
         axis += 1

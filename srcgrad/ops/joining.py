@@ -16,7 +16,7 @@ from ..base.errors import ShapeError
 from ..core.builder import as_var
 from ..core.declare import public
 from ..ir.program import Variable
-from .cumulative import _expand_to
+from .cumulative import expand_to
 from .elementwise import astype
 from .manip import atleast_1d, atleast_2d, atleast_3d, moveaxis, static_ints, window
 from .rules import norm_axis
@@ -88,7 +88,7 @@ def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Variable
     if v.ndim == a.ndim and len(pos) == 1 and v.shape[axis] != 1:
         slot = a.shape[:axis] + (v.shape[axis],) + a.shape[axis + 1:]
         pos = pos * v.shape[axis]
-    v = moveaxis(broadcast_to(v if v.ndim == a.ndim else _expand_to(v, a.ndim, axis), slot),
+    v = moveaxis(broadcast_to(v if v.ndim == a.ndim else expand_to(v, a.ndim, axis), slot),
                  axis, 0)
     a0 = moveaxis(a, axis, 0)
     pieces, start = [], 0

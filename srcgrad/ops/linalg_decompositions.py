@@ -45,46 +45,49 @@ class QRResult(NamedTuple):
 
 # ---------------------------------------------------------------- helpers
 
-def _mT(x: Variable) -> Variable:
+def matrix_t(x: Variable) -> Variable:
+    """The transpose of the last two axes (jax's `x.mT`)."""
     return swapaxes(x, -1, -2)
 
 
-def _const(value: np.ndarray, dtype: np.dtype) -> Variable:
+def const(value: np.ndarray, dtype: np.dtype) -> Variable:
+    """A constant array of `dtype` (canonicalized)."""
     return const_array(value, dtypes.canonical(dtype))
 
 
-def _eye(n: int, dtype: np.dtype, m: int | None = None) -> Variable:
-    return _const(np.eye(n, m), dtype)
+def identity_matrix(n: int, dtype: np.dtype, m: int | None = None) -> Variable:
+    """The n x m (n x n) identity as a constant of `dtype`."""
+    return const(np.eye(n, m), dtype)
 
 
 def _tril(x: Variable, k: int = 0) -> Variable:
     """The lower triangle (diagonal `k` and below) of the last two axes; zeros elsewhere."""
     mask = np.tri(x.shape[-2], x.shape[-1], k, dtype=bool)
-    return where(_const(mask, np.dtype(bool)), x, 0)
+    return where(const(mask, np.dtype(bool)), x, 0)
 
 
 def _triu(x: Variable, k: int = 0) -> Variable:
     mask = ~np.tri(x.shape[-2], x.shape[-1], k - 1, dtype=bool)
-    return where(_const(mask, np.dtype(bool)), x, 0)
+    return where(const(mask, np.dtype(bool)), x, 0)
 
 
 def _diag(v: Variable) -> Variable:
     """The matrices with diagonal `v` (last axis)."""
     n = v.shape[-1]
-    return multiply(expand_dims(v, -2), _eye(n, v.dtype))
+    return multiply(expand_dims(v, -2), identity_matrix(n, v.dtype))
 
 
-def _col(v: Variable) -> Variable:
+def column(v: Variable) -> Variable:
     """`v[..., :, None]`."""
     return expand_dims(v, -1)
 
 
-def _row(v: Variable) -> Variable:
+def row_vector(v: Variable) -> Variable:
     """`v[..., None, :]`."""
     return expand_dims(v, -2)
 
 
-def _inexact(*xs: Any) -> list[Variable]:
+def inexact_all(*xs: Any) -> list[Variable]:
     """The arguments as Variables of one floating-point dtype (as jnp's promote_dtypes_inexact)."""
     vs = [as_var(x) for x in xs]
     dt = vs[0].dtype
@@ -94,7 +97,7 @@ def _inexact(*xs: Any) -> list[Variable]:
     return [astype(v, dt) for v in vs]
 
 
-def _matrices(x: Variable, what: str, square: bool = True, floating: bool = True
+def check_matrices(x: Variable, what: str, square: bool = True, floating: bool = True
               ) -> tuple[int, int]:
     """Check that `x` is a (batch of) matrices, square if `square`, floating-point if
     `floating`; return (m, n)."""
@@ -112,7 +115,7 @@ def _matrices(x: Variable, what: str, square: bool = True, floating: bool = True
 def _square_rule(what: str) -> Any:
     def infer(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
         x = inputs[0]
-        _matrices(x, what)
+        check_matrices(x, what)
         return [(x.shape, x.dtype)]
     return infer
 
@@ -133,8 +136,8 @@ def _g_cholesky(op: Op, g: list, need: list) -> list:
     """S_bar = L^-T phi(L^T L_bar) L^-1, phi = lower triangle with the diagonal halved."""
     low = op.outputs[0]
     n = low.shape[-1]
-    phi = _const(np.tril(np.ones((n, n))) - 0.5 * np.eye(n), low.dtype)
-    p = multiply(matmul(_mT(low), g[0]), phi)
+    phi = const(np.tril(np.ones((n, n))) - 0.5 * np.eye(n), low.dtype)
+    p = multiply(matmul(matrix_t(low), g[0]), phi)
     tmp = triangular_solve(low, p, left_side=True, lower=True, transpose_a=True)
     return [_read_triangle(triangular_solve(low, tmp, left_side=False, lower=True), True)]
 
@@ -145,8 +148,8 @@ def _read_triangle(g: Variable, lower: bool) -> Variable:
     off-diagonal entry of the triangle stands for two entries, the other triangle for none.
     Symmetrizing `a` first (symmetrize_input) gives (g + g^T) / 2 either way."""
     if lower:
-        return add(_tril(g), _tril(_mT(g), -1))
-    return add(_triu(g), _triu(_mT(g), 1))
+        return add(_tril(g), _tril(matrix_t(g), -1))
+    return add(_triu(g), _triu(matrix_t(g), 1))
 
 
 @defop("cholesky", _square_rule("cholesky"), "lax.linalg.cholesky({0}, symmetrize_input=False)",
@@ -160,19 +163,19 @@ def lax_cholesky(x: Variable) -> Emitted:
 def cholesky(a: Any, *, upper: bool = False, symmetrize_input: bool = True) -> Variable:
     """jnp.linalg.cholesky: the lower (or `upper`) Cholesky factor; NaN if not positive
     definite. `symmetrize_input` uses (a + a^T) / 2, as jax does (so the gradient is symmetric)."""
-    (a,) = _inexact(a)
+    (a,) = inexact_all(a)
     if symmetrize_input:
-        _matrices(a, "linalg.cholesky")
-        a = multiply(add(a, _mT(a)), 0.5)
+        check_matrices(a, "linalg.cholesky")
+        a = multiply(add(a, matrix_t(a)), 0.5)
     low = lax_cholesky(a)
-    return _mT(low) if upper else low
+    return matrix_t(low) if upper else low
 
 
 # ---------------------------------------------------------------- triangular solve
 
 def _trisolve_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     a, b = inputs
-    _matrices(a, "triangular_solve")
+    check_matrices(a, "triangular_solve")
     if b.ndim != a.ndim or a.shape[:-2] != b.shape[:-2]:
         raise ShapeError(f"triangular_solve needs b of a's batch shape and rank, got "
                          f"{a.type_str()} and {b.type_str()}")
@@ -196,9 +199,9 @@ def _g_trisolve(op: Op, g: list, need: list) -> list:
     ga = None
     if need[0]:
         if at["left_side"]:
-            ga = matmul(x, _mT(gb)) if at["transpose_a"] else matmul(gb, _mT(x))
+            ga = matmul(x, matrix_t(gb)) if at["transpose_a"] else matmul(gb, matrix_t(x))
         else:
-            ga = matmul(_mT(gb), x) if at["transpose_a"] else matmul(_mT(x), gb)
+            ga = matmul(matrix_t(gb), x) if at["transpose_a"] else matmul(matrix_t(x), gb)
         unit = 1 if at["unit_diagonal"] else 0
         ga = negative(_tril(ga, -unit) if at["lower"] else _triu(ga, unit))
     return [ga, gb if need[1] else None]
@@ -229,11 +232,11 @@ def solve_triangular(a: Any, b: Any, trans: int | str = 0, lower: bool = False,
     transpose = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}.get(trans)
     if transpose is None:
         raise ShapeError(f"invalid trans value {trans!r} (0, 1, 2, 'N', 'T' or 'C')", op=what)
-    a, b = _inexact(a, b)
-    _matrices(a, what)
+    a, b = inexact_all(a, b)
+    check_matrices(a, what)
     vector = b.ndim == 1
     if vector:
-        b = _col(b)
+        b = column(b)
     if b.ndim < 2 or b.shape[-2] != a.shape[-1]:
         raise ShapeError(f"b must be (n,) or (..., n, k) for a {a.type_str()}, got "
                          f"{b.type_str()}", op=what)
@@ -249,7 +252,7 @@ def solve_triangular(a: Any, b: Any, trans: int | str = 0, lower: bool = False,
 
 def _eigh_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     a = inputs[0]
-    _matrices(a, "eigh")
+    check_matrices(a, "eigh")
     return [(a.shape, a.dtype), (a.shape[:-1], a.dtype)]
 
 
@@ -260,10 +263,10 @@ def _g_eigh(op: Op, g: list, need: list) -> list:
     gv, gw = g
     inner = _diag(gw)
     if not _known_zero(gv):
-        eye = _eye(w.shape[-1], w.dtype)
-        f = subtract(reciprocal(add(eye, subtract(_row(w), _col(w)))), eye)
-        inner = add(inner, multiply(f, matmul(_mT(v), gv)))
-    return [_read_triangle(matmul(v, matmul(inner, _mT(v))), op.attrs["lower"])]
+        eye = identity_matrix(w.shape[-1], w.dtype)
+        f = subtract(reciprocal(add(eye, subtract(row_vector(w), column(w)))), eye)
+        inner = add(inner, multiply(f, matmul(matrix_t(v), gv)))
+    return [_read_triangle(matmul(v, matmul(inner, matrix_t(v))), op.attrs["lower"])]
 
 
 register("eigh", _eigh_rule,
@@ -278,10 +281,10 @@ def eigh(a: Any, UPLO: str | None = None, symmetrize_input: bool = True) -> Eigh
     (a + a^T) / 2 as jax does. Gradients need distinct eigenvalues."""
     if UPLO not in (None, "L", "U"):
         raise ShapeError(f"UPLO must be None, 'L' or 'U', got {UPLO!r}", op="linalg.eigh")
-    (a,) = _inexact(a)
+    (a,) = inexact_all(a)
     if symmetrize_input:
-        _matrices(a, "linalg.eigh")
-        a = multiply(add(a, _mT(a)), 0.5)
+        check_matrices(a, "linalg.eigh")
+        a = multiply(add(a, matrix_t(a)), 0.5)
     v, w = emit("eigh", [a], {"lower": UPLO != "U"})
     return EighResult(w, v)
 
@@ -290,7 +293,7 @@ def eigh(a: Any, UPLO: str | None = None, symmetrize_input: bool = True) -> Eigh
 
 def _svd_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     a = inputs[0]
-    m, n = _matrices(a, "svd", square=False)
+    m, n = check_matrices(a, "svd", square=False)
     k = min(m, n)
     batch = a.shape[:-2]
     s = (batch + (k,), a.dtype)
@@ -309,31 +312,31 @@ def _g_svd(op: Op, g: list, need: list) -> list:
     m, n = a.shape[-2:]
     if not op.attrs["compute_uv"]:
         u, s, vh = emit("svd", [a], {"full_matrices": False, "compute_uv": True})
-        return [matmul(multiply(u, _row(g[0])), vh)]
+        return [matmul(multiply(u, row_vector(g[0])), vh)]
     if op.attrs["full_matrices"] and m != n:
         raise GradientError(f"svd with full_matrices=True of a non-square {a.type_str()} has "
                             "no gradient (the extra singular vectors are not unique); use "
                             "full_matrices=False", op="svd", loc=op.loc)
     u, s, vh = op.outputs
     gu, gs, gvh = g
-    eye = _eye(s.shape[-1], s.dtype)
+    eye = identity_matrix(s.shape[-1], s.dtype)
     s2 = multiply(s, s)
-    f = subtract(reciprocal(add(eye, subtract(_row(s2), _col(s2)))), eye)
+    f = subtract(reciprocal(add(eye, subtract(row_vector(s2), column(s2)))), eye)
     core = _diag(gs)
     with_u, with_v = not _known_zero(gu), not _known_zero(gvh)
     if with_u:
-        j = multiply(f, matmul(_mT(u), gu))
-        core = add(core, multiply(add(j, _mT(j)), _row(s)))
+        j = multiply(f, matmul(matrix_t(u), gu))
+        core = add(core, multiply(add(j, matrix_t(j)), row_vector(s)))
     if with_v:
-        k = multiply(f, matmul(vh, _mT(gvh)))
-        core = add(core, multiply(_col(s), add(k, _mT(k))))
+        k = multiply(f, matmul(vh, matrix_t(gvh)))
+        core = add(core, multiply(column(s), add(k, matrix_t(k))))
     ga = matmul(u, matmul(core, vh))
     if m > n and with_u:
-        rest = subtract(gu, matmul(u, matmul(_mT(u), gu)))
-        ga = add(ga, matmul(divide(rest, _row(s)), vh))
+        rest = subtract(gu, matmul(u, matmul(matrix_t(u), gu)))
+        ga = add(ga, matmul(divide(rest, row_vector(s)), vh))
     if n > m and with_v:
-        rest = subtract(gvh, matmul(matmul(gvh, _mT(vh)), vh))
-        ga = add(ga, matmul(u, divide(rest, _col(s))))
+        rest = subtract(gvh, matmul(matmul(gvh, matrix_t(vh)), vh))
+        ga = add(ga, matmul(u, divide(rest, column(s))))
     return [ga]
 
 
@@ -353,7 +356,7 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: 
     what = "linalg.svd"
     if hermitian or subset_by_index is not None:
         raise ShapeError("hermitian=True and subset_by_index are not supported", op=what)
-    (a,) = _inexact(a)
+    (a,) = inexact_all(a)
     outs = emit("svd", [a], {"full_matrices": bool(full_matrices),
                              "compute_uv": bool(compute_uv)})
     return SVDResult(*outs) if compute_uv else outs[0]
@@ -363,7 +366,7 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: 
 
 def _qr_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     a = inputs[0]
-    m, n = _matrices(a, "qr", square=False)
+    m, n = check_matrices(a, "qr", square=False)
     k = m if attrs["full_matrices"] else min(m, n)
     return [(a.shape[:-2] + (m, k), a.dtype), (a.shape[:-2] + (k, n), a.dtype)]
 
@@ -371,8 +374,8 @@ def _qr_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]
 def _qr_thin_vjp(q: Variable, r: Variable, gq: Variable, gr: Variable) -> Variable:
     """The adjoint of jax's thin-QR JVP (m >= n): a_bar = (Q N + Q_bar) R^-T,
     M = R_bar R^T - Q^T Q_bar, N = M - tril(M - M^T, -1)."""
-    mm = subtract(matmul(gr, _mT(r)), matmul(_mT(q), gq))
-    nn = subtract(mm, _tril(subtract(mm, _mT(mm)), -1))
+    mm = subtract(matmul(gr, matrix_t(r)), matmul(matrix_t(q), gq))
+    nn = subtract(mm, _tril(subtract(mm, matrix_t(mm)), -1))
     return triangular_solve(r, add(matmul(q, nn), gq), left_side=False, lower=False,
                             transpose_a=True)
 
@@ -389,7 +392,7 @@ def _g_qr(op: Op, g: list, need: list) -> list:
         return [_qr_thin_vjp(q, r, gq, gr)]
     # Wide: a = [a1 a2] with q r1 = a1 (square) and r2 = q^T a2.
     a2, r1, gr1, gr2 = a[..., :, m:], r[..., :, :m], gr[..., :, :m], gr[..., :, m:]
-    ga1 = _qr_thin_vjp(q, r1, add(gq, matmul(a2, _mT(gr2))), gr1)
+    ga1 = _qr_thin_vjp(q, r1, add(gq, matmul(a2, matrix_t(gr2))), gr1)
     return [concatenate([ga1, matmul(q, gr2)], a.ndim - 1)]
 
 
@@ -403,7 +406,7 @@ def qr(a: Any, mode: str = "reduced") -> QRResult | Variable:
     if mode not in ("reduced", "complete", "r"):
         raise ShapeError(f"mode must be 'reduced', 'complete' or 'r', got {mode!r}",
                          op="linalg.qr")
-    (a,) = _inexact(a)
+    (a,) = inexact_all(a)
     q, r = emit("qr", [a], {"full_matrices": mode == "complete"})
     return r if mode == "r" else QRResult(q, r)
 
@@ -412,13 +415,13 @@ def qr(a: Any, mode: str = "reduced") -> QRResult | Variable:
 
 def _lu_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     a = inputs[0]
-    m, n = _matrices(a, "lu", square=False)
+    m, n = check_matrices(a, "lu", square=False)
     i32 = np.dtype(np.int32)
     return [(a.shape, a.dtype), (a.shape[:-2] + (min(m, n),), i32), (a.shape[:-2] + (m,), i32)]
 
 
 def _zeros(shape: tuple[int, ...], dtype: np.dtype) -> Variable:
-    return broadcast_to(_const(np.zeros(()), dtype), shape)
+    return broadcast_to(const(np.zeros(()), dtype), shape)
 
 
 def _lu_factors(lu: Variable) -> tuple[Variable, Variable]:
@@ -432,7 +435,7 @@ def _lu_factors(lu: Variable) -> tuple[Variable, Variable]:
     if n > k:
         up = concatenate([up, _zeros((*batch, n - k, n), lu.dtype)], lu.ndim - 2)
     pad = np.diag(np.arange(n) >= k).astype(float)
-    return add(low, _eye(m, lu.dtype)), add(up, _const(pad, lu.dtype))
+    return add(low, identity_matrix(m, lu.dtype)), add(up, const(pad, lu.dtype))
 
 
 def _g_lu(op: Op, g: list, need: list) -> list:
@@ -440,11 +443,11 @@ def _g_lu(op: Op, g: list, need: list) -> list:
     triu(X) U, so a_bar = P^T L^-T [tril(L^T g, -1) + triu(g U^T)] U^-T."""
     lu, _, perm = op.outputs
     low, up = _lu_factors(lu)
-    z = add(_tril(matmul(_mT(low), g[0]), -1), _triu(matmul(g[0], _mT(up))))
+    z = add(_tril(matmul(matrix_t(low), g[0]), -1), _triu(matmul(g[0], matrix_t(up))))
     w = triangular_solve(low, z, left_side=True, lower=True, transpose_a=True, unit_diagonal=True)
     w = triangular_solve(up, w, left_side=False, lower=False, transpose_a=True)
     p = one_hot(perm, lu.shape[-2], dtype=lu.dtype)
-    return [matmul(_mT(p), w)]
+    return [matmul(matrix_t(p), w)]
 
 
 register("lu", _lu_rule, "lax.linalg.lu({0})", _g_lu, public="linalg.lu")
@@ -459,11 +462,11 @@ def lax_lu(a: Variable) -> list[Variable]:
 def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False,
        check_finite: bool = True) -> tuple[Variable, ...]:
     """jax.scipy.linalg.lu: (p, l, u) with a = p @ l @ u, or (p @ l, u) if `permute_l`."""
-    (a,) = _inexact(a)
+    (a,) = inexact_all(a)
     packed, _, perm = lax_lu(a)
     m, n = a.shape[-2:]
     k = min(m, n)
-    p = _mT(one_hot(perm, m, dtype=a.dtype))
-    low = add(_tril(packed[..., :, :k], -1), _eye(m, a.dtype, k))
+    p = matrix_t(one_hot(perm, m, dtype=a.dtype))
+    low = add(_tril(packed[..., :, :k], -1), identity_matrix(m, a.dtype, k))
     up = _triu(packed[..., :k, :])
     return (matmul(p, low), up) if permute_l else (p, low, up)

@@ -18,7 +18,7 @@ from ..ir.program import Op, Variable
 from ..core.registry import OutType, register
 from .rules import broadcast_shapes, norm_axis
 from ..core.declare import Emitted, defop, public_in
-from .linalg_decompositions import (_col, _const, _eye, _inexact, _matrices, _mT, _row, lax_lu, svd,
+from .linalg_decompositions import (column, const, identity_matrix, inexact_all, check_matrices, matrix_t, row_vector, lax_lu, svd,
                                     triangular_solve)
 from .elementwise import (abs, add, astype, isfinite, logical_not, multiply, negative, not_equal,
                           power, reciprocal, sqrt, subtract, where)
@@ -39,14 +39,14 @@ class SlogdetResult(NamedTuple):
 def _inv_t(a: Variable) -> Variable:
     """inv(a)^T, as solve(a^T, I)."""
     n = a.shape[-1]
-    return solve(_mT(a), broadcast_to(_eye(n, a.dtype), a.shape))
+    return solve(matrix_t(a), broadcast_to(identity_matrix(n, a.dtype), a.shape))
 
 
 # ---------------------------------------------------------------- solve, det, slogdet, inv
 
 def _solve_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     a, b = inputs
-    m, _ = _matrices(a, "solve")
+    m, _ = check_matrices(a, "solve")
     dt = dtypes.promote(a.dtype, b.dtype)
     if b.ndim == 1:
         if b.shape[0] != m:
@@ -63,31 +63,31 @@ def _g_solve(op: Op, g: list, need: list) -> list:
     a, b = op.inputs
     x = op.outputs[0]
     if b.ndim == 1:
-        gb = solve(_mT(a), _col(g[0]))
-        ga = negative(matmul(gb, _row(x))) if need[0] else None
+        gb = solve(matrix_t(a), column(g[0]))
+        ga = negative(matmul(gb, row_vector(x))) if need[0] else None
         return [ga, reshape(gb, gb.shape[:-1]) if need[1] else None]
-    gb = solve(_mT(a), g[0])
-    return [negative(matmul(gb, _mT(x))) if need[0] else None, gb if need[1] else None]
+    gb = solve(matrix_t(a), g[0])
+    return [negative(matmul(gb, matrix_t(x))) if need[0] else None, gb if need[1] else None]
 
 
 @defop("solve", _solve_rule, "jnp.linalg.solve({0}, {1})", _g_solve, namespace="linalg")
 def solve(a: Any, b: Any) -> Emitted:
     """jnp.linalg.solve: x with a x = b; b is (m,) or (..., m, k), batch dimensions broadcast."""
-    a, b = _inexact(a, b)
+    a, b = inexact_all(a, b)
     return [a, b], {}
 
 
 @public_in("linalg")
 def inv(a: Any) -> Variable:
     """jnp.linalg.inv: solve(a, I)."""
-    (a,) = _inexact(a)
-    _matrices(a, "linalg.inv")
-    return solve(a, broadcast_to(_eye(a.shape[-1], a.dtype), a.shape))
+    (a,) = inexact_all(a)
+    check_matrices(a, "linalg.inv")
+    return solve(a, broadcast_to(identity_matrix(a.shape[-1], a.dtype), a.shape))
 
 
 def _det_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     a = inputs[0]
-    _matrices(a, "det")
+    check_matrices(a, "det")
     return [(a.shape[:-2], a.dtype)]
 
 
@@ -103,7 +103,7 @@ def _cofactors(a: Variable) -> Variable:
     if n > 3:
         return _lu_cofactors(a)
     if n == 1:
-        return broadcast_to(_const(np.ones(()), a.dtype), a.shape)
+        return broadcast_to(const(np.ones(()), a.dtype), a.shape)
 
     def e(i: int, j: int) -> Variable:
         return a[..., i % n, j % n]
@@ -127,17 +127,17 @@ def _lu_cofactors(a: Variable) -> Variable:
     zero pivot before the last) the result is zero, as JAX's.
     """
     n = a.shape[-1]
-    packed, pivots, perm = lax_lu(_mT(a))
-    diag = reduce_sum(multiply(packed, _eye(n, a.dtype)), -1)
-    swapped = not_equal(pivots, _const(np.arange(n, dtype=np.int32), np.dtype(np.int32)))
+    packed, pivots, perm = lax_lu(matrix_t(a))
+    diag = reduce_sum(multiply(packed, identity_matrix(n, a.dtype)), -1)
+    swapped = not_equal(pivots, const(np.arange(n, dtype=np.int32), np.dtype(np.int32)))
     sign = reduce_prod(where(swapped, -1.0, 1.0), -1)
     det_ = multiply(sign, reduce_prod(diag, -1))
     first = multiply(sign, reduce_prod(diag[..., :-1], -1))
-    corner = _const(np.arange(n * n).reshape(n, n) == n * n - 1, np.dtype(bool))
+    corner = const(np.arange(n * n).reshape(n, n) == n * n - 1, np.dtype(bool))
     up = where(corner, expand_dims(reciprocal(first), (-1, -2)), packed)
     x = triangular_solve(packed, one_hot(perm, n, dtype=a.dtype), left_side=True, lower=True,
                          unit_diagonal=True)
-    last_row = _const(np.arange(n).reshape(n, 1) == n - 1, np.dtype(bool))
+    last_row = const(np.arange(n).reshape(n, 1) == n - 1, np.dtype(bool))
     x = multiply(x, where(last_row, 1.0, expand_dims(det_, (-1, -2))))
     x = triangular_solve(up, x, left_side=True, lower=False)
     failed = logical_not(isfinite(reduce_sum(x, (-2, -1))))
@@ -147,13 +147,13 @@ def _lu_cofactors(a: Variable) -> Variable:
 @defop("det", _det_rule, "jnp.linalg.det({0})", _g_det, namespace="linalg")
 def det(a: Any) -> Emitted:
     """jnp.linalg.det."""
-    (a,) = _inexact(a)
+    (a,) = inexact_all(a)
     return [a], {}
 
 
 def _slogdet_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     a = inputs[0]
-    _matrices(a, "slogdet")
+    check_matrices(a, "slogdet")
     return [(a.shape[:-2], a.dtype)] * 2
 
 
@@ -171,7 +171,7 @@ def slogdet(a: Any, *, method: str | None = None) -> SlogdetResult:
     """jnp.linalg.slogdet: (sign, log|det|) from an LU factorization."""
     if method not in (None, "lu"):
         raise ShapeError(f"method {method!r} is not supported (None or 'lu')", op="linalg.slogdet")
-    (a,) = _inexact(a)
+    (a,) = inexact_all(a)
     sign, logabsdet = emit("slogdet", [a])
     return SlogdetResult(sign, logabsdet)
 
@@ -180,7 +180,7 @@ def slogdet(a: Any, *, method: str | None = None) -> SlogdetResult:
 
 def _pinv_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     a = inputs[0]
-    m, n = _matrices(a, "pinv", square=False)
+    m, n = check_matrices(a, "pinv", square=False)
     return [(a.shape[:-2] + (n, m), a.dtype)]
 
 
@@ -189,9 +189,9 @@ def _g_pinv(op: Op, g: list, need: list) -> list:
     a_bar = -p^T g p^T + (I - a p) g^T p p^T + p^T p g^T (I - p a)."""
     a, p = op.inputs[0], op.outputs[0]
     m, n = a.shape[-2:]
-    pt, gt = _mT(p), _mT(g[0])
-    left = subtract(_eye(m, a.dtype), matmul(a, p))
-    right = subtract(_eye(n, a.dtype), matmul(p, a))
+    pt, gt = matrix_t(p), matrix_t(g[0])
+    left = subtract(identity_matrix(m, a.dtype), matmul(a, p))
+    right = subtract(identity_matrix(n, a.dtype), matmul(p, a))
     return [add(negative(matmul(pt, matmul(g[0], pt))),
                 add(matmul(left, matmul(gt, matmul(p, pt))),
                     matmul(matmul(pt, p), matmul(gt, right))))]
@@ -211,7 +211,7 @@ def pinv(a: Any, rtol: float | None = None, hermitian: bool = False, *,
         rtol = rcond
     if isinstance(rtol, Variable) or (rtol is not None and np.ndim(rtol)):
         raise ShapeError("rtol must be a Python number or None", op=what)
-    (a,) = _inexact(a)
+    (a,) = inexact_all(a)
     return [a], {"rtol": None if rtol is None else float(rtol)}
 
 
@@ -220,12 +220,12 @@ def matrix_power(a: Any, n: int) -> Variable:
     """jnp.linalg.matrix_power: a^n for an integer n (negative: of inv(a)), by squaring."""
     what = "linalg.matrix_power"
     a = as_var(a)
-    _matrices(a, what, floating=False)
+    check_matrices(a, what, floating=False)
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
         raise ShapeError(f"the exponent must be an integer, got {n!r}", op=what)
     n = int(n)
     if n == 0:
-        return broadcast_to(_eye(a.shape[-1], a.dtype), a.shape)
+        return broadcast_to(identity_matrix(a.shape[-1], a.dtype), a.shape)
     if n < 0:
         a, n = inv(a), -n
     if n == 3:  # as jax multiplies
@@ -284,7 +284,7 @@ def norm(x: Any, ord: Any = None, axis: int | tuple[int, ...] | None = None,
     """jnp.linalg.norm: a vector norm over one axis (ord None/2, 1, inf, -inf, 0, any p), a
     matrix norm over two (None/'fro', 'nuc', 1, -1, 2, -2, inf, -inf); with axis None, the
     2-norm of the flattened array if ord is None, else the vector/matrix norm of a 1-D/2-D x."""
-    (x,) = _inexact(x)
+    (x,) = inexact_all(x)
     if axis is None:
         if ord is None:
             return sqrt(reduce_sum(multiply(x, x), None, keepdims=keepdims))
@@ -317,7 +317,7 @@ def trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = 
     mask = np.eye(x.shape[a1], x.shape[a2], offset, dtype=bool)
     shape = [1] * x.ndim
     shape[a1], shape[a2] = x.shape[a1], x.shape[a2]
-    picked = where(_const(mask.reshape(shape) if a1 < a2 else mask.T.reshape(shape), np.dtype(bool)),
+    picked = where(const(mask.reshape(shape) if a1 < a2 else mask.T.reshape(shape), np.dtype(bool)),
                    x, 0)
     out = reduce_sum(picked, (a1, a2), dtype=dtype)
     return out if dtype is None else astype(out, dtype)  # (sg.sum widens an int dtype=)

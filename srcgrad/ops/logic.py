@@ -29,7 +29,7 @@ from .elementwise import (
     where,
 )
 from .operands import promoted
-from .reduce import Axis, _no_out, sum
+from .reduce import Axis, refuse_out, sum
 from .rules import broadcast_shapes
 
 BOOL = np.dtype(bool)
@@ -80,7 +80,8 @@ def array_equiv(a1: Any, a2: Any) -> Variable:
     return all(a1 == a2)
 
 
-def _bool(x: Variable) -> Variable:
+def as_bool(x: Variable) -> Variable:
+    """`x` as bools: itself if it is bool, else `x != 0`."""
     return x if x.dtype == BOOL else x != 0
 
 
@@ -88,10 +89,10 @@ def _bool(x: Variable) -> Variable:
 def all(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False, *,
         where: Any = None) -> Variable:
     """jnp.all: True where no element (along `axis`) is zero."""
-    _no_out("all", out)
-    b = logical_not(_bool(as_var(a)))
+    refuse_out("all", out)
+    b = logical_not(as_bool(as_var(a)))
     if where is not None:
-        b = b & _bool(as_var(where))
+        b = b & as_bool(as_var(where))
     return sum(b, axis, keepdims=keepdims) == 0
 
 
@@ -99,10 +100,10 @@ def all(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False, *,
 def any(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False, *,
         where: Any = None) -> Variable:
     """jnp.any: True where some element (along `axis`) is nonzero."""
-    _no_out("any", out)
-    b = _bool(as_var(a))
+    refuse_out("any", out)
+    b = as_bool(as_var(a))
     if where is not None:
-        b = b & _bool(as_var(where))
+        b = b & as_bool(as_var(where))
     return sum(b, axis, keepdims=keepdims) > 0
 
 

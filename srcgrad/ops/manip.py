@@ -83,7 +83,7 @@ def gather_static(x: Variable, axis: int, idx: Sequence[int]) -> Variable:
     return concatenate(pieces, axis) if len(pieces) > 1 else pieces[0]
 
 
-def _scatter_along(g: Variable, idx: Variable, axis: int) -> Variable:
+def scatter_along(g: Variable, idx: Variable, axis: int) -> Variable:
     """`out[..., idx[..., j, ...], ...] += g[..., j, ...]` along `axis` (idx has g's shape): the
     rows flattened into one axis, so one `scatter_add` does every row."""
     gt, it = moveaxis(g, axis, -1), moveaxis(idx, axis, -1)
@@ -96,7 +96,7 @@ def _scatter_along(g: Variable, idx: Variable, axis: int) -> Variable:
     return moveaxis(reshape(out, gt.shape), -1, axis)
 
 
-def _iota(x: Variable, axis: int, dtype: np.dtype) -> Variable:
+def iota(x: Variable, axis: int, dtype: np.dtype) -> Variable:
     """The position along `axis`, broadcast to `x`'s shape."""
     shape = [1] * x.ndim
     shape[axis] = x.shape[axis]

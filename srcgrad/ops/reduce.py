@@ -39,7 +39,8 @@ def _reduce_rule(kind: str) -> Any:
     return infer
 
 
-def _no_out(name: str, out: Any) -> None:
+def refuse_out(name: str, out: Any) -> None:
+    """NumPy's `out=`: refused (JAX arrays are immutable), naming the function `name`."""
     if out is not None:
         raise ShapeError("out= is not supported (JAX arrays are immutable); use the result",
                          op=name)
@@ -54,7 +55,7 @@ def reduction(name: str, public_name: str, lower: str, grad: GradSpec, kind: str
     def front(x: Any, axis: Axis = None, dtype: Any = None, out: None = None,
               keepdims: bool = False, initial: Any = None,
               where: Any = None) -> Variable | tuple[list[Variable], dict]:
-        _no_out(public_name, out)
+        refuse_out(public_name, out)
         x = as_var(x)
         if initial is not None or where is not None:
             return _with_initial(op, public_name, x, axis, dtype, keepdims, initial, where)
@@ -107,7 +108,7 @@ def _with_initial(op: Any, name: str, x: Variable, axis: Axis, dtype: Any, keepd
 def _averaged(name: str, x: Any, axis: Axis, dtype: Any, out: None
               ) -> tuple[Variable, tuple[int, ...], int]:
     """`x` in the floating dtype an average is taken in, the reduced axes and their size."""
-    _no_out(name, out)
+    refuse_out(name, out)
     x = as_var(x)
     if dtype is not None:
         x = astype(x, dtype)
@@ -130,7 +131,7 @@ def _arg(name: str, kind: str) -> Any:
     """Declare argmax/argmin: the index of the extreme along one axis (None: flattened)."""
     def front(x: Any, axis: int | None = None, out: None = None,
               keepdims: bool = False) -> Variable | tuple[list[Variable], dict]:
-        _no_out(name, out)
+        refuse_out(name, out)
         x = as_var(x)
         if axis is None:
             from .shape import reshape
@@ -161,7 +162,7 @@ def _g_prod(op: Op, g: Variable) -> Variable:
     from both ends, multiplied. No division, so it is exact where the slice holds zeros,
     infinities or NaN (0 * inf is NaN only where jax.grad's is)."""
     from .shape import reshape, transpose
-    from .cumulative import _shift, lax_cumprod
+    from .cumulative import shift, lax_cumprod
     x = op.inputs[0]
     axes = op.attrs["axes"]
     kept = [a for a in range(x.ndim) if a not in axes]
@@ -170,8 +171,8 @@ def _g_prod(op: Op, g: Variable) -> Variable:
     n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
     flat = reshape(moved, moved.shape[:len(kept)] + (n,))
     last = flat.ndim - 1
-    before = _shift(lax_cumprod(flat, last), last, 1, 1.0)
-    after = _shift(lax_cumprod(flat, last, True), last, -1, 1.0)
+    before = shift(lax_cumprod(flat, last), last, 1, 1.0)
+    after = shift(lax_cumprod(flat, last, True), last, -1, 1.0)
     others = transpose(reshape(before * after, moved.shape), list(np.argsort(perm)))
     return multiply(expand_reduced(g, op), others)
 

@@ -23,7 +23,7 @@ from .creation import arange, full
 from ..core.declare import public
 from .elementwise import (astype, less, where)
 from .indexing import take
-from .manip import _scatter_along, flip, moveaxis
+from .manip import scatter_along, flip, moveaxis
 from .shape import ravel
 from .shape import broadcast_to, concatenate, expand_dims, reshape, rev, swapaxes
 from .operands import checked_axis, promoted
@@ -53,13 +53,13 @@ def _lower_sort(args: list[str], attrs: dict[str, str]) -> str:
 
 
 def _g_sort(op: Op, g: list, need: list) -> list:
-    return [_scatter_along(g[0], op.outputs[1], op.attrs["axis"])]
+    return [scatter_along(g[0], op.outputs[1], op.attrs["axis"])]
 
 
 register("sort", _sort_rule, _lower_sort, _g_sort, public="sort")
 
 
-def _sorted(name: str, a: Any, axis: int | None, kind: None, order: None, stable: bool,
+def sort_with_permutation(name: str, a: Any, axis: int | None, kind: None, order: None, stable: bool,
             descending: bool) -> list[Variable]:
     """The sort row's outputs: the values and the permutation (jnp.argsort's)."""
     if kind is not None or order is not None:
@@ -79,19 +79,19 @@ def sort(a: Any, axis: int | None = -1, *, kind: None = None, order: None = None
     descending). Descending is the ascending sort reversed, as jnp's, so that the gradient of
     tied values goes where jax.grad sends it."""
     if not descending:
-        return _sorted("sort", a, axis, kind, order, stable, False)[0]
+        return sort_with_permutation("sort", a, axis, kind, order, stable, False)[0]
     x = as_var(a)
     if axis is None:
         x, axis = ravel(x), 0
     ax = norm_axis(axis, x.ndim)
-    return rev(_sorted("sort", x, ax, kind, order, stable, False)[0], (ax,))
+    return rev(sort_with_permutation("sort", x, ax, kind, order, stable, False)[0], (ax,))
 
 
 @public
 def argsort(a: Any, axis: int | None = -1, *, kind: None = None, order: None = None,
             stable: bool = True, descending: bool = False, dtype: Any = None) -> Variable:
     """jnp.argsort(a, axis=-1, *, stable=True, descending=False, dtype=None)."""
-    idx = _sorted("argsort", a, axis, kind, order, stable, descending)[1]
+    idx = sort_with_permutation("argsort", a, axis, kind, order, stable, descending)[1]
     return idx if dtype is None else astype(idx, dtype)
 
 

@@ -25,7 +25,7 @@ from .elementwise import (astype, ceil, clip, floor, isnan, logical_not, maximum
 from .manip import moveaxis
 from .shape import ravel
 from .elementwise import where as _where
-from .reduce import _no_out, Axis, argmax, argmin, max, mean, min, prod, sum
+from .reduce import refuse_out, Axis, argmax, argmin, max, mean, min, prod, sum
 from .shape import concatenate, expand_dims, reshape, stack
 from .sorting import searchsorted, sort, take_along_axis
 from .cumulative import cumprod, cumsum, diff
@@ -35,7 +35,7 @@ from . import elementwise as E, reduce as R
 from .sets import bincount
 from .index_routines import ix_, ravel_multi_index
 from .construct import linspace
-from .logic import _bool
+from .logic import as_bool
 
 BOOL = np.dtype(bool)
 
@@ -66,13 +66,13 @@ def amin(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
 @public
 def count_nonzero(a: Any, axis: Axis = None, keepdims: bool = False) -> Variable:
     """jnp.count_nonzero: the number of nonzero elements (default int dtype)."""
-    return sum(_bool(as_var(a)), axis, keepdims=keepdims)
+    return sum(as_bool(as_var(a)), axis, keepdims=keepdims)
 
 
 @public
 def ptp(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False) -> Variable:
     """jnp.ptp: max - min (peak to peak)."""
-    _no_out("ptp", out)
+    refuse_out("ptp", out)
     return max(a, axis, keepdims=keepdims) - min(a, axis, keepdims=keepdims)
 
 
@@ -117,7 +117,7 @@ def _float(a: Any, dtype: Any = None) -> Variable:
 def nanmean(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
             keepdims: bool = False, where: Any = None) -> Variable:
     """jnp.nanmean: the mean of the non-NaN elements (NaN where there are none)."""
-    _no_out("nanmean", out)
+    refuse_out("nanmean", out)
     a = _float(a, dtype)
     zeroed, nan = _nan_to(a, 0.0)
     return sum(zeroed, axis, keepdims=keepdims) / _valid_count(a, nan, axis, keepdims, a.dtype)
@@ -127,7 +127,7 @@ def nanmean(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
 def nanvar(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
            keepdims: bool = False, where: Any = None) -> Variable:
     """jnp.nanvar: the variance of the non-NaN elements."""
-    _no_out("nanvar", out)
+    refuse_out("nanvar", out)
     a = _float(a, dtype)
     zeroed, nan = _nan_to(a, 0.0)
     mean = nanmean(a, axis, keepdims=True)
@@ -162,7 +162,7 @@ def _nan_extreme(name: str, a: Any, axis: Axis, keepdims: bool, initial: Any, wh
 def nanmax(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
            initial: Any = None, where: Any = None) -> Variable:
     """jnp.nanmax: max ignoring NaNs (NaN where all are NaN)."""
-    _no_out("nanmax", out)
+    refuse_out("nanmax", out)
     return _nan_extreme("max", a, axis, keepdims, initial, where)
 
 
@@ -170,7 +170,7 @@ def nanmax(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
 def nanmin(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
            initial: Any = None, where: Any = None) -> Variable:
     """jnp.nanmin: min ignoring NaNs (NaN where all are NaN)."""
-    _no_out("nanmin", out)
+    refuse_out("nanmin", out)
     return _nan_extreme("min", a, axis, keepdims, initial, where)
 
 
@@ -188,7 +188,7 @@ def _nan_arg(name: str, a: Any, axis: int | None, keepdims: bool) -> Variable:
 def nanargmax(a: Any, axis: int | None = None, out: None = None,
               keepdims: bool = False) -> Variable:
     """jnp.nanargmax: argmax ignoring NaNs (-1 where all are NaN)."""
-    _no_out("nanargmax", out)
+    refuse_out("nanargmax", out)
     return _nan_arg("max", a, axis, keepdims)
 
 
@@ -196,7 +196,7 @@ def nanargmax(a: Any, axis: int | None = None, out: None = None,
 def nanargmin(a: Any, axis: int | None = None, out: None = None,
               keepdims: bool = False) -> Variable:
     """jnp.nanargmin: argmin ignoring NaNs (-1 where all are NaN)."""
-    _no_out("nanargmin", out)
+    refuse_out("nanargmin", out)
     return _nan_arg("min", a, axis, keepdims)
 
 
@@ -268,7 +268,7 @@ def quantile(a: Any, q: Any, axis: int | None = None, out: None = None,
              keepdims: bool = False) -> Variable:
     """jnp.quantile(a, q, axis=None, method='linear', keepdims=False): q in [0, 1], a scalar
     or 1-D (traced too); NaN where a slice holds a NaN."""
-    _no_out("quantile", out)
+    refuse_out("quantile", out)
     return _quantile("quantile", a, q, axis, method, keepdims, False)
 
 
@@ -277,7 +277,7 @@ def nanquantile(a: Any, q: Any, axis: int | None = None, out: None = None,
                 overwrite_input: bool = False, method: str = "linear",
                 keepdims: bool = False) -> Variable:
     """jnp.nanquantile: quantile of the non-NaN elements."""
-    _no_out("nanquantile", out)
+    refuse_out("nanquantile", out)
     return _quantile("nanquantile", a, q, axis, method, keepdims, True)
 
 
@@ -286,7 +286,7 @@ def percentile(a: Any, q: Any, axis: int | None = None, out: None = None,
                overwrite_input: bool = False, method: str = "linear",
                keepdims: bool = False) -> Variable:
     """jnp.percentile: quantile(a, q / 100)."""
-    _no_out("percentile", out)
+    refuse_out("percentile", out)
     return _quantile("percentile", a, _float(q) / 100.0, axis, method, keepdims, False)
 
 
@@ -295,7 +295,7 @@ def nanpercentile(a: Any, q: Any, axis: int | None = None, out: None = None,
                   overwrite_input: bool = False, method: str = "linear",
                   keepdims: bool = False) -> Variable:
     """jnp.nanpercentile: nanquantile(a, q / 100)."""
-    _no_out("nanpercentile", out)
+    refuse_out("nanpercentile", out)
     return _quantile("nanpercentile", a, _float(q) / 100.0, axis, method, keepdims, True)
 
 
@@ -303,7 +303,7 @@ def nanpercentile(a: Any, q: Any, axis: int | None = None, out: None = None,
 def median(a: Any, axis: int | None = None, out: None = None, overwrite_input: bool = False,
            keepdims: bool = False) -> Variable:
     """jnp.median: quantile(a, 0.5, method='midpoint')."""
-    _no_out("median", out)
+    refuse_out("median", out)
     return _quantile("median", a, 0.5, axis, "midpoint", keepdims, False)
 
 
@@ -311,7 +311,7 @@ def median(a: Any, axis: int | None = None, out: None = None, overwrite_input: b
 def nanmedian(a: Any, axis: int | None = None, out: None = None,
               overwrite_input: bool = False, keepdims: bool = False) -> Variable:
     """jnp.nanmedian: nanquantile(a, 0.5, method='midpoint')."""
-    _no_out("nanmedian", out)
+    refuse_out("nanmedian", out)
     return _quantile("nanmedian", a, 0.5, axis, "midpoint", keepdims, True)
 
 
