@@ -100,3 +100,28 @@ def test_a_value_that_changes_in_the_loop_is_still_recorded() -> None:
         return jnp.sum(lax.fori_loop(0, 5, lambda i, c: c * 0.9 + jnp.sin(c) * jnp.exp(a * i), x))
     assert [s for s in _stacks(sg.source(sg.grad(f, (0, 1)), X, A)) if s[0].startswith("exp")]
     check_grads(f, (X, A), jax_fun=f_jnp)
+
+
+def test_one_invariance_rule_keeps_effects_barriers_and_carried_work_in_the_loop() -> None:
+    """The rule both the tracer and the emitter use (ir.analysis.loop_invariant_ops): a
+    transpose of an outer array may leave the loop; a print (an effect: once per iteration),
+    an optimization barrier (it orders work inside its block) and work on the carried value
+    stay. The emitted body still holds the barrier and the print."""
+    from srcgrad.ir.analysis import loop_invariant_ops
+    from srcgrad.ops.remat import barrier
+
+    def f(x: Any, w: Any) -> Any:
+        def body(i: Any, c: Any) -> Any:
+            wt = w.T
+            sg.debug.print("w = {w}", w=w)
+            return c @ wt + sg.sum(barrier(w))
+        return sg.sum(sg.fori_loop(0, 3, body, x))
+
+    x, w = np.ones((2, 3), np.float32), np.ones((3, 3), np.float32)
+    loop = next(op for op in sg.trace(f, x, w).blocks[0].ops if op.type == "while")
+    body = loop.attrs["body"]
+    moved = loop_invariant_ops(body.ops, body.params)
+    assert [op.type for op in moved if op.inputs] == ["transpose"]  # (and the constant 1)
+    src = sg.source(sg.jit(f), x, w)
+    body_src = src[src.index("def body_"):]
+    assert "optimization_barrier" in body_src and "debug.print" in body_src

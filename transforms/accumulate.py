@@ -1,6 +1,5 @@
 """Gradient accumulation shared by the loop grad makers (transforms/control_grad.py and
-transforms/treeverse.py): adding a per-iteration gradient to its accumulator, and telling a
-gradient that is all zeros by construction.
+transforms/treeverse.py): adding a per-iteration gradient to its accumulator.
 
 Layer L4 (transforms): see docs/design.md.
 """
@@ -10,13 +9,6 @@ from srcgrad.ir.analysis import producer
 from srcgrad.ir.program import Variable
 from srcgrad.ops.elementwise import add
 from srcgrad.ops.indexing import dynamic_index, dynamic_update_index
-
-
-def is_zero(v: Variable) -> bool:
-    """True for a gradient the walker filled with zeros (an output not on the loss's path)."""
-    src = producer(v)
-    return src is not None and (src.type == "fill_zeros_like" or (
-        src.type == "fill_constant" and src.attrs["value"] == 0))
 
 
 def accumulate(acc: Variable, g: Variable) -> Variable:

@@ -19,8 +19,10 @@ from srcgrad.ir.program import Block, Op, Variable
 from srcgrad.ops.creation import zeros
 
 from .backward import backward_block
-from .passes import (emit_at, free_vars, live_ops, repoint_checks, residual_name, replace_op,
-                     residuals, shape_only_reads, substitute)
+from srcgrad.ir.analysis import free_vars, live_ops
+
+from .passes import (emit_at, repoint_checks, replace_op, residual_name, residuals,
+                     shape_only_reads, substitute)
 from .replay import Rebuild
 
 

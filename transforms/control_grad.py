@@ -54,13 +54,16 @@ from srcgrad.ops.elementwise import add, less, less_equal, logical_and, subtract
 from srcgrad.ops.indexing import dynamic_index, dynamic_update_index
 from srcgrad.ops.reduce import max as reduce_max
 from srcgrad.core.registry import REGISTRY, ZERO
+from srcgrad.ops.grad_helpers import is_known_zero
 
-from .accumulate import accumulate, is_zero
+from .accumulate import accumulate
 from .backward import backward_block, forward_requires
 from .replay import Rebuild, replayed
 from .treeverse import outputs_unused, treeverse_grad
-from .passes import (const_scalar, emit_at, emit_before, free_vars, live_ops, producer,
-                     repoint_checks, shape_only_reads, replace_op, residuals, substitute)
+from srcgrad.ir.analysis import free_vars, live_ops, producer
+
+from .passes import (const_scalar, emit_at, emit_before, repoint_checks, replace_op, residuals,
+                     shape_only_reads, substitute)
 
 #: Stack capacity of an unbounded loop on its first run; overflow reruns with a larger one.
 INITIAL_CAPACITY = 64
@@ -100,7 +103,7 @@ def _carried(body: Block, gs: list, init_need: list[bool], caps: list[Variable])
     gradient chain is neither built nor recorded.
     """
     carried = _carried_requires(body, init_need, caps)
-    useful = {j for j in carried if not is_zero(gs[j])}
+    useful = {j for j in carried if not is_known_zero(gs[j])}
     while True:
         reach = _influences(body, [body.results[j] for j in useful])
         new = useful | {j for j in carried if body.params[j] in reach}

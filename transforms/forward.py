@@ -36,7 +36,7 @@ from srcgrad.ops.shape import broadcast_to
 from srcgrad.core.registry import LINEAR, MULTILINEAR, REGISTRY, ZERO
 
 from .backward import backward_block, forward_requires
-from .passes import free_vars, live_ops
+from srcgrad.ir.analysis import free_vars, live_ops
 
 Tangents = MutableMapping[Variable, Variable]
 #: rule(op, input tangents (None: zero), all tangents so far) -> one tangent per output

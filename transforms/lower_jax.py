@@ -20,7 +20,7 @@ from srcgrad.core.verify import check
 
 from .loading import Canonical, Lowered, Source, load
 from .naming import identifier
-from .passes import live_ops, loop_invariant
+from srcgrad.ir.analysis import live_ops, loop_invariant_ops
 
 _SAFE_STR = re.compile(r"^[A-Za-z0-9_,\->]*$")
 #: Array constants of at most this many elements are written into the source; larger ones
@@ -166,6 +166,14 @@ class _Frame:
         return [v for v in reads if v not in defined]
 
 
+def _cheap(op: Op) -> bool:
+    """An op worth computing once before a loop: its result is no larger than its largest
+    input (the transposes and reshapes of captured weights that grad makers emit; XLA does
+    not move such ops out of while loops on its own). Constants stay, for XLA to fold."""
+    return bool(op.inputs and op.outputs) and (
+        max(v.size for v in op.outputs) <= max(v.size for v in op.inputs))
+
+
 class Emitter:
     """Writes one module: the program's function, one line per op, then one top-level
     function per sub-block (so nesting depth is not bounded by Python's indentation limit).
@@ -223,7 +231,10 @@ class Emitter:
         arg = "operands" if kind in ("true", "false", "branch") else "carry"
         ops: Sequence[Op] = block.ops
         if kind == "body":
-            hoisted, ops = loop_invariant(live_ops(ops, block.results), block)
+            ops = live_ops(ops, block.results)
+            hoisted = loop_invariant_ops(ops, block.params, _cheap)
+            moved = set(hoisted)
+            ops = [op for op in ops if op not in moved]
             self.emit_ops(hoisted, [v for op in hoisted for v in op.outputs])
         slot = len(self.functions)
         self.functions.append([])

@@ -1,10 +1,9 @@
 """IR passes shared by the backward pass and the lowering.
 
 Small rewrites over blocks and the analyses only transforms need (the IR analyses that every
-layer uses -- live ops, free values, block walks -- are srcgrad/analysis.py, re-exported
-here): which forward values a grad block reads, renaming uses, splitting a
-loop body into loop-invariant and per-iteration ops, emitting ops at a position of a block,
-and re-pointing capacity checks. Nothing here emits source or builds
+layer uses -- live ops, free values, block walks, loop invariance -- are
+srcgrad/ir/analysis.py): which forward values a grad block reads, renaming uses, emitting ops
+at a position of a block, and re-pointing capacity checks. Nothing here emits source or builds
 gradients, so `backward` and `lower_jax` both import this module and not each other.
 
 Layer L4 (transforms): see docs/design.md.
@@ -12,14 +11,11 @@ Layer L4 (transforms): see docs/design.md.
 from __future__ import annotations
 
 import re
-
 from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
-from srcgrad.ir.analysis import has_effect
-from srcgrad.ir.analysis import (free_vars, live_ops, producer, walk_blocks)  # noqa: F401  (re-exported)
-from srcgrad.core.registry import recomputable  # noqa: F401  (re-exported)
+from srcgrad.ir.analysis import producer, walk_blocks
 from srcgrad.core.builder import constant_pool
 from srcgrad.ir.program import Block, Op, Program, Variable
 
@@ -95,27 +91,6 @@ def replace_op(old: Op, new: Op, made: Sequence[Block]) -> None:
     prog = block.program
     prog.capacity_checks = [(lid, v, new if op is old else op)
                             for lid, v, op in prog.capacity_checks]
-
-
-def loop_invariant(ops: Sequence[Op], body: Block) -> tuple[list[Op], list[Op]]:
-    """Split a loop body's ops into those computed once before the loop and the rest.
-
-    An op is hoisted when it reads only values from outside the body (or of hoisted ops) and
-    its result is no larger than its largest input: the transposes and reshapes of captured
-    weights that grad makers emit. XLA does not hoist such cheap ops out of while loops on
-    its own. Ops without inputs (constants) stay in the body, where XLA folds them.
-    """
-    inner = set(body.params)
-    hoisted, rest = [], []
-    for op in ops:
-        if (op.inputs and op.outputs and not op.sub_blocks() and op.type != "fill_zeros_like"
-                and not has_effect(op) and not any(v in inner for v in op.inputs)
-                and max(v.size for v in op.outputs) <= max(v.size for v in op.inputs)):
-            hoisted.append(op)
-        else:
-            rest.append(op)
-            inner.update(op.outputs)
-    return hoisted, rest
 
 
 T = TypeVar("T")

@@ -33,8 +33,9 @@ from srcgrad.ops.elementwise import (add, astype, equal, floor_divide, greater, 
 from srcgrad.ops.indexing import dynamic_index, dynamic_update_index, scatter_add
 from srcgrad.ops.reduce import sum as reduce_sum
 from srcgrad.ops.shape import reshape
+from srcgrad.ops.grad_helpers import is_known_zero
 
-from .accumulate import accumulate, is_zero
+from .accumulate import accumulate
 from .backward import backward_block
 
 INT32 = np.dtype(np.int32)
@@ -100,7 +101,7 @@ def outputs_unused(op: Op, gs: list) -> bool:
     do in a second-order gradient, which then records the loop as any other)."""
     info: Treeverse = op.attrs["treeverse"]
     m = info.n_leaves
-    return all(g is None or is_zero(g) for g in gs[1 + m:])
+    return all(g is None or is_known_zero(g) for g in gs[1 + m:])
 
 
 def treeverse_grad(op: Op, gs: list, need: list, carried: list[int],

@@ -30,7 +30,7 @@ from ..base.errors import GradientError, SrcgradError, user_location
 from ..ir.program import Block, Op, Variable
 from ..ops.creation import zeros
 from ..core.registry import OutType, register
-from ..transforms.accumulate import is_zero
+from ..ops.grad_helpers import is_known_zero
 from ..transforms.forward import backward_segment, retraced
 from ..ir.analysis import free_vars, live_ops
 from ..base.traceback_filter import api_boundary
@@ -272,7 +272,7 @@ def _through_fwd(op: Op, gs: list, need: list) -> list:
     start = len(block.ops)
     copies = [as_var(v) for v in tree_flatten(tuple(a["fwd"](*tree_unflatten(
         a["in_tree"], op.inputs[:n]))))[0]]
-    seeds = [(c, g) for c, g in zip(copies, gs) if g is not None and not is_zero(g)]
+    seeds = [(c, g) for c, g in zip(copies, gs) if g is not None and not is_known_zero(g)]
     wrt = list(dict.fromkeys(v for v, nd in zip(op.inputs[:n], need) if nd))
     got = backward_segment(block, start, seeds, wrt) if seeds else {}
     _own(block, start, op)

@@ -17,7 +17,7 @@ from ..ir.program import Block, Variable
 from ..ops.blocks import build_while
 from ..ops.creation import zeros
 from ..ops.elementwise import astype, not_equal
-from ..transforms.passes import free_vars
+from ..ir.analysis import free_vars
 from .jumps import RET
 from .undefined import Undefined, undefined
 

@@ -30,8 +30,9 @@ from ..core import dispatch
 from ..base.errors import GradientError, SrcgradError, user_location
 from ..ir.program import Op, Variable
 from ..ops.creation import zeros
+from ..ops.grad_helpers import is_known_zero
 from ..core.registry import OutType, register
-from ..transforms.passes import producer
+from ..ir.analysis import producer
 
 tree_flatten, tree_unflatten = jax.tree_util.tree_flatten, jax.tree_util.tree_unflatten
 Avals = tuple[tuple[tuple[int, ...], np.dtype], ...]
@@ -258,12 +259,6 @@ def _lower(em: Any, op: Op) -> None:
     em.assign(op.outputs, f"_consts[{len(em.consts) - 1}]({args})", unpack=True)
 
 
-def _is_zero(v: Variable) -> bool:
-    src = producer(v)
-    return src is not None and (src.type == "fill_zeros_like" or (
-        src.type == "fill_constant" and src.attrs.get("value") == 0))
-
-
 def _refuse(op: Op, spec: JaxFn, why: str | None = None) -> GradientError:
     return GradientError(f"JAX cannot differentiate {spec.name} ({why or spec.no_vjp}); it is "
                          "on the differentiated path", op="jax_op", loc=op.loc)
@@ -285,7 +280,7 @@ def _derived(op: Op, kind: str, inputs: list[Variable]) -> list[Variable]:
 def _grad(op: Op, gs: list, need: list) -> list:
     spec: JaxFn = op.attrs["fn"]
     k = spec.n_out
-    live = [g is not None and not _is_zero(g) and dtypes.is_inexact(o.dtype)
+    live = [g is not None and not is_known_zero(g) and dtypes.is_inexact(o.dtype)
             for g, o in zip(gs, op.outputs)]
     if not any(need[i] for i in spec.diff) or not any(live):
         return [None] * len(op.inputs)  # no cotangent reaches it (JAX's symbolic zero)

@@ -7,7 +7,7 @@ Layer L1 (the IR): see docs/design.md.
 """
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from .program import Block, Op, Variable
 
@@ -32,6 +32,32 @@ def has_effect(op: Op) -> bool:
     if not op.block.program.effects:
         return False
     return any(has_effect(o) for sub in op.sub_blocks() for o in sub.ops)
+
+
+#: Ops that stay in the block they were traced in, though their inputs do not change in a loop:
+#: a barrier orders a computation inside its block; fill_zeros_like is left for XLA to fold.
+PINNED = frozenset({"optimization_barrier", "fill_zeros_like"})
+
+
+def loop_invariant_ops(ops: Sequence[Op], params: Sequence[Variable],
+                       movable: Callable[[Op], bool] = lambda op: True) -> list[Op]:
+    """The ops of a loop body (`ops`, in order; `params` its carried values) that compute the
+    same values in every iteration and may be computed once before the loop: each reads only
+    values from outside the body or of other such ops, holds no sub-block, has no effect (an
+    effect stays in its loop, once per iteration), is not PINNED, and is `movable`.
+
+    The one loop-invariance rule. Its two users differ only in `movable`: a loop traced by
+    ops/blocks.py moves the work a gradient would record (`hoist_invariants`), the emitter
+    (transforms/lower_jax.py) the cheap ops XLA does not move on its own."""
+    varying = set(params)
+    out = []
+    for op in ops:
+        if (op.sub_blocks() or op.type in PINNED or has_effect(op) or not movable(op)
+                or any(v in varying for v in op.inputs)):
+            varying.update(op.outputs)
+        else:
+            out.append(op)
+    return out
 
 
 def live_ops(ops: Sequence[Op], needed: Sequence[Variable]) -> list[Op]:

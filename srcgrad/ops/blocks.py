@@ -15,13 +15,11 @@ from ..base import conversion
 from ..base.errors import SrcgradError
 from ..core.builder import active_program, as_var, emit
 from ..core.registry import recomputable
-from ..ir.analysis import free_vars, has_effect
+from ..ir.analysis import free_vars, loop_invariant_ops
 from ..ir.program import Block, Op, Variable
 from .elementwise import add, less, logical_and
 
 BOOL = np.dtype(bool)
-#: Ops that stay where they were traced: a barrier orders a computation inside its block.
-_PINNED = ("optimization_barrier", "fill_zeros_like")
 
 
 def hoist_invariants(body: Block, parent: Block) -> list[Op]:
@@ -32,14 +30,7 @@ def hoist_invariants(body: Block, parent: Block) -> list[Op]:
     reads any enclosing value, so a gradient reads it too instead of recording it every
     iteration; the forward computes it once (XLA hoists it out of the loop anyway).
     Returns the moved ops, in order."""
-    varying = set(body.params)
-    invariant: dict[Variable, Op] = {}
-    for op in body.ops:
-        if (op.sub_blocks() or op.type in _PINNED or has_effect(op)
-                or any(v in varying for v in op.inputs)):
-            varying.update(op.outputs)
-        else:
-            invariant.update(dict.fromkeys(op.outputs, op))
+    invariant = {v: op for op in loop_invariant_ops(body.ops, body.params) for v in op.outputs}
     need: set[Op] = set()
     todo = [op for op in dict.fromkeys(invariant.values()) if op.inputs and not recomputable(op)]
     while todo:

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 from ..core.builder import emit1
 from ..base.errors import ShapeError
+from ..ir.analysis import producer
 from ..ir.program import Op, Shape, Variable
 from ..core.registry import LINEAR, ZERO, OutType
 from .rules import broadcast_shapes, same
@@ -35,6 +36,16 @@ def assign(x: Variable, base: str | None = None) -> Variable:
 def add_n(xs: Sequence[Variable], base: str | None = None) -> Variable:
     """Fluid's `sum` op: the elementwise sum of same-typed values (gradient fan-in)."""
     return emit1("sum", list(xs), base=base)
+
+
+def is_known_zero(g: Variable) -> bool:
+    """True for a gradient that is zeros by construction: made by `fill_zeros_like` (the
+    backward walk's zeros for an output nothing differentiates) or by a `fill_constant` of 0.
+    A grad maker drops a term of it, as JAX drops symbolic zeros, rather than computing it
+    (inf * 0 is nan); a loop's grad maker leaves its carry out."""
+    src = producer(g)
+    return src is not None and (src.type == "fill_zeros_like" or (
+        src.type == "fill_constant" and src.attrs.get("value") == 0))
 
 
 @defop("fill_zeros_like", same, "jnp.zeros_like({0})", ZERO, export=False)

@@ -22,6 +22,7 @@ from ..core.registry import OutType, register
 from .rules import broadcast_shapes, require_float
 from ..core.declare import Emitted, defop, public_in
 from .elementwise import add, astype, divide, multiply, negative, reciprocal, subtract, where
+from .grad_helpers import is_known_zero
 from .indexing import one_hot
 from .contraction import const_array, matmul
 from .shape import broadcast_to, concatenate, expand_dims, reshape, swapaxes
@@ -118,16 +119,6 @@ def _square_rule(what: str) -> Any:
         check_matrices(x, what)
         return [(x.shape, x.dtype)]
     return infer
-
-
-def _known_zero(g: Variable) -> bool:
-    """True for the zeros the backward walk fills in for an output nothing differentiates (so
-    a term of it is dropped, as JAX drops symbolic zeros, not computed as inf * 0)."""
-    for op in reversed(g.block.ops):
-        if any(o is g for o in op.outputs):
-            return op.type == "fill_zeros_like" or (
-                op.type == "fill_constant" and op.attrs["value"] == 0)
-    return False
 
 
 # ---------------------------------------------------------------- cholesky
@@ -262,7 +253,7 @@ def _g_eigh(op: Op, g: list, need: list) -> list:
     v, w = op.outputs
     gv, gw = g
     inner = _diag(gw)
-    if not _known_zero(gv):
+    if not is_known_zero(gv):
         eye = identity_matrix(w.shape[-1], w.dtype)
         f = subtract(reciprocal(add(eye, subtract(row_vector(w), column(w)))), eye)
         inner = add(inner, multiply(f, matmul(matrix_t(v), gv)))
@@ -323,7 +314,7 @@ def _g_svd(op: Op, g: list, need: list) -> list:
     s2 = multiply(s, s)
     f = subtract(reciprocal(add(eye, subtract(row_vector(s2), column(s2)))), eye)
     core = _diag(gs)
-    with_u, with_v = not _known_zero(gu), not _known_zero(gvh)
+    with_u, with_v = not is_known_zero(gu), not is_known_zero(gvh)
     if with_u:
         j = multiply(f, matmul(matrix_t(u), gu))
         core = add(core, multiply(add(j, matrix_t(j)), row_vector(s)))
