@@ -56,7 +56,7 @@ def run(names: Sequence[str] | None = None, quick: bool = False, settings: Setti
             log(f"running {name} ...")
             try:
                 rows += _run_one(name, quick, s, titles)
-            except Exception as e:  # noqa: BLE001  (reported, the other workloads still run)
+            except Exception as e:  # reported, the other workloads still run
                 if strict:
                     raise
                 log(f"{name} failed: {type(e).__name__}: {e}")

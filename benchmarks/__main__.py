@@ -18,9 +18,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", choices=NAMES, metavar="NAME",
                     help=f"run only this workload (repeatable): {', '.join(NAMES)}")
     ap.add_argument("--reps", type=int, help="steady-state samples per variant (default 21)")
-    ap.add_argument("--out", type=Path,
-                    help=f"write the markdown report here (default: {DOC.relative_to(DOC.parents[1])} "
-                         "on a full run; nothing with --quick or --only)")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        help=f"write the markdown report here (default: {DOC.relative_to(DOC.parents[1])} "
+        "on a full run; nothing with --quick or --only)",
+    )
     args = ap.parse_args(argv)
     settings = Settings(reps=2, first_reps=1, sample_s=0.0) if args.quick else Settings()
     if args.reps:
@@ -36,7 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     if out is not None:
         command = "python -m benchmarks " + " ".join(argv if argv is not None else sys.argv[1:])
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(markdown(rows, command.strip(), titles, elapsed, existing_analysis(out), load))
+        out.write_text(
+            markdown(rows, command.strip(), titles, elapsed, existing_analysis(out), load)
+        )
         print(f"wrote {out}", file=sys.stderr)
     return 0
 

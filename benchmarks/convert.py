@@ -105,7 +105,9 @@ def run(quick: bool = False) -> list[tuple[str, str, float, float]]:
         _first(py, args), _first(hand, args)  # warm what every first call shares
         firsts = {"py": [], "hand": []}
         for r in range(reps):
-            for k, make in ((("py", py), ("hand", hand)) if r % 2 == 0 else (("hand", hand), ("py", py))):
+            for k, make in (
+                (("py", py), ("hand", hand)) if r % 2 == 0 else (("hand", hand), ("py", py))
+            ):
                 firsts[k].append(_first(make, args))
         rows.append((name, "first gradient", statistics.median(firsts["py"]) * 1e3,
                      statistics.median(firsts["hand"]) * 1e3))
@@ -118,7 +120,9 @@ def run(quick: bool = False) -> list[tuple[str, str, float, float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.convert", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks.convert", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("--quick", action="store_true", help="tiny sizes, one repetition")
     args = ap.parse_args(argv)
     print(f"{'workload':<14}{'figure':<16}{'converted ms':>14}{'sg.* loops ms':>15}{'ratio':>8}")

@@ -107,9 +107,14 @@ def build(quick: bool) -> Workload:
     pairs = [Pair(s, p) for s in ("from_jax max_iters", "from_jax capacity search")
              for p in ("eqx checkpointed", "implicit by hand", "srcgrad while_loop")]
     pairs.append(Pair(f"from_jax checkpoints={K}", f"eqx checkpoints={K}"))
-    return Workload("from_jax", f"JAX fixed point z = tanh(Wz + x) to tol {TOL:g} through "
-                    f"sg.from_jax, dim {args[1].shape[0]}, {trips} iterations, max_steps {max_steps}",
-                    args, variants, pairs)
+    return Workload(
+        "from_jax",
+        f"JAX fixed point z = tanh(Wz + x) to tol {TOL:g} through "
+        f"sg.from_jax, dim {args[1].shape[0]}, {trips} iterations, max_steps {max_steps}",
+        args,
+        variants,
+        pairs,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

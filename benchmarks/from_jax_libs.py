@@ -3,7 +3,8 @@
 optimistix, lineax run their rules as sg.jax_op).
 
 Each gradient is compiled and warmed up, then both are timed in alternation (`--reps`
-rounds of up to `--calls` calls each, fewer for slow steps: rounds of about 0.3 ms). Prints a markdown table: the fastest round of each (the
+rounds of up to `--calls` calls each, fewer for slow steps: rounds of about 0.3 ms). Prints a
+markdown table: the fastest round of each (the
 figure least disturbed by other load on a shared machine: steps take tens of microseconds),
 their ratio, and the median of the per-round ratios.
 

@@ -128,7 +128,11 @@ def run_size(name: str, sizes: list[int], batch: int, s: Settings, steps: int) -
         block(imp.step())
         block(jit())
         if i == 0:
-            after_first = (sg.autograd.compile_count(), len(eager.PROGRAMS), jit.compiled._cache_size())
+            after_first = (
+                sg.autograd.compile_count(),
+                len(eager.PROGRAMS),
+                jit.compiled._cache_size(),
+            )
     rows = [Row(name, f"backward compiles, {steps} steps", "",
                 float(sg.autograd.compile_count() - backward0), float(jit.compiled._cache_size()),
                 "imperative", "jax.jit"),

@@ -26,21 +26,21 @@ import os
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
                                    "intra_op_parallelism_threads=1")
 
-import argparse  # noqa: E402
-import gc  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import tracemalloc  # noqa: E402
-from typing import Any, Callable  # noqa: E402
+import argparse
+import gc
+import sys
+import time
+import tracemalloc
+from typing import Any, Callable
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
 
-import srcgrad as sg  # noqa: E402
+import srcgrad as sg
 
-from .harness import Row, block, interleaved  # noqa: E402
-from .report import text_table  # noqa: E402
+from .harness import Row, block, interleaved
+from .report import text_table
 
 LR = 0.01
 
@@ -263,10 +263,13 @@ def rnn_rows(reps: int, vocab: int = 50, dim: int = 32) -> list[Row]:
                     models[name].step, warm if p == warmup else one if p == fixed else sentences))
     rows = [warmup, *passes, fixed]
     if torch is None:
-        return [Row("imperative", f"RNN step, {p}", "ms", float(np.median(samples[p]["srcgrad"])) * 1e3,
-                    float("nan"), "srcgrad", "-") for p in rows]
-    return [_pair(f"RNN step, {p}", "srcgrad", "pytorch", samples[p], 2.0 if p == passes[0] else None)
-            for p in rows]
+        return [Row("imperative", f"RNN step, {p}", "ms",
+                    float(np.median(samples[p]["srcgrad"])) * 1e3, float("nan"), "srcgrad", "-")
+                for p in rows]
+    return [
+        _pair(f"RNN step, {p}", "srcgrad", "pytorch", samples[p], 2.0 if p == passes[0] else None)
+        for p in rows
+    ]
 
 
 def record_rows(reps: int, n: int = 200) -> list[Row]:

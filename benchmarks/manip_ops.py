@@ -23,7 +23,8 @@ Op = tuple[Callable[[Any], Any], Callable[[Any], Any], tuple[int, ...]]
 
 OPS: dict[str, Op] = {
     "sort (256, 1024) axis -1": (lambda x: sg.sort(x), lambda x: jnp.sort(x), (256, 1024)),
-    "cumsum (256, 1024) axis 1": (lambda x: sg.cumsum(x, 1), lambda x: jnp.cumsum(x, 1), (256, 1024)),
+    "cumsum (256, 1024) axis 1": (lambda x: sg.cumsum(x, 1), lambda x: jnp.cumsum(x, 1),
+                                  (256, 1024)),
     "cumprod (256, 1024) axis 1": (lambda x: sg.cumprod(x, 1), lambda x: jnp.cumprod(x, 1),
                                    (256, 1024)),
     "cummax (256, 1024) axis 1": (lambda x: sg.cummax(x, 1), lambda x: jax.lax.cummax(x, 1),

@@ -42,16 +42,20 @@ def _report(name: str, w: Workload, reps: int) -> None:
             samples[v.name].append(_once(w, v))
     for v_name, s in samples.items():
         trace, comp, run, kernels = np.median(np.array(s), axis=0)
-        print(f"{name} {v_name}: trace+lower {trace * 1e3:.1f} ms, XLA compile {comp * 1e3:.1f} ms, "
-              f"first run {run * 1e3:.1f} ms, total {(trace + comp + run) * 1e3:.1f} ms, "
-              f"{kernels:.0f} fusions")
+        print(
+            f"{name} {v_name}: trace+lower {trace * 1e3:.1f} ms, XLA compile {comp * 1e3:.1f} ms, "
+            f"first run {run * 1e3:.1f} ms, total {(trace + comp + run) * 1e3:.1f} ms, "
+            f"{kernels:.0f} fusions"
+        )
 
 
 def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     args = [a for a in argv if a != "--quick"]
     if not args or args[0] not in WORKLOADS or args[0] == "while":
-        raise SystemExit("usage: python -m benchmarks.phases {mlp,cnn,transformer,rnn} [REPS] [--quick]")
+        raise SystemExit(
+            "usage: python -m benchmarks.phases {mlp,cnn,transformer,rnn} [REPS] [--quick]"
+        )
     name, reps = args[0], int(args[1]) if len(args) > 1 else 9
     cache = jax.config.jax_enable_compilation_cache
     jax.config.update("jax_enable_compilation_cache", False)  # every round compiles afresh

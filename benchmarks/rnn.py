@@ -39,5 +39,10 @@ def build(quick: bool) -> Workload:
          "wh": init.normal(hidden, hidden, scale=0.9 * hidden ** -0.5),
          "b": init.dense(hidden, hidden)[1], "wo": init.dense(hidden, 8)[0]}
     args = (p, init.normal(steps, batch, n_in), init.normal(batch, 8))
-    return Workload("rnn", f"RNN {steps} steps, hidden {hidden}, input {n_in}, batch {batch}",
-                    args, train_step_pair(loss_sg, loss_jax), [Pair("srcgrad", "jax", STEP_TARGETS)])
+    return Workload(
+        "rnn",
+        f"RNN {steps} steps, hidden {hidden}, input {n_in}, batch {batch}",
+        args,
+        train_step_pair(loss_sg, loss_jax),
+        [Pair("srcgrad", "jax", STEP_TARGETS)],
+    )

@@ -8,11 +8,7 @@ Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 
-from .wiring import connect as _connect
-
-_connect()
-
-from . import linalg, scipy  # noqa: E402
+from . import linalg, scipy
 from . import ops as _ops
 from .api.functional import (Transformed, append_backward, gradients, grad, jit, source, trace,
                              value_and_grad, vjp)
@@ -33,6 +29,9 @@ from . import autograd, debug, nn, optim, random
 from .imperative.tensor import Tensor, tensor
 from .tools.graphviz import render, to_dot
 from .convert import convert, no_convert
+from .wiring import connect as _connect
+
+_connect()
 
 __version__ = "0.1.0"
 
@@ -47,8 +46,8 @@ __all__ = [
     "append_backward", "compile", "verify",
     # imperative mode and pictures
     "autograd", "nn", "optim", "random", "Tensor", "tensor", "to_dot", "render",
-    # printing and stopping inside traced code
-    "debug",
+    # printing and stopping inside traced code; settings and the caches of compiled code
+    "debug", "config", "clear_caches", "cache_info",
     # errors
     "SrcgradError", "TraceError", "ShapeError", "GradientError", "VerifyError",
     # the ops (control flow, then every declared op), and the sg.linalg and sg.scipy namespaces

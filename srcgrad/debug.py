@@ -25,7 +25,7 @@ def _concrete(x: Any) -> Any:
     return jnp.asarray(np.asarray(x)) if isinstance(x, Tensor) else x
 
 
-def print(fmt: str, *args: Any, **kwargs: Any) -> None:  # noqa: A001  (jax.debug's name)
+def print(fmt: str, *args: Any, **kwargs: Any) -> None:  # jax.debug's name
     """jax.debug.print(fmt, *args, **kwargs): `fmt` is formatted with `str.format` over the
     values when the program runs. Each argument is one array (a Python number or a list is
     taken as an array)."""
@@ -37,7 +37,7 @@ def print(fmt: str, *args: Any, **kwargs: Any) -> None:  # noqa: A001  (jax.debu
                     **{k: _concrete(v) for k, v in kwargs.items()})
 
 
-def breakpoint() -> None:  # noqa: A001  (jax.debug's name)
+def breakpoint() -> None:  # jax.debug's name
     """jax.debug.breakpoint(): stop in the debugger when the compiled program gets here (at
     once outside a trace)."""
     if dispatch.tracing(()):

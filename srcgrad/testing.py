@@ -6,7 +6,8 @@
 `check_grads` compares srcgrad's gradients with central finite differences along random
 directions in float64, and with `jax.grad` of `jax_fun` when one is given. Without global
 x64 it runs the comparison in a float64 scope (`jax.enable_x64(True)`) and leaves the
-setting as it was, so float32 programs are checked without `jax_enable_x64`. The strategies need `hypothesis` (the
+setting as it was, so float32 programs are checked without `jax_enable_x64`. The strategies need
+`hypothesis` (the
 `test` extra).
 
 Layer L6 (front ends): see docs/design.md.
@@ -21,7 +22,8 @@ import numpy as np
 
 from .api import functional as api
 from .base import dtypes
-from .ops import multiply, reduce
+from .ops import reduce
+from .ops.elementwise import multiply
 
 
 def _scalarize(fun: Callable[..., Any], cts: list[np.ndarray], reduce_sum: Callable, mul: Callable
@@ -36,7 +38,9 @@ def _scalarize(fun: Callable[..., Any], cts: list[np.ndarray], reduce_sum: Calla
     return scalar
 
 
-def _directional(f: Callable[..., Any], args: list[np.ndarray], v: list[np.ndarray], eps: float) -> float:
+def _directional(
+    f: Callable[..., Any], args: list[np.ndarray], v: list[np.ndarray], eps: float
+) -> float:
     plus = f(*[a + eps * d for a, d in zip(args, v)])
     minus = f(*[a - eps * d for a, d in zip(args, v)])
     return float((np.asarray(plus) - np.asarray(minus)) / (2 * eps))
@@ -159,8 +163,13 @@ def _compare_to_jax(f: Callable, jf: Callable, args: list, argnums: tuple, order
                                                    zip(jax.grad(jf, argnums)(*x), v)),
                                     argnums))(*args)
         for i, (a, b) in enumerate(zip(hv_ours, hv_jax)):
-            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol * 10, atol=atol * 10,
-                                       err_msg=f"second derivative of argument {i} differs from JAX")
+            np.testing.assert_allclose(
+                np.asarray(a),
+                np.asarray(b),
+                rtol=rtol * 10,
+                atol=atol * 10,
+                err_msg=f"second derivative of argument {i} differs from JAX",
+            )
 
 
 # ---------------------------------------------------------------- hypothesis strategies

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import os
 
-from . import convert
 from .base import conversion, errors
 from .compiled import eager
-from .convert import runtime
+from .convert import convert_for_retry, explain_failure, runtime, wants_conversion
 from .core import dispatch, habits, verify
 from .imperative import autograd, setitem, tensor
 from .ir import array_methods, printer, program
@@ -27,9 +26,9 @@ def connect() -> None:
     # L0 base: what the error messages and the conversion retry need from above.
     errors.TRACED_TYPES.set((program.Variable,))
     errors.register_internal_dir(os.path.dirname(os.path.abspath(control_grad.__file__)))
-    conversion.CONVERT.set(convert.convert_for_retry)
-    conversion.WANTS_CONVERSION.set(convert.wants_conversion)
-    conversion.EXPLAIN_FAILURE.set(convert.explain_failure)
+    conversion.CONVERT.set(convert_for_retry)
+    conversion.WANTS_CONVERSION.set(wants_conversion)
+    conversion.EXPLAIN_FAILURE.set(explain_failure)
     conversion.LOOP_HINT.set(runtime.loop_hint)
     # L1 the IR: the printer, the verifier, the method table, NumPy's protocols.
     program.FORMATTER.set(printer.format_program)

@@ -203,4 +203,6 @@ def test_the_checks_catch_an_upward_import_a_cycle_and_a_private_read() -> None:
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_the_module_docstring_names_its_layer(module: str) -> None:
     doc = ast.get_docstring(TREES[module]) or ""
-    assert f"Layer L{layer(module)} (" in doc, f"{module}'s docstring should say 'Layer L{layer(module)}'"
+    assert f"Layer L{layer(module)} (" in doc, (
+        f"{module}'s docstring should say 'Layer L{layer(module)}'"
+    )

@@ -82,7 +82,9 @@ def test_value_read_twice_by_one_op_is_summed() -> None:
 
 # ---------------------------------------------------------------- no_grad_set
 
-def _two_branches() -> tuple[Program, dict[str, Variable], list[tuple[Variable, Variable]], set[Op]]:
+def _two_branches() -> tuple[
+    Program, dict[str, Variable], list[tuple[Variable, Variable]], set[Op]
+]:
     """loss = sum(tanh(x @ w1)) + sum(sin(x @ w2)), with the sin branch in no_grad_set."""
     prog = sg.Program()
     with sg.program_guard(prog):
@@ -289,7 +291,9 @@ def test_append_backward_defaults_to_every_parameter() -> None:
     assert "x@GRAD" not in names(prog)
     xv, wv, bv, vv = arr(4, 3), arr(3, 2), arr(2), arr(2)
     got = sg.compile(prog, ["x", "w", "b", "v"], [g for _, g in pairs])(xv, wv, bv, vv)
-    want = jax.grad(lambda w, b, v: jnp.mean(jnp.tanh(xv @ w + b) * v), argnums=(0, 1, 2))(wv, bv, vv)
+    want = jax.grad(lambda w, b, v: jnp.mean(jnp.tanh(xv @ w + b) * v), argnums=(0, 1, 2))(
+        wv, bv, vv
+    )
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-12)
 

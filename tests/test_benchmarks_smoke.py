@@ -10,9 +10,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import benchmarks  # noqa: E402
-from benchmarks import phases  # noqa: E402
-from benchmarks.report import markdown, text_table  # noqa: E402
+import benchmarks
+from benchmarks import phases
+from benchmarks.report import markdown, text_table
 
 
 #: The while-loop workloads' peers need equinox (the `bench` extra); the rest runs without.

@@ -77,8 +77,9 @@ def test_nested_unbounded_loops_grow_their_capacities_independently() -> None:
     def f(x: Any, m: Any) -> Any:
         def outer(c: Any) -> Any:
             v, i = c
-            v = sg.while_loop(lambda t: t[1] < i * 30.0, lambda t: (sg.sin(t[0]) * 0.9 + x, t[1] + 1.0),
-                              (v, 0.0))[0]
+            v = sg.while_loop(
+                lambda t: t[1] < i * 30.0, lambda t: (sg.sin(t[0]) * 0.9 + x, t[1] + 1.0), (v, 0.0)
+            )[0]
             return v, i + 1.0
         return sg.while_loop(lambda c: c[1] < m, outer, (x, 1.0))[0]
 

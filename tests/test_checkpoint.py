@@ -60,9 +60,12 @@ def test_checkpointed_while_matches_the_plain_loop(k: int) -> None:
         np.testing.assert_allclose(sg.jit(f)(x, w), sg.jit(plain)(x, w), rtol=1e-13)
         assert_tree_close(sg.grad(f, argnums=(0, 1))(x, w), sg.grad(plain, argnums=(0, 1))(x, w))
     # the same gradient as JAX's reverse mode through the unrolled twin (a fori-style loop)
-    fx = lambda x, w: lax.fori_loop(0, 200, lambda i, s: jnp.where(s < 5.0, s * 1.1 + jnp.sin(s) * w, s), x)
-    np.testing.assert_allclose(sg.grad(f, argnums=1)(0.01, 0.05), jax.grad(fx, argnums=1)(0.01, 0.05),
-                               rtol=1e-10)
+    fx = lambda x, w: lax.fori_loop(
+        0, 200, lambda i, s: jnp.where(s < 5.0, s * 1.1 + jnp.sin(s) * w, s), x
+    )
+    np.testing.assert_allclose(
+        sg.grad(f, argnums=1)(0.01, 0.05), jax.grad(fx, argnums=1)(0.01, 0.05), rtol=1e-10
+    )
 
 
 def fixed_point(max_iters: int | None, k: int | None) -> Any:
@@ -108,8 +111,9 @@ def test_checkpointed_second_order() -> None:
     f = newton_like(sg, max_iters=100, checkpoints=5)
     plain = newton_like(sg, max_iters=100)
     d2 = sg.grad(sg.grad(f, argnums=1), argnums=1)
-    np.testing.assert_allclose(d2(0.01, 0.05), sg.grad(sg.grad(plain, argnums=1), argnums=1)(0.01, 0.05),
-                               rtol=1e-10)
+    np.testing.assert_allclose(
+        d2(0.01, 0.05), sg.grad(sg.grad(plain, argnums=1), argnums=1)(0.01, 0.05), rtol=1e-10
+    )
 
 
 def test_checkpointed_unbounded_loop_needs_no_capacity() -> None:
@@ -164,8 +168,13 @@ def test_checkpointed_loop_nested_in_a_loop_and_a_branch() -> None:
     def f(k: int | None) -> Any:
         def g(x: Any, w: Any) -> Any:
             def outer(i: Any, s: Any) -> Any:
-                inner = sg.while_loop(lambda c: c[0] < 6, lambda c: (c[0] + 1, sg.sin(c[1] * w) + s),
-                                      (i * 0, s), max_iters=10, checkpoints=k)[1]
+                inner = sg.while_loop(
+                    lambda c: c[0] < 6,
+                    lambda c: (c[0] + 1, sg.sin(c[1] * w) + s),
+                    (i * 0, s),
+                    max_iters=10,
+                    checkpoints=k,
+                )[1]
                 return sg.cond(i % 2 == 0, lambda v: v * w, lambda v: sg.cos(v), inner)
             return sg.sum(sg.fori_loop(0, 3, outer, x))
         return g

@@ -229,8 +229,10 @@ def test_inside_jax_jit_the_gradient_is_traced_inline() -> None:
     g = sg.grad(loss)
     batched = jax.make_jaxpr(jax.vmap(g, in_axes=(None, 0, 0)))(p, x[:, None], y[:, None])
     assert [e for e in batched.eqns if e.primitive.name in jits]
-    assert_tree_close(jax.vmap(g, in_axes=(None, 0, 0))(p, x[:, None], y[:, None]),
-                      jax.vmap(jax.grad(loss_twin), in_axes=(None, 0, 0))(p, x[:, None], y[:, None]))
+    assert_tree_close(
+        jax.vmap(g, in_axes=(None, 0, 0))(p, x[:, None], y[:, None]),
+        jax.vmap(jax.grad(loss_twin), in_axes=(None, 0, 0))(p, x[:, None], y[:, None]),
+    )
 
 
 # ---------------------------------------------------------------- NumPy operands

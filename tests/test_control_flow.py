@@ -222,7 +222,7 @@ def test_newton_root_of_a_cubic_matches_implicit_derivative() -> None:
         return sg.while_loop(not_done, step, q)
 
     p, q = 1.5, 2.0
-    step = lambda r: r - (r ** 3 + p * r - q) / (3.0 * r ** 2 + p)  # noqa: E731
+    step = lambda r: r - (r ** 3 + p * r - q) / (3.0 * r ** 2 + p)
     n = trip_count(lambda r: abs(r ** 3 + p * r - q) > 1e-12, step, q)
 
     def unrolled(p: Any, q: Any) -> Any:
@@ -279,7 +279,10 @@ def test_zero_iterations_give_the_gradient_of_the_identity() -> None:
     np.testing.assert_allclose(grad_verified(backwards_bounds, 0, x), np.ones(3))
 
     def no_trips(x: Any, n: Any) -> Any:
-        return sg.sum(sg.while_loop(lambda c: c[1] < n, lambda c: (c[0] * x, c[1] + 1.0), (x, 0.0))[0])
+        return sg.sum(
+            sg.while_loop(lambda c: c[1] < n, lambda c: (c[0] * x, c[1] + 1.0), (x, 0.0))[0]
+        )
+
     np.testing.assert_allclose(grad_verified(no_trips, 0, x, 0.0), np.ones(3))
 
 
@@ -319,7 +322,10 @@ def test_fan_in_of_a_carried_value_read_by_several_ops() -> None:
         return sg.sum(sg.fori_loop(0, 3, lambda i, s: s * s * 0.3 + sg.sin(s) * s + w * s, x))
 
     def twin(x: Any, w: Any) -> Any:
-        return jnp.sum(jax.lax.fori_loop(0, 3, lambda i, s: s * s * 0.3 + jnp.sin(s) * s + w * s, x))
+        return jnp.sum(
+            jax.lax.fori_loop(0, 3, lambda i, s: s * s * 0.3 + jnp.sin(s) * s + w * s, x)
+        )
+
     args = (arr(4, scale=0.5), arr(4, scale=0.5))
     assert_grads_equal(f, twin, args)
     check_grads(f, args, jax_fun=twin, directions=1)
@@ -367,7 +373,9 @@ def test_no_grad_set_on_a_value_used_inside_a_loop() -> None:
 
 def test_loop_output_never_used_by_the_loss_gets_zero_gradient() -> None:
     def f(x: Any, w: Any) -> Any:
-        a, unused = sg.while_loop(lambda c: c[0] < 4.0, lambda c: (c[0] + 1.0, c[1] * w), (x, x * w))
+        a, unused = sg.while_loop(
+            lambda c: c[0] < 4.0, lambda c: (c[0] + 1.0, c[1] * w), (x, x * w)
+        )
         return a * 2.0
 
     dx, dw = grad_verified(f, (0, 1), 0.5, 3.0)
@@ -729,7 +737,9 @@ def test_source_of_a_loop_gradient_records_forward_and_replays_backward() -> Non
     assert any(c.startswith("# grad of while") and c.endswith(f"({here})") for c in grad_comments)
     assert any(c.startswith("# grad of sin") and c.endswith(f"({here})") for c in grad_comments)
     assert all(re.search(r"\(test_control_flow\.py:\d+\)$", c) for c in grad_comments)
-    first_grad = next(k for k, line in enumerate(lines) if line.strip().startswith("# grad of while"))
+    first_grad = next(
+        k for k, line in enumerate(lines) if line.strip().startswith("# grad of while")
+    )
     assert forward < first_grad < backward
     compile(src, "<test>", "exec")
 
@@ -753,7 +763,9 @@ def _op(code: int, a: Any, b: Any, w: Any, lib: Any) -> Any:
     return jax.lax.fori_loop(0, 2, lambda j, u: jnp.tanh(u * w) + b * 0.1, a)
 
 
-def random_loop(body_ops: list[tuple[int, int, int]], n: int, lib: Any, unbounded: bool) -> Callable:
+def random_loop(
+    body_ops: list[tuple[int, int, int]], n: int, lib: Any, unbounded: bool
+) -> Callable:
     """sum(s + t) after n iterations of a body built from `body_ops` over (s, t, w, xs[i])."""
     def step(i: Any, s: Any, t: Any, w: Any, xs: Any) -> tuple[Any, Any]:
         vals = [s, t, w, xs[i]]
@@ -781,5 +793,9 @@ def random_loop(body_ops: list[tuple[int, int, int]], n: int, lib: Any, unbounde
 def test_random_loop_bodies_match_jax(body_ops: list, n: int, unbounded: bool) -> None:
     rng = np.random.default_rng(len(body_ops) + 10 * n)
     args = (rng.standard_normal(2) * 0.5, rng.standard_normal(2) * 0.5, rng.standard_normal((3, 2)))
-    assert_grads_equal(random_loop(body_ops, n, sg, unbounded), random_loop(body_ops, n, jnp, False),
-                       args, rtol=1e-8)
+    assert_grads_equal(
+        random_loop(body_ops, n, sg, unbounded),
+        random_loop(body_ops, n, jnp, False),
+        args,
+        rtol=1e-8,
+    )

@@ -237,7 +237,10 @@ def test_lists_as_arrays() -> None:
     def f(a):
         return sg.sum([1.0, a * a, 2.0]) + sg.dot([a, 1.0], [2.0, a])
     def f_jax(a):
-        return jnp.sum(jnp.stack([1.0, a * a, 2.0])) + jnp.dot(jnp.stack([a, 1.0]), jnp.stack([2.0, a]))
+        return jnp.sum(jnp.stack([1.0, a * a, 2.0])) + jnp.dot(
+            jnp.stack([a, 1.0]), jnp.stack([2.0, a])
+        )
+
     np.testing.assert_allclose(sg.grad(f)(1.5), jax.grad(f_jax)(1.5))
     assert float(sg.sum([1.0, 2.0, 3.5])) == 6.5  # eager
     a = sg.tensor(np.float64(1.5))
@@ -285,7 +288,9 @@ def test_every_transformation_converts() -> None:
     np.testing.assert_allclose([value], [signed_cubes(x)])
     np.testing.assert_allclose(g, want)
     np.testing.assert_allclose(sg.vjp(signed_cubes, x)[1](1.0)[0], want)
-    np.testing.assert_allclose(sg.hessian(signed_cubes)(x), jax.hessian(signed_cubes)(jnp.asarray(x)))
+    np.testing.assert_allclose(
+        sg.hessian(signed_cubes)(x), jax.hessian(signed_cubes)(jnp.asarray(x))
+    )
     batch = np.stack([x, -x])
     np.testing.assert_allclose(jax.vmap(sg.grad(signed_cubes))(batch),  # jax.vmap(jax.grad) fails
                                [jax.grad(signed_cubes)(jnp.asarray(row)) for row in batch])

@@ -80,7 +80,7 @@ def check_case(name: str) -> None:
     jitted = jax.jit(sg.grad(bounded, static_argnums=static), static_argnums=static)
     _close(jitted(*call), jg, f"{name}: jax.jit(sg.grad) vs jax.grad")
 
-    f_of_x = lambda x: fn(x, *rest)  # noqa: E731  (the closure is what a user writes)
+    f_of_x = lambda x: fn(x, *rest)  # the closure is what a user writes
     out, tangent = sg.jvp(f_of_x, (x,), (v,))
     jout, jtangent = jax.jvp(lambda x: twin(x, *jrest), (jnp.asarray(x),), (jnp.asarray(v),))
     _close(out, jout, f"{name}: value")
@@ -90,11 +90,15 @@ def check_case(name: str) -> None:
     eps = 1e-6
     fd = (float(f_jit(x + eps * v)) - float(f_jit(x - eps * v))) / (2 * eps)
     ad = float(np.vdot(np.asarray(g), v))
-    assert abs(fd - ad) <= 1e-5 * max(1.0, abs(fd)), f"{name}: finite differences {fd}, sg.grad {ad}"
+    assert abs(fd - ad) <= 1e-5 * max(1.0, abs(fd)), (
+        f"{name}: finite differences {fd}, sg.grad {ad}"
+    )
 
     if second:
         hv = sg.grad(lambda x: sg.sum(sg.grad(f_of_x)(x) * v))(x)
-        jhv = jax.grad(lambda x: jnp.sum(jax.grad(lambda y: twin(y, *jrest))(x) * v))(jnp.asarray(x))
+        jhv = jax.grad(lambda x: jnp.sum(jax.grad(lambda y: twin(y, *jrest))(x) * v))(
+            jnp.asarray(x)
+        )
         _close(hv, jhv, f"{name}: second order vs jax", rtol=1e-5)
 
 

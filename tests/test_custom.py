@@ -105,7 +105,9 @@ def test_custom_vjp_errors() -> None:
     with pytest.raises(sg.SrcgradError, match="defvjp"):
         sg.grad(lambda x: sg.sum(h(x)))(X)
     h.defvjp(lambda x: (x * 2.0, ()), lambda res, g: (g, g))
-    with pytest.raises(sg.GradientError, match=r"^custom_vjp: bwd <lambda> must return a tuple of 1 cotangents"):
+    with pytest.raises(
+        sg.GradientError, match=r"^custom_vjp: bwd <lambda> must return a tuple of 1 cotangents"
+    ):
         sg.grad(lambda x: sg.sum(h(x)))(X)
 
     def closes(x: Any) -> Any:
@@ -216,7 +218,8 @@ def _sin_vjp(fwd: Any, bwd: Any) -> Any:
 @pytest.mark.parametrize("dtype", ["int32", "float64"])
 def test_custom_vjp_bwd_cotangent_of_another_dtype_is_refused(dtype: str) -> None:
     f = _sin_vjp(lambda x: (sg.sin(x), sg.cos(x)), lambda c, g: (sg.astype(g * c, dtype),))
-    want = rf"^custom_vjp: bwd <lambda> returned {dtype[0]}{dtype[-2:]}\[4\] for argument 0, which is f32\[4\].*test_custom.py:\d+\)$"
+    want = (rf"^custom_vjp: bwd <lambda> returned {dtype[0]}{dtype[-2:]}\[4\] for argument 0, "
+            r"which is f32\[4\].*test_custom.py:\d+\)$")
     with pytest.raises(sg.GradientError, match=want):
         sg.grad(lambda x: sg.sum(f(x)))(X32)
 

@@ -51,8 +51,8 @@ def nested_conds(x: Any, w: Any, depth: int = COND_DEPTH) -> Any:
     def level(v: Any, d: int) -> Any:
         if d == depth:
             return sg.sum(sg.sin(v) * w)
-        deeper = lambda u: level(u * 0.99 + w * 0.01, d + 1)  # noqa: E731
-        leaf = lambda u: sg.sum(sg.cos(u)) + float(d)  # noqa: E731
+        deeper = lambda u: level(u * 0.99 + w * 0.01, d + 1)
+        leaf = lambda u: sg.sum(sg.cos(u)) + float(d)
         pred = sg.sum(v) > limits[d]
         return sg.cond(pred, deeper, leaf, v) if d % 2 == 0 else sg.cond(pred, leaf, deeper, v)
     return level(x, 0)
@@ -94,8 +94,8 @@ def test_300_nested_conds_forward_matches_jax() -> None:
 
 
 def test_nested_conds_gradient_matches_jax() -> None:
-    f = lambda x, w: nested_conds(x, w, GRAD_DEPTH)  # noqa: E731
-    f_jnp = lambda x, w: nested_conds_jnp(x, w, GRAD_DEPTH)  # noqa: E731
+    f = lambda x, w: nested_conds(x, w, GRAD_DEPTH)
+    f_jnp = lambda x, w: nested_conds_jnp(x, w, GRAD_DEPTH)
     with jax.disable_jit():  # 100 levels and more raised IndentationError before
         gx, gw = sg.grad(f, (0, 1))(X, W)
         wx, ww = jax.grad(f_jnp, (0, 1))(X, W)

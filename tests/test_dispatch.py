@@ -73,8 +73,9 @@ def test_values_agree_three_ways(case: Case, data: st.DataObject) -> None:
             _same(g.numpy() if isinstance(g, sg.Tensor) else g, t, f"{case.name} {params}: {name}")
 
 
-@pytest.mark.parametrize("case", sliced([c for c in GRAD_CASES if "(the internal" not in c.name], 3),
-                         ids=str)
+@pytest.mark.parametrize(
+    "case", sliced([c for c in GRAD_CASES if "(the internal" not in c.name], 3), ids=str
+)
 @ONE
 @given(data=st.data())
 def test_gradients_agree_traced_and_imperative(case: GradCase, data: st.DataObject) -> None:
@@ -303,7 +304,9 @@ def _reads_table(x: Any) -> Any:
     return sg.sum(x * TABLE)
 
 
-def test_fast_path_sees_a_rebound_global_and_a_mutated_array(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fast_path_sees_a_rebound_global_and_a_mutated_array(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Repeated calls go through JAX's dispatch, yet a global rebound since is read again,
     and a captured NumPy array mutated in place is fed its new values."""
     g = sg.grad(_scaled)
@@ -326,6 +329,9 @@ def test_fast_path_sees_a_rebound_global_and_a_mutated_array(monkeypatch: pytest
 def test_fast_path_errors_name_the_users_line() -> None:
     def f(x: Any) -> Any:
         return sg.sum(x.reshape(4, 2))
-    with pytest.raises(sg.ShapeError, match=r"cannot reshape .*\(at .*test_dispatch.py:\d+\)$") as info:
+
+    with pytest.raises(
+        sg.ShapeError, match=r"cannot reshape .*\(at .*test_dispatch.py:\d+\)$"
+    ) as info:
         sg.grad(f)(np.ones(3))
     assert not any("JAX has removed" in n for n in getattr(info.value, "__notes__", []))

@@ -17,7 +17,9 @@ from srcgrad.base.errors import SrcgradError
 
 # ---------------------------------------------------------------- a small DOT parser
 
-_TOKEN = re.compile(r'\s*(?:(->)|("(?:[^"\\]|\\.)*")|(<)|([A-Za-z_][A-Za-z0-9_]*|-?[0-9.]+)|([{}\[\];=,:]))')
+_TOKEN = re.compile(
+    r'\s*(?:(->)|("(?:[^"\\]|\\.)*")|(<)|([A-Za-z_][A-Za-z0-9_]*|-?[0-9.]+)|([{}\[\];=,:]))'
+)
 
 
 def _html_end(text: str, pos: int) -> int:
@@ -52,7 +54,9 @@ class Graph:
 
     nodes: dict[str, dict[str, str]] = field(default_factory=dict)
     node_cluster: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    edges: list[tuple[str, str | None, str, str | None, dict[str, str]]] = field(default_factory=list)
+    edges: list[tuple[str, str | None, str, str | None, dict[str, str]]] = field(
+        default_factory=list
+    )
     clusters: dict[str, dict[str, str]] = field(default_factory=dict)
     cluster_parent: dict[str, str | None] = field(default_factory=dict)
 
@@ -233,7 +237,9 @@ def test_traced_program_with_loop_has_one_cluster_per_block() -> None:
         drawn = [n for n in op_nodes(g) if f"cluster_b{b.idx}" in g.node_cluster[n]]
         assert len(drawn) == len(b.ops)
     bodies = [e for e in g.edges if e[4].get("lhead")]
-    assert {e[4]["lhead"] for e in bodies} == {f"cluster_b{b.idx}" for b in prog.blocks[1:] if b.ops}
+    assert {e[4]["lhead"] for e in bodies} == {
+        f"cluster_b{b.idx}" for b in prog.blocks[1:] if b.ops
+    }
 
 
 def _newton_sqrt(a):

@@ -50,9 +50,11 @@ def test_fmax_fmin_ignore_nan_as_numpy(name: str) -> None:
         np.testing.assert_array_equal(got, getattr(np, name)(x, y).astype(got.dtype))
     ints = getattr(sg, name)(np.array([1, 5], np.int32), 3)
     np.testing.assert_array_equal(ints, getattr(jnp, name)(np.array([1, 5], np.int32), 3))
-    f = lambda m: lambda x, y: m.sum(getattr(m, name)(x, y) * np.arange(1.0, 7.0))  # noqa: E731
+    f = lambda m: lambda x, y: m.sum(getattr(m, name)(x, y) * np.arange(1.0, 7.0))
     for got, want in zip(sg.grad(f(sg), (0, 1))(a, b), jax.grad(f(jnp), (0, 1))(a, b)):
-        np.testing.assert_array_equal(got, want)  # NaNs and ties: the gradient goes where jnp's does
+        np.testing.assert_array_equal(
+            got, want
+        )  # NaNs and ties: the gradient goes where jnp's does
 
 
 @pytest.mark.parametrize("kw", [{}, {"nan": 1.5}, {"posinf": 9.0, "neginf": -9.0},
@@ -64,7 +66,9 @@ def test_nan_to_num_values_and_gradient(kw: dict) -> None:
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
     got = sg.grad(lambda x: sg.sum(sg.nan_to_num(x, **kw) * 3.0))(SPECIALS)
-    np.testing.assert_array_equal(got, jax.grad(lambda x: jnp.sum(jnp.nan_to_num(x, **kw) * 3.0))(SPECIALS))
+    np.testing.assert_array_equal(
+        got, jax.grad(lambda x: jnp.sum(jnp.nan_to_num(x, **kw) * 3.0))(SPECIALS)
+    )
     ints = np.array([1, -2], np.int32)
     np.testing.assert_array_equal(sg.nan_to_num(ints), ints)
 
@@ -80,7 +84,8 @@ def test_fmod_sign_zero_divisor_and_gradient() -> None:
 # ---------------------------------------------------------------- arrays from traced values
 
 @pytest.mark.parametrize("make", [
-    lambda m, a, b: [a, 1.0], lambda m, a, b: [[a, b], [2, a]], lambda m, a, b: (a, np.float64(1.0)),
+    lambda m, a, b: [a, 1.0], lambda m, a, b: [[a, b], [2, a]],
+    lambda m, a, b: (a, np.float64(1.0)),
     lambda m, a, b: [a, np.int32(2)], lambda m, a, b: [True, b], lambda m, a, b: [[a], [b]],
 ], ids=["[f32, 1.0]", "[[f32, i32], [2, f32]]", "(f32, np.float64)", "[f32, np.int32]",
         "[True, i32]", "[[f32], [i32]]"])
@@ -109,7 +114,9 @@ def test_array_eager_ndmin_dtype_and_gradients() -> None:
 
 
 def test_eye_tri_and_diagonals() -> None:
-    np.testing.assert_array_equal(sg.eye(3, 4, k=-1, dtype=np.int32), jnp.eye(3, 4, k=-1, dtype=np.int32))
+    np.testing.assert_array_equal(
+        sg.eye(3, 4, k=-1, dtype=np.int32), jnp.eye(3, 4, k=-1, dtype=np.int32)
+    )
     np.testing.assert_array_equal(sg.identity(2), jnp.identity(2))
     assert sg.tri(2).dtype == jnp.tri(2).dtype
     m = np.arange(24.0).reshape(2, 3, 4)
@@ -117,8 +124,12 @@ def test_eye_tri_and_diagonals() -> None:
     np.testing.assert_array_equal(sg.diagonal(m, 1, 2, 0), jnp.diagonal(m, 1, 2, 0))
     np.testing.assert_array_equal(sg.diag(np.arange(3.0), -2), jnp.diag(np.arange(3.0), -2))
     np.testing.assert_array_equal(sg.diag(m[0], 5), jnp.diag(m[0], 5))
-    check_grads(lambda v: sg.diag(v, 1)[1:, :3] @ sg.triu(sg.diag(v) + 1.0), (np.array([1.0, -2.0, 0.5]),),
-                order=2, jax_fun=lambda v: jnp.diag(v, 1)[1:, :3] @ jnp.triu(jnp.diag(v) + 1.0))
+    check_grads(
+        lambda v: sg.diag(v, 1)[1:, :3] @ sg.triu(sg.diag(v) + 1.0),
+        (np.array([1.0, -2.0, 0.5]),),
+        order=2,
+        jax_fun=lambda v: jnp.diag(v, 1)[1:, :3] @ jnp.triu(jnp.diag(v) + 1.0),
+    )
     with pytest.raises(sg.ShapeError, match="rank >= 2"):
         sg.tril(np.ones(3))
     with pytest.raises(sg.ShapeError, match="1-D or 2-D"):
@@ -127,8 +138,15 @@ def test_eye_tri_and_diagonals() -> None:
         sg.diagonal(m, 0, 1, -2)
 
 
-@pytest.mark.parametrize("kw", [{}, {"num": 4, "endpoint": False, "retstep": True},
-                                {"num": 3, "axis": -1}, {"num": 1, "endpoint": False, "retstep": True}])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"num": 4, "endpoint": False, "retstep": True},
+        {"num": 3, "axis": -1},
+        {"num": 1, "endpoint": False, "retstep": True},
+    ],
+)
 def test_linspace_gradient_in_start_and_stop(kw: dict) -> None:
     start, stop = np.array([0.5, -1.0]), np.array([[2.0], [3.5]])
 
@@ -140,19 +158,25 @@ def test_linspace_gradient_in_start_and_stop(kw: dict) -> None:
             return m.sum(m.sin(out))
         return fn
     np.testing.assert_allclose(sg.jit(f(sg))(start, stop), f(jnp)(start, stop))
-    for got, want in zip(sg.grad(f(sg), (0, 1))(start, stop), jax.grad(f(jnp), (0, 1))(start, stop)):
+    for got, want in zip(
+        sg.grad(f(sg), (0, 1))(start, stop), jax.grad(f(jnp), (0, 1))(start, stop)
+    ):
         np.testing.assert_allclose(got, want)
     check_grads(f(sg), (start, stop), order=2, jax_fun=f(jnp))
 
 
 def test_r_and_c_eager_traced_and_errors() -> None:
     a, b = np.array([1.0, 2.0]), np.array([3.0, 4.0])
-    for got, want in ((sg.r_[a, 0:3, 9], jnp.r_[a, 0:3, 9]), (sg.c_[a, b], jnp.c_[a, b]),
-                      (sg.r_["-1,2,0", a, b], jnp.r_["-1,2,0", a, b]), (sg.r_[0:1:5j], jnp.r_[0:1:5j]),
-                      (sg.c_[np.ones((2, 2)), a], jnp.c_[np.ones((2, 2)), a])):
+    for got, want in (
+        (sg.r_[a, 0:3, 9], jnp.r_[a, 0:3, 9]),
+        (sg.c_[a, b], jnp.c_[a, b]),
+        (sg.r_["-1,2,0", a, b], jnp.r_["-1,2,0", a, b]),
+        (sg.r_[0:1:5j], jnp.r_[0:1:5j]),
+        (sg.c_[np.ones((2, 2)), a], jnp.c_[np.ones((2, 2)), a]),
+    ):
         assert isinstance(got, jax.Array) and got.dtype == want.dtype
         np.testing.assert_allclose(got, want)
-    f = lambda m: lambda x: m.sum(m.c_[x, 2.0 * x] @ m.r_[x, -1.0, 0.0:1.0:2j][:2])  # noqa: E731
+    f = lambda m: lambda x: m.sum(m.c_[x, 2.0 * x] @ m.r_[x, -1.0, 0.0:1.0:2j][:2])
     np.testing.assert_allclose(sg.grad(f(sg))(a), jax.grad(f(jnp))(a))
     with pytest.raises(sg.ShapeError, match="static"):
         sg.jit(lambda n: sg.r_[0:n])(np.int32(3))

@@ -219,21 +219,21 @@ def _scalar(x: Any) -> Any:
 
 
 def test_grad_of_non_scalar_loss() -> None:
-    run = lambda: sg.grad(_elementwise)(A23)  # noqa: E731
+    run = lambda: sg.grad(_elementwise)(A23)
     _expect(sg.GradientError, run, _line_of(run), None, "grad needs a scalar output", "f64[2,3]")
-    run = lambda: sg.value_and_grad(_elementwise)(A23)  # noqa: E731
+    run = lambda: sg.value_and_grad(_elementwise)(A23)
     _expect(sg.GradientError, run, _line_of(run), None, "value_and_grad needs a scalar output",
             "f64[2,3]")
-    run = lambda: sg.trace(sg.grad(_elementwise), A23)  # noqa: E731
+    run = lambda: sg.trace(sg.grad(_elementwise), A23)
     _expect(sg.GradientError, run, _line_of(run), None, "grad needs a scalar output", "f64[2,3]")
 
 
 def test_grad_with_respect_to_an_int_input() -> None:
     ints = np.arange(3)
-    run = lambda: sg.grad(_scalar)(ints)  # noqa: E731
+    run = lambda: sg.grad(_scalar)(ints)
     _expect(sg.GradientError, run, _line_of(run), None, "grad requires floating-point inputs",
             "argument 0", "i64[3]")
-    run = lambda: sg.grad(lambda x, n: sg.sum(x) * n, (0, 1))(A23, np.int64(3))  # noqa: E731
+    run = lambda: sg.grad(lambda x, n: sg.sum(x) * n, (0, 1))(A23, np.int64(3))
     _expect(sg.GradientError, run, _line_of(run), None, "argument 1", "i64[]")
 
 

@@ -1,4 +1,6 @@
-"""The Fluid-style program API: Program, program_guard, data, parameter, append_backward, compile."""
+"""The Fluid-style program API: Program, program_guard, data, parameter, append_backward,
+compile."""
+
 from __future__ import annotations
 
 import dataclasses

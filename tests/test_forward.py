@@ -132,7 +132,7 @@ def test_jvp_has_aux_and_float32() -> None:
 
 def test_integer_inputs_and_outputs_take_float0_tangents() -> None:
     x, n = RNG.standard_normal(3), np.int32(2)
-    f = lambda x, n: (x * n, sg.argmax(x))  # noqa: E731
+    f = lambda x, n: (x * n, sg.argmax(x))
     t0 = np.zeros((), jax.dtypes.float0)
     (out, idx), (t_out, t_idx) = sg.jvp(f, (x, n), (np.ones(3), t0))
     close(t_out, 2.0 * np.ones(3))
@@ -153,8 +153,8 @@ def test_linearize_matches_jax() -> None:
 
 @pytest.mark.parametrize("argnums", [0, 1, (0, 1)])
 def test_jacobians_match_jax(argnums: Any) -> None:
-    f = lambda x, y: {"a": vec(x) * y[0], "b": sg.sum(y * y)}  # noqa: E731
-    f_ref = lambda x, y: {"a": vec_ref(x) * y[0], "b": jnp.sum(y * y)}  # noqa: E731
+    f = lambda x, y: {"a": vec(x) * y[0], "b": sg.sum(y * y)}
+    f_ref = lambda x, y: {"a": vec_ref(x) * y[0], "b": jnp.sum(y * y)}
     x, y = RNG.standard_normal(4), RNG.standard_normal(2)
     close(sg.jacfwd(f, argnums)(x, y), jax.jacfwd(f_ref, argnums)(x, y))
     close(sg.jacrev(f, argnums)(x, y), jax.jacrev(f_ref, argnums)(x, y))
@@ -174,15 +174,15 @@ def test_hessian_has_aux() -> None:
 
 def test_hvp_is_the_hessian_times_the_vector() -> None:
     x, v = RNG.standard_normal(4), RNG.standard_normal(4)
-    f = lambda x: sg.sum(vec(x) ** 2)  # noqa: E731
-    f_ref = lambda x: jnp.sum(vec_ref(x) ** 2)  # noqa: E731
+    f = lambda x: sg.sum(vec(x) ** 2)
+    f_ref = lambda x: jnp.sum(vec_ref(x) ** 2)
     close(sg.hvp(f, (x,), (v,)), jax.hessian(f_ref)(x) @ v)
 
 
 def test_jvp_of_grad_and_grad_of_jvp() -> None:
     x, v = RNG.standard_normal(4), RNG.standard_normal(4)
-    f = lambda x: sg.sum(vec(x) ** 3)  # noqa: E731
-    f_ref = lambda x: jnp.sum(vec_ref(x) ** 3)  # noqa: E731
+    f = lambda x: sg.sum(vec(x) ** 3)
+    f_ref = lambda x: jnp.sum(vec_ref(x) ** 3)
     close(sg.jvp(sg.grad(f), (x,), (v,)), jax.jvp(jax.grad(f_ref), (x,), (v,)))
     close(sg.grad(lambda x: sg.sum(sg.jvp(vec, (x,), (v,))[1] ** 2))(x),
           jax.grad(lambda x: jnp.sum(jax.jvp(vec_ref, (x,), (v,))[1] ** 2))(x))
@@ -197,14 +197,14 @@ def test_jacobians_inside_a_srcgrad_trace() -> None:
     for ours, ref in ((sg.jacfwd, jax.jacfwd), (sg.jacrev, jax.jacrev)):
         close(sg.grad(lambda x: sg.sum(ours(vec)(x) ** 2))(x),
               jax.grad(lambda x: jnp.sum(ref(vec_ref)(x) ** 2))(x))
-    f = lambda x: sg.sum(vec(x) ** 3)  # noqa: E731
+    f = lambda x: sg.sum(vec(x) ** 3)
     close(sg.jit(sg.hessian(f))(x), jax.hessian(lambda x: jnp.sum(vec_ref(x) ** 3))(x))
 
 
 def test_under_jax_jit_and_vmap() -> None:
     xs, vs = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4))
-    f = lambda x: sg.sum(vec(x) ** 2)  # noqa: E731
-    f_ref = lambda x: jnp.sum(vec_ref(x) ** 2)  # noqa: E731
+    f = lambda x: sg.sum(vec(x) ** 2)
+    f_ref = lambda x: jnp.sum(vec_ref(x) ** 2)
     close(jax.jit(sg.hessian(f))(xs[0]), jax.hessian(f_ref)(xs[0]))
     close(jax.vmap(sg.hessian(f))(xs), jax.vmap(jax.hessian(f_ref))(xs))
     close(jax.vmap(lambda x, v: sg.jvp(vec, (x,), (v,)))(xs, vs),
@@ -344,8 +344,8 @@ def test_jvp_of_a_while_loop_carries_tangents_without_records() -> None:
 def test_jvp_through_checkpoint_and_checkpointed_loop() -> None:
     x, v = RNG.uniform(0.2, 1.0, 3), RNG.standard_normal(3)
     f = sg.checkpoint(lambda x: sg.sin(x) * sg.exp(x))
-    g = lambda x: sg.fori_loop(0, 6, lambda i, c: sg.sin(c) + x, x, checkpoints=2)  # noqa: E731
-    g_ref = lambda x: lax.fori_loop(0, 6, lambda i, c: jnp.sin(c) + x, x)  # noqa: E731
+    g = lambda x: sg.fori_loop(0, 6, lambda i, c: sg.sin(c) + x, x, checkpoints=2)
+    g_ref = lambda x: lax.fori_loop(0, 6, lambda i, c: jnp.sin(c) + x, x)
     close(sg.jvp(f, (x,), (v,)), jax.jvp(lambda x: jnp.sin(x) * jnp.exp(x), (x,), (v,)))
     close(sg.jvp(g, (x,), (v,)), jax.jvp(g_ref, (x,), (v,)))
     close(sg.hessian(lambda x: sg.sum(g(x)))(x), jax.hessian(lambda x: jnp.sum(g_ref(x)))(x), 1e-8)

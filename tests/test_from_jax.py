@@ -278,7 +278,8 @@ CORPUS: list[Case] = [
          + jnp.sum(jnp.sort(x, axis=None, descending=True)[:3])
          + jnp.sum(jnp.cumsum(x, axis=1) ** 2) + jnp.sum(jnp.cumprod(x[::-1], axis=0))
          + jnp.sum(lax.cummax(x, 1) * lax.cummin(x, 0, reverse=True)), (arr(3, 4),), order=2),
-    Case("linalg_solve_inv_det_slogdet", lambda a, b: jnp.sum(jnp.linalg.solve(a + 4 * jnp.eye(4), b))
+    Case("linalg_solve_inv_det_slogdet",
+         lambda a, b: jnp.sum(jnp.linalg.solve(a + 4 * jnp.eye(4), b))
          + jnp.sum(jnp.linalg.inv(a + 4 * jnp.eye(4)) ** 2) + jnp.linalg.det(a + 4 * jnp.eye(4))
          + jnp.linalg.slogdet(a + 4 * jnp.eye(4))[1], (arr(4, 4), arr(4)), order=2),
     Case("linalg_cholesky_triangular", lambda a, b: jnp.sum(
@@ -639,7 +640,8 @@ def test_stack_tile_unstack_rows() -> None:
     ("top_k", lambda x: jnp.sum(lax.top_k(x, 2)[0] ** 2)),
     ("scatter_mul_max_min", lambda x: jnp.sum(jnp.asarray(x).at[1].multiply(x[0]).at[2]
                                               .max(x[0] * 0.5).at[0].min(x[2]) ** 2)),
-    ("interp_searchsorted", lambda x: jnp.sum(jnp.interp(x, jnp.arange(4.0), jnp.arange(4.0) ** 2))),
+    ("interp_searchsorted",
+     lambda x: jnp.sum(jnp.interp(x, jnp.arange(4.0), jnp.arange(4.0) ** 2))),
     ("lu_solve", lambda x: jnp.sum(jax.scipy.linalg.lu_solve(
         jax.scipy.linalg.lu_factor(jnp.diag(x) + 4.0 * jnp.eye(3)), x))),
     ("expm", lambda x: jnp.sum(jax.scipy.linalg.expm(jnp.outer(x, x) * 0.1))),

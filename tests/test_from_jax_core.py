@@ -25,7 +25,12 @@ def _math(x: jax.Array) -> jax.Array:
     z = jnp.stack([x, 2 * x], 1).reshape(-1)[::2] + jnp.tile(x[:2], 2) + jnp.pad(x, 1)[1:5]
     w = x[jnp.array([3, 0, 2, 1])] * jnp.take_along_axis(x, jnp.argsort(x), 0)
     s = jnp.asarray(x).at[1].add(x[0]).at[2].set(x[3] * 2).at[0].multiply(x[1]).at[3].max(0.5)
-    u = jnp.cumsum(x) + jnp.max(m, 0) + jnp.einsum("ij,j->i", m, x) + jnp.concatenate([x[:1], x[1:]])
+    u = (
+        jnp.cumsum(x)
+        + jnp.max(m, 0)
+        + jnp.einsum("ij,j->i", m, x)
+        + jnp.concatenate([x[:1], x[1:]])
+    )
     return (jnp.sum(y * z) + jnp.sum(w * s) + jnp.sum(u ** 2) + jnp.prod(x[:2])
             + jax.nn.logsumexp(x) + jnp.sum(jax.nn.relu(x) + jax.nn.softplus(x)))
 

@@ -80,9 +80,13 @@ def _special(a: jax.Array, x: jax.Array) -> jax.Array:
 def _linalg(a: jax.Array, b: jax.Array) -> jax.Array:
     la = jax.scipy.linalg
     spd = a @ a.T + 3.0 * jnp.eye(3)
-    return (jnp.sum(la.cho_solve(la.cho_factor(spd), b)) + jnp.sum(la.lu_solve(la.lu_factor(spd), b))
-            + jnp.sum(la.solve_triangular(jnp.tril(spd), b, lower=True))
-            + jnp.sum(la.solve(spd, b, assume_a="pos")) + la.det(spd))
+    return (
+        jnp.sum(la.cho_solve(la.cho_factor(spd), b))
+        + jnp.sum(la.lu_solve(la.lu_factor(spd), b))
+        + jnp.sum(la.solve_triangular(jnp.tril(spd), b, lower=True))
+        + jnp.sum(la.solve(spd, b, assume_a="pos"))
+        + la.det(spd)
+    )
 
 
 def _expm(a: jax.Array) -> jax.Array:
@@ -92,10 +96,12 @@ def _expm(a: jax.Array) -> jax.Array:
 def _optax(logits: jax.Array, x: jax.Array) -> jax.Array:
     labels = jax.nn.softmax(jnp.arange(12.0).reshape(4, 3) / 5.0)
     return (jnp.sum(optax.softmax_cross_entropy(logits, labels))
-            + jnp.sum(optax.softmax_cross_entropy_with_integer_labels(logits, jnp.array([0, 2, 1, 0])))
+            + jnp.sum(optax.softmax_cross_entropy_with_integer_labels(logits,
+                                                                      jnp.array([0, 2, 1, 0])))
             + jnp.sum(optax.huber_loss(logits, x)) + jnp.sum(optax.l2_loss(logits, x))
             + jnp.sum(optax.sigmoid_binary_cross_entropy(logits, jax.nn.sigmoid(x)))
-            + jnp.sum(optax.log_cosh(logits, x)) + jnp.sum(optax.sigmoid_focal_loss(logits, jax.nn.sigmoid(x)))
+            + jnp.sum(optax.log_cosh(logits, x))
+            + jnp.sum(optax.sigmoid_focal_loss(logits, jax.nn.sigmoid(x)))
             + jnp.sum(optax.cosine_distance(logits, x)) + jnp.sum(optax.kl_divergence(
                 jax.nn.log_softmax(logits), jax.nn.softmax(x))))
 
@@ -179,8 +185,10 @@ def _numpyro(mu: jax.Array, x: jax.Array) -> jax.Array:
     import numpyro.distributions as dist
     s = jnp.exp(mu)
     return jnp.sum(dist.Normal(mu, s).log_prob(x) + dist.Gamma(s, 2.0).log_prob(x + 2.0)
-                   + dist.Beta(s, 2.0).log_prob(0.5 + 0.4 * x) + dist.StudentT(3.0, mu, s).log_prob(x)
-                   + dist.Poisson(s).log_prob(jnp.array([0, 3, 1])) + dist.LogNormal(mu, 1.0).log_prob(x + 2.0)
+                   + dist.Beta(s, 2.0).log_prob(0.5 + 0.4 * x)
+                   + dist.StudentT(3.0, mu, s).log_prob(x)
+                   + dist.Poisson(s).log_prob(jnp.array([0, 3, 1]))
+                   + dist.LogNormal(mu, 1.0).log_prob(x + 2.0)
                    + dist.HalfNormal(s).log_prob(jnp.abs(x)) + dist.Laplace(mu, s).log_prob(x))
 
 
@@ -196,7 +204,8 @@ LIBS: list[Lib] = [
     Lib("jax.nn", _mlp_nn, (arr(3, 3), arr(4, 3))),
     Lib("jax.scipy.stats", _stats, (arr(3, seed=1, hi=0.5), arr(3, seed=2)), slow=True),
     # first order: JAX's gammainc has no second derivative in `a` (igamma_grad_a), nor srcgrad's
-    Lib("jax.scipy.special", _special, (arr(3, lo=0.5, hi=3.0), arr(3, seed=1, lo=0.2, hi=2.0)), slow=True),
+    Lib("jax.scipy.special", _special, (arr(3, lo=0.5, hi=3.0), arr(3, seed=1, lo=0.2, hi=2.0)),
+        slow=True),
     Lib("jax.scipy.linalg", _linalg, (arr(3, 3), arr(3, 2)), slow=True),
     Lib("optax.losses", _optax, (arr(4, 3), arr(4, 3, seed=1)), slow=True),
     Lib("equinox.MLP", _eqx_mlp, (_np_params(_EQX_PARAMS), arr(4, 3))),
@@ -215,15 +224,16 @@ LIBS: list[Lib] = [
     Lib("numpyro.log_prob fd", _numpyro, (arr(3, hi=0.5), arr(3, seed=1)), fd=True, slow=True),
     Lib("flax.linen", _flax_linen, made=True, slow=True),
     Lib("flax.nnx", _flax_nnx, made=True, slow=True),
-    Lib("diffrax.recursive_checkpoint", _diffrax("recursive"), (np.array([1.0, 0.5]), np.array(0.7)),
-        slow=True, rtol=1e-7),
+    Lib("diffrax.recursive_checkpoint", _diffrax("recursive"),
+        (np.array([1.0, 0.5]), np.array(0.7)), slow=True, rtol=1e-7),
     Lib("diffrax.backsolve", _diffrax("backsolve"), (np.array([1.0, 0.5]), np.array(0.7)),
         slow=True, rtol=1e-5),
     Lib("diffrax.direct", _diffrax("direct"), (np.array([1.0, 0.5]), np.array(0.7)),
         slow=True, rtol=1e-7),
-    Lib("optimistix.root_find", _optimistix_root, (arr(3, lo=1.0, hi=2.0), arr(3)), slow=True, fd=True),
-    Lib("optimistix.least_squares", _optimistix_lsq, (arr(3, lo=0.5, hi=1.0), arr(3, lo=1.5, hi=2.0)),
-        slow=True, rtol=1e-6),
+    Lib("optimistix.root_find", _optimistix_root, (arr(3, lo=1.0, hi=2.0), arr(3)), slow=True,
+        fd=True),
+    Lib("optimistix.least_squares", _optimistix_lsq,
+        (arr(3, lo=0.5, hi=1.0), arr(3, lo=1.5, hi=2.0)), slow=True, rtol=1e-6),
 ]
 
 

@@ -63,7 +63,11 @@ class _Sg:
     binary = {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
               "multiply": lambda a, b: a * b, "safediv": lambda a, b: a / (1.0 + b * b)}
     reduce = {"sum": sg.sum, "mean": sg.mean, "max": sg.max, "min": sg.min}
-    argmax, minimum, where = staticmethod(sg.argmax), staticmethod(sg.minimum), staticmethod(sg.where)
+    argmax, minimum, where = (
+        staticmethod(sg.argmax),
+        staticmethod(sg.minimum),
+        staticmethod(sg.where),
+    )
     stop_gradient, transpose = staticmethod(sg.stop_gradient), staticmethod(sg.transpose)
     matmul, dot = staticmethod(sg.matmul), staticmethod(sg.dot)
 
@@ -124,7 +128,8 @@ class _Imp(_Sg):
 
 class _Jnp:
     """jax.numpy with Python control flow; branch decisions, trip counts, comparison masks,
-    argmax indices and stop_gradient values are recorded on a tape by a concrete run and replayed under jax.grad and by
+    argmax indices and stop_gradient values are recorded on a tape by a concrete run and replayed
+    under jax.grad and by
     finite differences (which must hold stopped values fixed too)."""
 
     unary = {"sin": jnp.sin, "cos": jnp.cos, "tanh": jnp.tanh, "sigmoid": jax.nn.sigmoid,

@@ -31,7 +31,11 @@ CALLS = [
     (lambda x: np.tanh(x), "np.tanh", "use sg.tanh instead of np.tanh"),
     (lambda x: np.cumsum(x), "np.cumsum", "use sg.cumsum instead of np.cumsum"),
     (lambda x: np.median(x), "np.median", "use sg.median instead of np.median"),
-    (lambda x: np.bitwise_xor(x, x), "np.bitwise_xor", "use sg.bitwise_xor instead of np.bitwise_xor"),
+    (
+        lambda x: np.bitwise_xor(x, x),
+        "np.bitwise_xor",
+        "use sg.bitwise_xor instead of np.bitwise_xor",
+    ),
     (lambda x: np.fix(x), "np.fix", "srcgrad has no fix yet"),
     (lambda x: np.asarray(x), "np.asarray", "use sg.asarray instead of np.asarray"),
     (lambda x: jnp.asarray(x), "jnp.asarray", "use sg.asarray instead of jnp.asarray"),

@@ -1,4 +1,6 @@
-"""Imperative mode: sg.Tensor, sg.autograd (record/backward/grad/tape), sg.nn.Linear, sg.optim.SGD."""
+"""Imperative mode: sg.Tensor, sg.autograd (record/backward/grad/tape), sg.nn.Linear,
+sg.optim.SGD."""
+
 from __future__ import annotations
 
 import sys
@@ -193,8 +195,10 @@ def test_create_graph_gives_second_derivatives() -> None:
         (gx,) = sg.autograd.grad(y, [x], create_graph=True)
         z = (gx * gx).sum()
     z.backward()
-    jf = lambda a: jnp.sum(jax.grad(f)(a, jnp.asarray(wv)) ** 2)  # noqa: E731
-    np.testing.assert_allclose(gx.numpy(), jax.grad(f)(jnp.asarray(xv), jnp.asarray(wv)), rtol=1e-10)
+    jf = lambda a: jnp.sum(jax.grad(f)(a, jnp.asarray(wv)) ** 2)
+    np.testing.assert_allclose(
+        gx.numpy(), jax.grad(f)(jnp.asarray(xv), jnp.asarray(wv)), rtol=1e-10
+    )
     np.testing.assert_allclose(x.grad.numpy(), jax.grad(jf)(jnp.asarray(xv)), rtol=1e-9)
     with sg.autograd.pause():
         _fd_check(lambda a: float(jf(jnp.asarray(a))), [xv], [x.grad.numpy()])
@@ -514,7 +518,9 @@ def test_benchmark_runs_at_a_tiny_size() -> None:
     from benchmarks import imperative
     from benchmarks.harness import Settings
 
-    rows = imperative.run_size("tiny", [4, 4, 2], 2, Settings(reps=1, first_reps=1, sample_s=0.0), 3)
+    rows = imperative.run_size(
+        "tiny", [4, 4, 2], 2, Settings(reps=1, first_reps=1, sample_s=0.0), 3
+    )
     by_figure = {(r.figure, r.peer_name): r for r in rows}
     assert by_figure[("backward compiles, 3 steps", "jax.jit")].srcgrad == 1
     assert by_figure[("compiles in steps 2-3 (jax.jit: 0)", "jax.jit")].srcgrad == 0

@@ -127,7 +127,12 @@ AT_INDICES = [
     ("[1]", 1, 1, True),
     ("[[0, 2], :3]", ([0, 2], slice(None, 3)), (A([0, 2]), slice(None, 3)), True),
     ("[1, [0, 0, 3]] repeated", (1, [0, 0, 3]), (1, A([0, 0, 3])), False),
-    ("[[3, 3, 0], 1:4] repeated rows", ([3, 3, 0], slice(1, 4)), (A([3, 3, 0]), slice(1, 4)), False),
+    (
+        "[[3, 3, 0], 1:4] repeated rows",
+        ([3, 3, 0], slice(1, 4)),
+        (A([3, 3, 0]), slice(1, 4)),
+        False,
+    ),
     ("[[1, 2], [[4], [0]]]", ([1, 2], [[4], [0]]), (A([1, 2]), A([[4], [0]])), True),
     ("[mask]", M > 4.5, M > 4.5, True),
     ("[..., ::2]", (Ellipsis, slice(None, None, 2)), (Ellipsis, slice(None, None, 2)), True),
@@ -187,8 +192,10 @@ def test_at_traced_indices_match_jax(kind: str) -> None:
     for g, w in zip(got, jax.grad(theirs, argnums)(M, u, i)):
         np.testing.assert_allclose(g, w, err_msg=kind)
     j = np.int32(3)
-    np.testing.assert_allclose(sg.grad(lambda x, j: sg.sum(getattr(x.at[j], kind)(2.5) * ct))(M, j),
-                               jax.grad(lambda x, j: jnp.sum(getattr(x.at[j], kind)(2.5) * ct))(M, j))
+    np.testing.assert_allclose(
+        sg.grad(lambda x, j: sg.sum(getattr(x.at[j], kind)(2.5) * ct))(M, j),
+        jax.grad(lambda x, j: jnp.sum(getattr(x.at[j], kind)(2.5) * ct))(M, j),
+    )
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -71,6 +71,8 @@ def test_pip_install_puts_transforms_inside_srcgrad(tmp_path: Path) -> None:
     files = {line.split(",")[0] for line in record.read_text().splitlines()}
     shipped = {f.split("/")[0] for f in files}
     assert {p for p in shipped if not p.startswith("srcgrad")} == set(), shipped
-    packages = {f"srcgrad/{p.parent.name}/__init__.py" for p in (REPO / "srcgrad").glob("*/__init__.py")}
+    packages = {
+        f"srcgrad/{p.parent.name}/__init__.py" for p in (REPO / "srcgrad").glob("*/__init__.py")
+    }
     assert packages <= files, f"subpackages left out of the wheel: {sorted(packages - files)}"
     assert found["grad"] == [0.0, 2.0, 4.0]

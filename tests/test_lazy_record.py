@@ -93,7 +93,7 @@ def test_retain_graph_and_create_graph_read_the_computed_values() -> None:
     with sg.autograd.record():
         gg = sg.sum(x.grad * x.grad)
     gg.backward()
-    f = lambda x: jnp.sum(jnp.sin(x) * x)  # noqa: E731
+    f = lambda x: jnp.sum(jnp.sin(x) * x)
     np.testing.assert_allclose(g1, jax.grad(f)(xv), rtol=1e-12)
     want = jax.grad(lambda x: jnp.sum(jax.grad(f)(x) ** 2))(xv)
     np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-10)

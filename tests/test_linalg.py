@@ -152,7 +152,7 @@ def test_det_gradient_at_singular_matrices() -> None:
     against jax.grad at singular matrices: JAX 0.11's is 0 at diag(1, 0, 1)[1, 1], where
     the cofactor and finite differences give 1."""
     r = np.random.default_rng(5)
-    low_rank = lambda n, k: r.standard_normal((n, k)) @ r.standard_normal((k, n))  # noqa: E731
+    low_rank = lambda n, k: r.standard_normal((n, k)) @ r.standard_normal((k, n))
     cases = [np.arange(1.0, 10.0).reshape(3, 3), np.diag([1.0, 0.0, 1.0]), low_rank(3, 1),
              np.array([[0.0, 1.0], [0.0, 0.0]]), low_rank(4, 3), low_rank(5, 4), low_rank(4, 2),
              np.zeros((3, 3)), np.array([[0.0]]), np.stack([low_rank(3, 2), general(3, 3)]),

@@ -28,7 +28,9 @@ def _chain(ops, x, n):
 
 def _statements(source: str, fn: str) -> list[ast.stmt]:
     """The statements of the top-level function `fn` in `source`."""
-    return next(d for d in ast.parse(source).body if isinstance(d, ast.FunctionDef) and d.name == fn).body
+    return next(
+        d for d in ast.parse(source).body if isinstance(d, ast.FunctionDef) and d.name == fn
+    ).body
 
 
 def test_no_copies() -> None:
@@ -41,8 +43,9 @@ def test_no_copies() -> None:
     assert ir_copies  # the IR has copies: the lowering is what drops them
     src = sg.source(sg.grad(f), w, x)
     assert not [ln for ln in src.splitlines() if re.fullmatch(r"\s*\w+ = \w+", ln)], src
-    np.testing.assert_allclose(sg.grad(f)(w, x), jax.grad(lambda w, x: jnp.sum(jnp.tanh(x @ w + 1.0)))(w, x),
-                               rtol=1e-4)  # float32: a GPU rounds 1 - tanh^2 its own way
+    np.testing.assert_allclose(
+        sg.grad(f)(w, x), jax.grad(lambda w, x: jnp.sum(jnp.tanh(x @ w + 1.0)))(w, x), rtol=1e-4
+    )  # float32: a GPU rounds 1 - tanh^2 its own way
 
 
 def test_each_expression_once() -> None:
@@ -67,7 +70,9 @@ def test_fast_forms_only_where_they_match_jnp() -> None:
     src16 = sg.source(f, np.ones((3, 2), np.float16))
     assert "jnp.tanh(x)" in src16 and "jnp.sum(" in src16, src16
     x = np.linspace(-1, 1, 6).reshape(3, 2).astype(np.float16)
-    np.testing.assert_array_equal(np.asarray(sg.jit(f)(x)), np.asarray(jnp.sum(jnp.tanh(x), axis=0)))
+    np.testing.assert_array_equal(
+        np.asarray(sg.jit(f)(x)), np.asarray(jnp.sum(jnp.tanh(x), axis=0))
+    )
 
 
 def test_long_program_is_split_into_parts() -> None:

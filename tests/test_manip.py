@@ -51,7 +51,9 @@ def split_args(name: str, dom: Dom = R) -> Draw:
                 [k for k in range(1, 5) if n % k == 0] if name != "array_split" else [1, 2, 3, 4]))
         else:
             sections = sorted(data.draw(st.lists(st.integers(0, n), max_size=3)))
-        params = {"sections": sections} if fixed is not None else {"sections": sections, "axis": axis}
+        params = (
+            {"sections": sections} if fixed is not None else {"sections": sections, "axis": axis}
+        )
         return params, [values(data, shape, dts[0], dom)]
     return draw
 
@@ -108,7 +110,10 @@ def repeat_args(dom: Dom = R) -> Draw:
         repeats: Any = data.draw(st.integers(0, 3) | st.lists(st.integers(0, 3), min_size=n,
                                                                 max_size=n).map(tuple))
         total = data.draw(st.none() | st.integers(1, 6)) if n else None
-        return {"repeats": repeats, "axis": axis, "total": total}, [values(data, shape, dts[0], dom)]
+        return {"repeats": repeats, "axis": axis, "total": total}, [
+            values(data, shape, dts[0], dom)
+        ]
+
     return draw
 
 
@@ -179,7 +184,10 @@ def rot90_args(dom: Dom = R) -> Draw:
         nd = len(shape)
         a = data.draw(st.integers(-nd, nd - 1))
         b = data.draw(st.integers(-nd, nd - 1).filter(lambda b: b % nd != a % nd))
-        return {"k": data.draw(st.integers(-3, 5)), "axes": (a, b)}, [values(data, shape, dts[0], dom)]
+        return {"k": data.draw(st.integers(-3, 5)), "axes": (a, b)}, [
+            values(data, shape, dts[0], dom)
+        ]
+
     return draw
 
 

@@ -29,7 +29,7 @@ def _loop_in_cond(x: Any) -> Any:
 
 
 def _cond_in_loop(x: Any) -> Any:
-    body = lambda i, u: sg.cond(sg.sum(x) > 0, lambda a: a, lambda a: sg.sin(a) * x, u)  # noqa: E731
+    body = lambda i, u: sg.cond(sg.sum(x) > 0, lambda a: a, lambda a: sg.sin(a) * x, u)
     return sg.sum(sg.fori_loop(0, 2, body, x))
 
 

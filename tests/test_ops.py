@@ -558,7 +558,8 @@ def arange_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, l
 
 BINARY_OPERATORS = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-    "**": operator.pow, "%": operator.mod, "//": operator.floordiv, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+    "**": operator.pow, "%": operator.mod, "//": operator.floordiv, "<": operator.lt,
+    "<=": operator.le, ">": operator.gt,
     ">=": operator.ge, "==": operator.eq, "!=": operator.ne,
 }
 CONSTANTS: dict[str, Callable[[float], Any]] = {
@@ -682,8 +683,11 @@ def tri_args(min_dims: int = 2, k: bool = True, dom: Dom = R) -> Draw:
 def diagonal_args(dom: Dom = R) -> Draw:
     def draw(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
         shape = data.draw(one_shape(min_dims=2))
-        a1, a2 = data.draw(st.lists(st.integers(-len(shape), len(shape) - 1), min_size=2,
-                                    max_size=2).filter(lambda ax: ax[0] % len(shape) != ax[1] % len(shape)))
+        a1, a2 = data.draw(
+            st.lists(st.integers(-len(shape), len(shape) - 1), min_size=2, max_size=2).filter(
+                lambda ax: ax[0] % len(shape) != ax[1] % len(shape)
+            )
+        )
         return ({"offset": data.draw(st.integers(-3, 3)), "axis1": a1, "axis2": a2},
                 [values(data, shape, dts[0], dom)])
     return draw
@@ -712,9 +716,11 @@ def linspace_via(m: Any) -> Callable[..., Any]:
 
 
 CONCAT_FORMS = {  # sg.r_ / sg.c_ items: arrays, Python numbers and static slices
-    "r_[a, b]": lambda m, a, b: m[a, b], "r_[a, 2, 0:3]": lambda m, a, b: m[a, 2, 0:3],
+    "r_[a, b]": lambda m, a, b: m[a, b],
+    "r_[a, 2, 0:3]": lambda m, a, b: m[a, 2, 0:3],
     "r_[1:4:2, b, -1.5]": lambda m, a, b: m[1:4:2, b, -1.5],
-    "r_[0:1:4j, a]": lambda m, a, b: m[0:1:4j, a], "r_['0,2', a, b]": lambda m, a, b: m["0,2", a, b],
+    "r_[0:1:4j, a]": lambda m, a, b: m[0:1:4j, a],
+    "r_['0,2', a, b]": lambda m, a, b: m["0,2", a, b],
     "r_['c', a, b]": lambda m, a, b: m["c", a, b],
 }
 C_FORMS = {  # sg.c_: columns of equal length
@@ -741,7 +747,9 @@ def average_args(dom: Dom = R) -> Draw:
         params = {"axis": axis, "keepdims": data.draw(st.booleans()),
                   "returned": data.draw(st.booleans())}
         a = values(data, shape, dts[0], dom)
-        kind = data.draw(st.sampled_from(["none", "full"] + (["axis"] if isinstance(axis, int) else [])))
+        kind = data.draw(
+            st.sampled_from(["none", "full"] + (["axis"] if isinstance(axis, int) else []))
+        )
         if kind == "none":
             return params, [a]
         wshape = shape if kind == "full" else (shape[axis],)
@@ -806,7 +814,11 @@ def matrix_args(kind: str, rhs: bool = False, rect: bool = False, **choices: Any
 
 def flat(*outs: Any) -> Any:
     """Several outputs as one vector (for the table's one-output comparison)."""
-    cat = sg.concatenate if any(isinstance(o, (sg.Variable, sg.Tensor)) for o in outs) else jnp.concatenate
+    cat = (
+        sg.concatenate
+        if any(isinstance(o, (sg.Variable, sg.Tensor)) for o in outs)
+        else jnp.concatenate
+    )
     return cat([o.reshape(-1) for o in outs])
 
 
@@ -889,7 +901,8 @@ def linalg_cases(case: Callable[..., Any], gauge_free: bool) -> list:
     la, jla = sg.linalg, jnp.linalg
     return [
         case("linalg.cholesky", lambda a, upper: la.cholesky(a, upper=upper),
-             lambda a, upper: jla.cholesky(a, upper=upper), matrix_args("spd", upper=[False, True])),
+             lambda a, upper: jla.cholesky(a, upper=upper),
+             matrix_args("spd", upper=[False, True])),
         case("linalg.solve_triangular", la.solve_triangular, solve_triangular_ref,
              matrix_args("general", True, **SOLVE_TRIANGULAR)),
         case("linalg.solve", la.solve, jla.solve, matrix_args("general", True)),
@@ -1135,8 +1148,11 @@ CASES: list[Case] = [
     Case("fmin", sg.fmin, jnp.fmin, nan_pairs, NUMS),
     Case("nan_to_num", sg.nan_to_num, jnp.nan_to_num, nan_to_num_args, NUMS),
     Case("array", array_ours, array_ref, array_args, NUMS + ((F32, F64), (I32, F32), (BOOL,))),
-    Case("asarray", lambda a, b, form, dtype: sg.asarray(ARRAY_FORMS[form](a, b) if form in ARRAY_FORMS else a, dtype),
-         lambda a, b, form, dtype: jnp.asarray(ARRAY_FORMS[form](a, b) if form in ARRAY_FORMS else a, dtype),
+    Case("asarray",
+         lambda a, b, form, dtype: sg.asarray(ARRAY_FORMS[form](a, b) if form in ARRAY_FORMS else a,
+                                              dtype),
+         lambda a, b, form, dtype: jnp.asarray(ARRAY_FORMS[form](a, b) if form in ARRAY_FORMS
+                                               else a, dtype),
          array_args, ((F32,), (I32, F64))),
     Case("eye", sg.eye, jnp.eye, eye_args, ((),)),
     Case("identity", lambda N, M, k, dtype: sg.identity(N, dtype),
@@ -1146,7 +1162,8 @@ CASES: list[Case] = [
     Case("triu", sg.triu, jnp.triu, tri_args(), ((F64,), (I32,))),
     Case("diag", sg.diag, jnp.diag, tri_args(1), ((F32,), (I32,))),
     Case("diagonal", sg.diagonal, jnp.diagonal, diagonal_args(), ((F64,), (BOOL,))),
-    Case("linspace", linspace_via(sg), linspace_via(jnp), linspace_args, ((F32,), (F64,), (I32,), (F32, F64))),
+    Case("linspace", linspace_via(sg), linspace_via(jnp), linspace_args,
+         ((F32,), (F64,), (I32,), (F32, F64))),
     Case("r_", lambda a, b, form: CONCAT_FORMS[form](sg.r_, a, b),
          lambda a, b, form: CONCAT_FORMS[form](jnp.r_, a, b), concat_args(CONCAT_FORMS),
          ((F32,), (I32, F64))),
@@ -1242,7 +1259,9 @@ def test_dynamic_index_and_update_match_lax(index: int, allow_negative: bool) ->
         ours = sg.jit(lambda a, i: sg.dynamic_index(a, i, 1, **kw))(x, np.int32(index))
         theirs = lax.dynamic_index_in_dim(x, index, 1, keepdims=False, **kw)
         np.testing.assert_array_equal(ours, theirs)
-        ours = sg.jit(lambda a, b, i: sg.dynamic_update_index(a, b, i, 1, **kw))(x, v, np.int32(index))
+        ours = sg.jit(lambda a, b, i: sg.dynamic_update_index(a, b, i, 1, **kw))(
+            x, v, np.int32(index)
+        )
         np.testing.assert_array_equal(ours, lax.dynamic_update_index_in_dim(x, v, index, 1, **kw))
     check_grads(lambda a, b: sg.sum(sg.dynamic_index(
         sg.dynamic_update_index(a, b * 2.0, abs(index) % 3, 1, **kw), 1, 1, **kw) ** 2), (x, v))

@@ -55,7 +55,7 @@ def test_a_global_read_in_a_nested_function_is_watched_too() -> None:
     x, old = np.array([0.3, 0.5]), SCALE
 
     def f(x: Any) -> Any:
-        inner = lambda y: sg.sin(y) * SCALE  # noqa: E731  (SCALE is read by the lambda's code)
+        inner = lambda y: sg.sin(y) * SCALE  # SCALE is read by the lambda's code
         return sg.sum(inner(x))
     g = sg.grad(f)
     try:
@@ -221,8 +221,12 @@ def test_static_argnums_pass_python_values() -> None:
         return sg.sum(y ** k)
     x = np.array([0.3, 0.8])
     g = sg.grad(f, static_argnums=(1, 2))
-    np.testing.assert_allclose(g(x, "sin", 2), jax.grad(lambda v: jnp.sum(jnp.sin(v) ** 2))(x), rtol=1e-12)
-    np.testing.assert_allclose(g(x, "cos", 3), jax.grad(lambda v: jnp.sum(jnp.cos(v) ** 3))(x), rtol=1e-12)
+    np.testing.assert_allclose(
+        g(x, "sin", 2), jax.grad(lambda v: jnp.sum(jnp.sin(v) ** 2))(x), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        g(x, "cos", 3), jax.grad(lambda v: jnp.sum(jnp.cos(v) ** 3))(x), rtol=1e-12
+    )
     g(x, "sin", 2)
     assert g.compilations == 2
     value, dx = sg.value_and_grad(f, static_argnums=1)(x, "cos", 1.0)
@@ -270,7 +274,9 @@ def test_a_loop_that_never_stops_raises_instead_of_hanging(small_limit: None) ->
 
 def test_the_limit_allows_a_loop_of_exactly_that_many_iterations(small_limit: None) -> None:
     def f(x: Any, n: Any) -> Any:
-        return sg.while_loop(lambda c: c[1] < n, lambda c: (sg.sin(c[0]) * 0.5 + x, c[1] + 1.0), (x, 0.0))[0]
+        return sg.while_loop(
+            lambda c: c[1] < n, lambda c: (sg.sin(c[0]) * 0.5 + x, c[1] + 1.0), (x, 0.0)
+        )[0]
 
     def twin(x: Any, n: int) -> Any:
         return jax.lax.fori_loop(0, n, lambda i, s: jnp.sin(s) * 0.5 + x, x)
@@ -287,7 +293,10 @@ def test_config_validates_the_limit() -> None:
 
 def test_a_stable_trip_count_recompiles_at_most_once() -> None:
     def f(x: Any, n: Any) -> Any:
-        return sg.while_loop(lambda c: c[1] < n, lambda c: (sg.sin(c[0]) + x, c[1] + 1.0), (x, 0.0))[0]
+        return sg.while_loop(
+            lambda c: c[1] < n, lambda c: (sg.sin(c[0]) + x, c[1] + 1.0), (x, 0.0)
+        )[0]
+
     g = sg.grad(f)
     for _ in range(4):
         g(0.1, 300.0)
@@ -303,12 +312,12 @@ def _inner(y: Any, n: Any) -> Any:
 
 
 def _outer(x: Any, n: Any) -> Any:
-    step = lambda i, v: v - 0.1 * sg.grad(lambda y: sg.sum(_inner(y, n)))(v)  # noqa: E731
+    step = lambda i, v: v - 0.1 * sg.grad(lambda y: sg.sum(_inner(y, n)))(v)
     return sg.sum(sg.fori_loop(0, 2, step, x))
 
 
 def _outer_twin(x: Any, n: int) -> Any:
-    inner = lambda y: jnp.sum(jax.lax.fori_loop(0, n, lambda i, c: jnp.sin(c), y))  # noqa: E731
+    inner = lambda y: jnp.sum(jax.lax.fori_loop(0, n, lambda i, c: jnp.sin(c), y))
     return jnp.sum(jax.lax.fori_loop(0, 2, lambda i, v: v - 0.1 * jax.grad(inner)(v), x))
 
 
@@ -316,13 +325,15 @@ def _outer_twin(x: Any, n: int) -> Any:
 def test_jit_accepts_a_gradient_inside_a_loop_body_as_grad_does(n: int) -> None:
     x = np.array([0.5, 0.2])
     np.testing.assert_allclose(sg.jit(_outer)(x, float(n)), _outer_twin(x, n), rtol=1e-12)
-    np.testing.assert_allclose(sg.grad(_outer)(x, float(n)), jax.grad(_outer_twin)(x, n), rtol=1e-10)
+    np.testing.assert_allclose(
+        sg.grad(_outer)(x, float(n)), jax.grad(_outer_twin)(x, n), rtol=1e-10
+    )
     sg.trace(sg.jit(_outer), x, float(n)).verify()
 
 
 def test_jit_accepts_a_gradient_inside_a_branch() -> None:
     def f(x: Any, n: Any) -> Any:
-        g = lambda v: sg.grad(lambda y: sg.sum(_inner(y, n)))(v)  # noqa: E731
+        g = lambda v: sg.grad(lambda y: sg.sum(_inner(y, n)))(v)
         return sg.sum(sg.cond(sg.sum(x) > 0, g, lambda v: v * 2.0, x))
     x = np.array([0.5, 0.2])
     want = jax.grad(lambda y: jnp.sum(jax.lax.fori_loop(0, 70, lambda i, c: jnp.sin(c), y)))(x)

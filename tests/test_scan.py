@@ -36,7 +36,9 @@ def test_scan_value_and_first_order(reverse: bool) -> None:
     f = rnn(sg, lambda st, c, xs: sg.scan(st, c, xs, reverse=reverse))
     twin = rnn(jnp, lambda st, c, xs: lax.scan(st, c, xs, reverse=reverse))
     np.testing.assert_allclose(sg.jit(f)(*ARGS), twin(*ARGS), rtol=1e-12)
-    assert_tree_close(sg.grad(f, argnums=(0, 1, 2))(*ARGS), jax.grad(twin, argnums=(0, 1, 2))(*ARGS))
+    assert_tree_close(
+        sg.grad(f, argnums=(0, 1, 2))(*ARGS), jax.grad(twin, argnums=(0, 1, 2))(*ARGS)
+    )
     sg.trace(sg.grad(f, argnums=(0, 1, 2)), *ARGS).verify()
 
 
@@ -152,7 +154,9 @@ def test_checkpointed_scan_matches_lax_scan(k: int, reverse: bool) -> None:
     f = rnn(sg, lambda st, c, xs: sg.scan(st, c, xs, reverse=reverse, checkpoints=k))
     twin = rnn(jnp, lambda st, c, xs: lax.scan(st, c, xs, reverse=reverse))
     np.testing.assert_allclose(sg.jit(f)(*ARGS), twin(*ARGS), rtol=1e-12)
-    assert_tree_close(sg.grad(f, argnums=(0, 1, 2))(*ARGS), jax.grad(twin, argnums=(0, 1, 2))(*ARGS))
+    assert_tree_close(
+        sg.grad(f, argnums=(0, 1, 2))(*ARGS), jax.grad(twin, argnums=(0, 1, 2))(*ARGS)
+    )
 
 
 def test_checkpointed_scan_second_order_and_records() -> None:

@@ -52,7 +52,8 @@ BINARY: list[tuple[str, Callable, Dom, Dom, tuple, bool]] = [
     ("gammainc", jss.gammainc, Dom(0.5, 3.0), POS, F64_ONLY, False),
     ("gammaincc", jss.gammaincc, Dom(0.5, 3.0), POS, F64_ONLY, False),
     ("betaln", jss.betaln, POS, POS, FLOATS, False),
-    ("xlogy", jss.xlogy, R, POS, FLOATS, True), ("xlog1py", jss.xlog1py, R, Dom(-0.5, 3.0), FLOATS, False),
+    ("xlogy", jss.xlogy, R, POS, FLOATS, True),
+    ("xlog1py", jss.xlog1py, R, Dom(-0.5, 3.0), FLOATS, False),
 ]
 
 

@@ -64,7 +64,7 @@ def test_structures_differing_only_in_an_attr_do_not_share() -> None:
 
 
 def test_structures_differing_only_in_a_shape_or_a_dtype_do_not_share() -> None:
-    f = lambda np_, x, w: np_.sum(np_.tanh(x @ w) * x.sum())  # noqa: E731
+    f = lambda np_, x, w: np_.sum(np_.tanh(x @ w) * x.sum())
     a, b = RNG.standard_normal((2, 3)), RNG.standard_normal((3, 3))
     assert _compiles_of([lambda: _check(f, a, b),
                          lambda: _check(f, RNG.standard_normal((4, 3)), b),
@@ -73,8 +73,8 @@ def test_structures_differing_only_in_a_shape_or_a_dtype_do_not_share() -> None:
 
 def test_structures_differing_only_in_wiring_do_not_share() -> None:
     a, b = RNG.standard_normal(4), RNG.standard_normal(4)
-    left = lambda np_, x, y: np_.sum(np_.sin(x * y + x))  # noqa: E731
-    right = lambda np_, x, y: np_.sum(np_.sin(x * y + y))  # noqa: E731
+    left = lambda np_, x, y: np_.sum(np_.sin(x * y + x))
+    right = lambda np_, x, y: np_.sum(np_.sin(x * y + y))
     assert _compiles_of([lambda: _check(left, a, b), lambda: _check(right, a, b)]) == 2
 
 
@@ -103,7 +103,7 @@ def test_structures_differing_only_in_which_values_were_recorded_do_not_share() 
     """Copied history brings its recorded values: `tanh(x)` recorded as its own op has a
     value on the tape, inside one recorded call it has none (and backward recomputes it)."""
     xv = RNG.standard_normal(5)
-    composite = lambda t: sg.tanh(t) * t  # noqa: E731
+    composite = lambda t: sg.tanh(t) * t
 
     def run(separately: bool) -> tuple[np.ndarray, list[str]]:
         x = sg.tensor(xv)
@@ -148,7 +148,7 @@ def test_two_heads_of_one_tape_do_not_share() -> None:
 
 def test_clear_caches_forgets_the_trie_and_its_compiled_backwards() -> None:
     xv = RNG.standard_normal(3)
-    f = lambda np_, x: np_.sum(np_.tanh(x) ** 2)  # noqa: E731
+    f = lambda np_, x: np_.sum(np_.tanh(x) ** 2)
     before = sg.autograd.compile_count()
     _check(f, xv)
     _check(f, xv)

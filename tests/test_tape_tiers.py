@@ -3,7 +3,8 @@ srcgrad/tape_vjp.py), by chunks (recurring windows of entries compiled together,
 srcgrad/tape_chunks.py) and compiled whole (srcgrad/tape_compile.py) give the same
 gradients, first and second order, which are jax.grad's; a tape of a new shape made of
 known ops compiles no whole backward, and its recurring windows one chunk; a structure is
-compiled on its `tape_compile_after`-th backward; recording does not grow memory. (Every backward of the suite also runs both tiers and compares them:
+compiled on its `tape_compile_after`-th backward; recording does not grow memory. (Every backward
+of the suite also runs both tiers and compares them:
 tests/conftest.py sets SRCGRAD_ENABLE_CHECKS.)"""
 from __future__ import annotations
 
@@ -83,10 +84,10 @@ TIER_CASES = [(t, n, o) for n, o in (("mixed", 1), ("rnn", 2), ("mixed", 2), ("r
     pytest.param(*c, marks=pytest.mark.slow) for c in TIER_CASES[6:]], indirect=["tier"])
 def test_each_tier_gives_jax_grads(tier: None, name: str, order: int) -> None:
     f, arrays = CASES[name]
-    jf = lambda *xs: f(jnp, *xs)  # noqa: E731
+    jf = lambda *xs: f(jnp, *xs)
     if order == 2:
         jf1 = jf
-        jf = lambda *xs: sum(jnp.sum(g * g) for g in  # noqa: E731
+        jf = lambda *xs: sum(jnp.sum(g * g) for g in
                              jax.grad(jf1, argnums=tuple(range(len(xs))))(*xs))
     want = jax.grad(jf, argnums=tuple(range(len(arrays))))(*map(jnp.asarray, arrays))
     for g, w in zip(_imperative(f, arrays, create_graph=order == 2), want):
@@ -119,7 +120,9 @@ def _fresh_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tape_chunks, "_SEEN", {})
 
 
-def test_sentences_of_new_lengths_compile_only_their_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sentences_of_new_lengths_compile_only_their_chunks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """An RNN over a sentence of a length never seen runs on kernels it has (the word index
     is a runtime int: emb[k] is one program for every k): no whole backward, no per-op
     program, and its recurring windows (of four cells, and of the last cells one by one)
@@ -181,7 +184,7 @@ def test_a_chunk_that_cannot_be_compiled_runs_entry_by_entry(
         real(self, template, n_reads)
     monkeypatch.setattr(tape_chunks.Chunk, "__init__", lost_lifts)
     a = RNG.standard_normal(4)
-    f = lambda np_, a: np_.sum(np_.sin(a * 1.5) * 2.5 + 0.25)  # noqa: E731
+    f = lambda np_, a: np_.sum(np_.sin(a * 1.5) * 2.5 + 0.25)
     got = _imperative(f, (a,))[0]
     np.testing.assert_allclose(got, jax.grad(lambda a: f(jnp, a))(a), rtol=1e-10)
     weak = [any(type(r) is WeakRef for e in c.template for r in e.leaves)
@@ -235,7 +238,7 @@ def test_a_cold_structure_compiles_whole_at_first_sight(monkeypatch: pytest.Monk
 
     def step(n: int, more: bool = False) -> None:
         x, a = RNG.standard_normal((3, n)), RNG.standard_normal((n, n + 2)) * 0.2
-        f = lambda np_, a: np_.mean(np_.tanh(np_.tanh(x @ a) * 1.5) ** 2) * (  # noqa: E731
+        f = lambda np_, a: np_.mean(np_.tanh(np_.tanh(x @ a) * 1.5) ** 2) * (
             np_.sum(a) if more else 1.0)
         got = _imperative(f, (a,))[0]
         np.testing.assert_allclose(got, jax.grad(lambda a: f(jnp, a))(a), rtol=1e-10)

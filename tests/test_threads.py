@@ -85,7 +85,7 @@ def test_eight_threads_of_gradients_agree_with_jax_and_with_each_other() -> None
                         checked[t] += 1
                     seen[i] = _source(fun, inputs[0])
             sources.append(seen)
-        except BaseException as e:  # noqa: BLE001  (reported by the main thread)
+        except BaseException as e:  # reported by the main thread
             errors.append(e)
 
     threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]

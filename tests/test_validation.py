@@ -43,7 +43,9 @@ def _fori(max_iters: Any) -> Callable[[Any], Any]:
 @pytest.mark.parametrize("bad", [2.5, "3", True, np.float64(3.0)])
 @pytest.mark.parametrize("loop,op", [(_while, "while"), (_fori, "fori_loop")])
 def test_max_iters_must_be_an_int(loop: Callable, op: str, bad: Any) -> None:
-    with pytest.raises(sg.SrcgradError, match="max_iters must be a non-negative Python or NumPy int") as e:
+    with pytest.raises(
+        sg.SrcgradError, match="max_iters must be a non-negative Python or NumPy int"
+    ) as e:
         sg.grad(loop(bad))(1.0)
     assert e.value.op == op and e.value.loc.filename == __file__
 
@@ -69,7 +71,7 @@ def test_max_iters_accepts_python_and_numpy_ints(good: Any) -> None:
 def test_input_shape_must_be_static_non_negative_ints(declare: Callable, shape: Any) -> None:
     prog = sg.Program()
     with sg.program_guard(prog):
-        run = lambda: declare("x", shape)  # noqa: E731
+        run = lambda: declare("x", shape)
         _raises(sg.TraceError, run, "'x'", f"has shape {shape!r}", "non-negative int")
         assert prog.inputs == []  # nothing was declared: the name is still free
         assert declare("x", (2, 3)).shape == (2, 3)
@@ -99,7 +101,7 @@ def test_compile_fetches_by_name_as_by_variable() -> None:
         np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
         np.testing.assert_allclose(got[1], want[1], rtol=1e-12, atol=1e-15)
     np.testing.assert_array_equal(mixed[2], xv)
-    run = lambda: sg.compile(prog, feed=["x", "w"], fetch=["no_such_value"])  # noqa: E731
+    run = lambda: sg.compile(prog, feed=["x", "w"], fetch=["no_such_value"])
     _raises(sg.SrcgradError, run, "fetch 'no_such_value' is not a value")
 
 
@@ -107,7 +109,7 @@ def test_compile_fetches_by_name_as_by_variable() -> None:
 
 def test_truth_value_of_a_traced_value_names_the_line() -> None:
     # converted by default (srcgrad.convert); no_convert keeps Python's truth test
-    run = lambda: sg.grad(sg.no_convert(lambda x: x if x > 0 else -x))(1.0)  # noqa: E731
+    run = lambda: sg.grad(sg.no_convert(lambda x: x if x > 0 else -x))(1.0)
     _raises(sg.TraceError, run, "has no Python truth value", "sg.cond")
     assert sg.grad(lambda x: x if x > 0 else -x)(-1.0) == -1.0
 
@@ -116,7 +118,7 @@ def test_forgotten_has_aux_hints_at_it() -> None:
     def loss_aux(x: Any) -> Any:
         return sg.sum(x * x), x
     for transform in (sg.grad, sg.value_and_grad):
-        run = lambda: transform(loss_aux)(np.ones(3))  # noqa: E731
+        run = lambda: transform(loss_aux)(np.ones(3))
         _raises(sg.GradientError, run, "returned a tuple of 2 values", "has_aux=True")
     g, aux = sg.grad(loss_aux, has_aux=True)(np.ones(3))
     np.testing.assert_allclose(g, 2 * np.ones(3))
@@ -129,7 +131,7 @@ def test_value_from_an_earlier_trace_says_it_belongs_to_another_trace() -> None:
         leaked.append(x * 2.0)
         return sg.sum(x)
     sg.grad(keep)(np.ones(2))
-    run = lambda: sg.grad(lambda x: sg.sum(x * leaked[0]))(np.ones(2))  # noqa: E731
+    run = lambda: sg.grad(lambda x: sg.sum(x * leaked[0]))(np.ones(2))
     msg = _raises(sg.TraceError, run, "belongs to another trace", "pass it as an argument")
     assert "escaped" not in msg
 
@@ -153,23 +155,23 @@ def _sum_sq(z: Any, y: Any) -> Any:
 def test_complex_input_to_grad_names_the_parameter() -> None:
     z = np.array([1 + 2j, 3 - 1j])
     for transform in (sg.grad, sg.value_and_grad):
-        run = lambda: transform(_sum_sq)(z, 1.0)  # noqa: E731
+        run = lambda: transform(_sum_sq)(z, 1.0)
         _raises(sg.GradientError, run, "argument 0 ('z') is complex", "c128[2]")
-    run = lambda: sg.grad(_sum_sq, argnums=(1, 0))(z, 1.0)  # noqa: E731
+    run = lambda: sg.grad(_sum_sq, argnums=(1, 0))(z, 1.0)
     _raises(sg.GradientError, run, "argument 0 ('z') is complex")
     # A complex argument that is not differentiated is fine.
     np.testing.assert_allclose(sg.grad(lambda y, z: y * 2.0)(3.0, z), 2.0)
 
 
 def test_complex_input_to_vjp_raises_at_vjp_time() -> None:
-    run = lambda: sg.vjp(_sum_sq, np.array([1j, 2.0]), 1.0)  # noqa: E731
+    run = lambda: sg.vjp(_sum_sq, np.array([1j, 2.0]), 1.0)
     _raises(sg.GradientError, run, "vjp requires floating-point inputs", "argument 0 ('z')")
 
 
 def test_complex_output_is_refused() -> None:
-    run = lambda: sg.grad(lambda x: sg.sum(x) * 1j)(np.ones(2))  # noqa: E731
+    run = lambda: sg.grad(lambda x: sg.sum(x) * 1j)(np.ones(2))
     _raises(sg.GradientError, run, "real floating-point output", "c128[]")
-    run = lambda: sg.vjp(lambda x: x * 1j, np.ones(2))  # noqa: E731
+    run = lambda: sg.vjp(lambda x: x * 1j, np.ones(2))
     _raises(sg.GradientError, run, "output is complex")
 
 
@@ -188,7 +190,7 @@ def test_non_scalar_target_needs_a_head_gradient_and_ones_like_gives_fluids_seed
     with sg.program_guard(prog):
         x = sg.parameter("x", (2, 3), "float64")
         y = sg.tanh(x) * 2.0
-        run = lambda: sg.gradients([y], [x])  # noqa: E731
+        run = lambda: sg.gradients([y], [x])
         _raises(sg.GradientError, run, "is not a scalar", "target_gradients")
         [gx] = sg.gradients([y], [x], target_gradients=[sg.ones_like(y)])
     xv = np.linspace(-1.0, 1.0, 6).reshape(2, 3)

@@ -27,7 +27,9 @@ def _differentiable(v: Variable, no_grad: set[Variable]) -> bool:
     return dtypes.is_inexact(v.dtype) and not v.stop_gradient and v not in no_grad
 
 
-def forward_requires(block: Block, seeds: Iterable[Variable], no_grad: set[Variable]) -> set[Variable]:
+def forward_requires(
+    block: Block, seeds: Iterable[Variable], no_grad: set[Variable]
+) -> set[Variable]:
     """Values of `block` that depend differentiably on `seeds` (plus the seeds)."""
     req = {v for v in seeds if _differentiable(v, no_grad)}
     for op in block.ops:

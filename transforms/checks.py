@@ -37,7 +37,9 @@ def _lift(v: Variable, loop: Op) -> Variable:
     owner = blk.owner
     if owner is not None and owner.type == "while" and blk is owner.attrs["body"]:
         init = emit_before(owner, lambda: zeros((), v.dtype))
-        carry = new_carry(owner, init, lambda acc: maximum(acc, v), f"{v.name.split('@')[0]}@MAXITERS")
+        carry = new_carry(
+            owner, init, lambda acc: maximum(acc, v), f"{v.name.split('@')[0]}@MAXITERS"
+        )
         grown = extend_loop(owner, [carry])
         owner.inputs, owner.outputs = grown.inputs, grown.outputs  # in place: checks hold `owner`
         return carry.out

@@ -76,7 +76,7 @@ def _pass_residuals(op: Op, branches: list[Block], grads: list[Block],
     slots: list[tuple[tuple, bool]] = []  # (shape, dtype), shared
     fills: list[dict[int, Variable]] = []
     reads = [_branch_reads(op, fb, gb) for fb, gb in zip(branches, grads)]
-    for fb, (mapping, passing) in zip(branches, reads):
+    for fb, (_, passing) in zip(branches, reads):
         checks = {v for _, v, _ in prog.capacity_checks if v.block is fb}
         done = set(fb.results)
         fill: dict[int, Variable] = {}

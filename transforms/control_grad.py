@@ -240,8 +240,10 @@ def _grad_body(body: Block, carried: list[int], caps: list[Variable], count: Var
     prog = body.program
     gb = prog.create_block(parent, forward_block_idx=body.idx)
     k = gb.add_param("k", (), INT32)
-    dcarry = [gb.add_param(f"{body.params[j].name}@GRAD", body.params[j].shape, body.params[j].dtype)
-              for j in carried]
+    dcarry = [
+        gb.add_param(f"{body.params[j].name}@GRAD", body.params[j].shape, body.params[j].dtype)
+        for j in carried
+    ]
     accs = [gb.add_param(f"{c.name}@GRAD_acc", c.shape, c.dtype) for c in caps]
     with prog.block_guard(gb):
         k_next = add(k, 1)
@@ -337,8 +339,15 @@ def _plan_residuals(fwd: Op, loop: Op, grad: GradBody, counter: Variable,
     stacks = _stacked(loop, counters, slots)
     new = [r for r in dict.fromkeys(checks + recorded) if r not in stacks]
     inits = [emit_before(fwd, lambda r=r: zeros((slots,) + r.shape, r.dtype)) for r in new]
-    carries = [new_carry(loop, init, lambda s, r=r: dynamic_update_index(
-        s, r, counter, allow_negative_indices=False), f"{r.name}@STACK") for r, init in zip(new, inits)]
+    carries = [
+        new_carry(
+            loop,
+            init,
+            lambda s, r=r: dynamic_update_index(s, r, counter, allow_negative_indices=False),
+            f"{r.name}@STACK",
+        )
+        for r, init in zip(new, inits)
+    ]
     loop = extend_loop(loop, carries)
     stacks.update((r, c.out) for r, c in zip(new, carries))
     plan.stacks = {r: stacks[r] for r in recorded}

@@ -121,7 +121,9 @@ class EagerLax:
         return getattr(lax, name)
 
     @staticmethod
-    def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init: Any) -> Any:
+    def while_loop(
+        cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init: Any
+    ) -> Any:
         carry = init
         while True:
             go = cond_fun(carry)
@@ -173,7 +175,7 @@ class Lowered:
             def call(*args: Any) -> Any:
                 if not first[0]:
                     return jitted(*args)
-                if levels > MAX_COMPILED_NESTING and not jax.config.jax_disable_jit:
+                if levels > MAX_COMPILED_NESTING and not jax.config.jax_disable_jit:  # type: ignore[attr-defined]
                     raise self._too_deep()
                 with short_locations(), collection_paused(), (
                         recursion_room(levels) if levels else _NOTHING):
@@ -189,7 +191,7 @@ class Lowered:
         levels = self.nesting if self.nesting > SHALLOW_NESTING else 0
         if not levels:
             return self.fn(*args)
-        if levels > MAX_COMPILED_NESTING and not jax.config.jax_disable_jit:
+        if levels > MAX_COMPILED_NESTING and not jax.config.jax_disable_jit:  # type: ignore[attr-defined]
             raise self._too_deep()
         with recursion_room(levels):
             return self.fn(*args)

@@ -4,6 +4,7 @@ Layer L4 (transforms): see docs/design.md.
 """
 from __future__ import annotations
 
+import builtins
 import functools
 import math
 import operator
@@ -139,8 +140,12 @@ class _Frame:
 
     __slots__ = ("lines", "params", "items", "exprs", "canon", "slots")
 
-    def __init__(self, params: Sequence[Variable] = (), exprs: dict[str, list[Variable]] | None = None,
-                 canonical: bool = False):
+    def __init__(
+        self,
+        params: Sequence[Variable] = (),
+        exprs: dict[str, list[Variable]] | None = None,
+        canonical: bool = False,
+    ):
         self.lines: list[str] = []
         self.params = params
         self.items: list[Op | Variable] = []  # emitted ops, and values read by statements
@@ -317,7 +322,7 @@ class Emitter:
                 canon.append(f"{pad}{c} = {expr}")
 
     def emit_parts(self, live: Sequence[Op], needed: Sequence[Variable], base: str
-                   ) -> list[tuple[list[str], Canonical | None]]:
+                   ) -> list[builtins.tuple[list[str], Canonical | None]]:
         """Emit `live` as functions (`part_bounds`), and into the current function one
         call of each: `a, b = base_part_k(x, y)`. Returns the functions' lines, each with its
         canonical form (None if it has none, or `live` is shorter than SHARE_OPS)."""
@@ -425,7 +430,9 @@ def _canonical_part(frame: _Frame, fname: str, params: list[str], results: list[
     slots = frame.slots
     if frame.canon is None:
         return None
-    lines = _part(slots[fname], [slots[p] for p in params], frame.canon, [slots[r] for r in results])
+    lines = _part(
+        slots[fname], [slots[p] for p in params], frame.canon, [slots[r] for r in results]
+    )
     if not slots.ok():
         return None
     return Canonical("\n".join(lines) + "\n", {c: r for r, c in slots.items()})

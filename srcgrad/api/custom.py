@@ -109,7 +109,9 @@ def _output_types(fun: Callable[..., Any], args: tuple) -> tuple[Any, list[str]]
 def _paths(tree: Any) -> list[str]:
     """`[0]['w']`-style paths of the leaves of a pytree structure."""
     dummy = tree_unflatten(tree, [0] * tree.num_leaves)
-    return [jax.tree_util.keystr(path) for path, _ in jax.tree_util.tree_flatten_with_path(dummy)[0]]
+    return [
+        jax.tree_util.keystr(path) for path, _ in jax.tree_util.tree_flatten_with_path(dummy)[0]
+    ]
 
 
 def _body_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
@@ -147,6 +149,9 @@ class _Custom:
         self.fun = fun
 
     def _defined(self) -> bool:
+        raise NotImplementedError
+
+    def _emit(self, *args: Any) -> Any:
         raise NotImplementedError
 
     @api_boundary
@@ -240,7 +245,7 @@ def _bwd(op: Op, gs: list) -> list:
     grads: list = []
     for i, (p, g) in enumerate(zip(primals, got)):
         p_leaves, p_tree = tree_flatten(p)
-        g_leaves = [None] * len(p_leaves) if g is None else p_tree.flatten_up_to(g)
+        g_leaves = [None] * len(p_leaves) if g is None else p_tree.flatten_up_to(g)  # type: ignore[attr-defined]  # no jaxlib stub
         for path, v, gl in zip(_paths(p_tree), p_leaves, g_leaves):
             if gl is not None and dtypes.is_inexact(v.dtype):  # jax ignores an int's (float0)
                 gl = _typed_like(gl, v, f"bwd {a['bwd']!r}", f"argument {i}{path}", op)

@@ -100,7 +100,7 @@ def _jvp_inline(fun: Callable[..., Any], primals: Sequence[Any], tangents: Seque
 def _float0(out: Any, t_out: Any) -> Any:
     """`t_out` with JAX's float0 zeros for the tangents of integer outputs (None here)."""
     o_leaves, tree = tree_flatten(out)
-    t_leaves = tree.flatten_up_to(t_out)
+    t_leaves = tree.flatten_up_to(t_out)  # type: ignore[attr-defined]  # no jaxlib stub
     return tree_unflatten(tree, [np.zeros(_shape(o), jax.dtypes.float0) if t is None else t
                                  for o, t in zip(o_leaves, t_leaves)])
 
@@ -235,7 +235,7 @@ class _Basis:
         """`per_leaf` (one value per leaf) in the structure of the differentiated arguments."""
         out, k = [], 0
         for tree in self.trees:
-            n = tree.num_leaves
+            n = tree.num_leaves  # type: ignore[attr-defined]  # no jaxlib stub
             out.append(tree_unflatten(tree, per_leaf[k:k + n]))
             k += n
         return out[0] if single else tuple(out)
@@ -289,7 +289,7 @@ class _Jacobian(Transformed):
         out, t_out, aux = _over_basis(push, compiled, args, basis.columns())
         o_leaves, o_tree = tree_flatten(out)
         per_out = []
-        for o, t in zip(o_leaves, o_tree.flatten_up_to(t_out)):
+        for o, t in zip(o_leaves, o_tree.flatten_up_to(t_out)):  # type: ignore[attr-defined]  # no jaxlib stub
             if t is None:
                 per_out.append([np.zeros(np.shape(o) + s, jax.dtypes.float0) for s in basis.shapes])
                 continue
@@ -300,8 +300,15 @@ class _Jacobian(Transformed):
     def _rev_arrays(self, args: tuple) -> Any:
         basis = _Basis(args, self.nums, self.who)
         fun, nums, has_aux, n = self.fun, self.nums, self.has_aux, len(args)
-        out = jax.eval_shape(Transformed(lambda *a: _split_aux(hooks.user_fn(fun)(*a), has_aux, "jacrev"),
-                                         fun, "jacrev_shape", params=(has_aux,)), *args)
+        out = jax.eval_shape(
+            Transformed(
+                lambda *a: _split_aux(hooks.user_fn(fun)(*a), has_aux, "jacrev"),
+                fun,
+                "jacrev_shape",
+                params=(has_aux,),
+            ),
+            *args,
+        )
         rows = _Basis((out[0],), (0,), "jacrev", outputs=True)
 
         def pull(*a: Any) -> Any:

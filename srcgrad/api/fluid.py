@@ -54,7 +54,9 @@ def compile(program: Program, feed: Sequence[str | Variable], fetch: Sequence[st
             raise SrcgradError(f"fetch {v!r} is not a value of the program's global block",
                                loc=user_location())
     wanted = list(fetch) + [v for _, v, _ in program.capacity_checks]
-    read = {v for op in live_ops(program.global_block().ops, wanted) for v in op.inputs} | set(wanted)
+    read = {v for op in live_ops(program.global_block().ops, wanted) for v in op.inputs} | set(
+        wanted
+    )
     missing = [v.name for v in program.inputs if v in read and v not in set(feeds)]
     if missing:
         raise SrcgradError(f"the fetched values need the inputs {missing}, which are not in feed",

@@ -137,7 +137,9 @@ def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
                        "value_and_grad", jit, (argnums_tuple(argnums), has_aux), static_argnums)
 
 
-def _check_static(argnums: int | Sequence[int], static_argnums: int | Sequence[int], who: str) -> None:
+def _check_static(
+    argnums: int | Sequence[int], static_argnums: int | Sequence[int], who: str
+) -> None:
     both = set(argnums_tuple(argnums)[0]) & set(static_positions(static_argnums, who))
     if both:
         raise SrcgradError(f"{who}: argument {sorted(both)[0]} is both differentiated (argnums) "
@@ -160,7 +162,11 @@ def _vjp_inline(fun: Callable[..., Any], primals: tuple) -> tuple[Any, Callable[
             raise GradientError(f"vjp: cotangent structure {ct_tree} differs from the output's "
                                 f"{out_tree}", loc=user_location())
         targets = [(o, c) for o, c in zip(out_vars, ct_leaves) if dtypes.is_inexact(o.dtype)]
-        grads = gradients([o for o, _ in targets], wrt, [c for _, c in targets]) if targets else [None] * len(wrt)
+        grads = (
+            gradients([o for o, _ in targets], wrt, [c for _, c in targets])
+            if targets
+            else [None] * len(wrt)
+        )
         grads = [g if g is not None else zeros(x.shape, x.dtype) for g, x in zip(grads, wrt)]
         it = iter(grads)
         return tuple(jax.tree_util.tree_map(lambda _: next(it), p) for p in primals)
@@ -202,7 +208,7 @@ def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tu
 def _check_vjp_primals(fun: Callable[..., Any], primals: tuple) -> None:
     """A GradientError, at sg.vjp time, naming the first primal that is not floating point."""
     with_paths = jax.tree_util.tree_flatten_with_path(primals)[0]
-    for (path, leaf), name in zip(with_paths, arg_names(fun, primals, [p for p, _ in with_paths])):
+    for (_, leaf), name in zip(with_paths, arg_names(fun, primals, [p for p, _ in with_paths])):
         if dtypes.key_impl(leaf) is not None:
             raise GradientError(f"vjp: the primal {name!r} is a PRNG key ({leaf.dtype}"
                                 f"{list(np.shape(leaf))}); vjp differentiates every primal, so "

@@ -25,7 +25,7 @@ import operator
 import threading
 import types
 import weakref
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, TypeVar
 
 
 class Slot:
@@ -41,7 +41,11 @@ class Slot:
 def _owners(fun: Callable[..., Any]) -> tuple[Any, ...] | None:
     """The objects whose identity names `fun`: itself, or a bound method's function and
     instance; None when one of them cannot be weakly referenced."""
-    owners = (fun.__func__, fun.__self__) if hasattr(fun, "__func__") and hasattr(fun, "__self__") else (fun,)
+    owners = (
+        (fun.__func__, fun.__self__)
+        if hasattr(fun, "__func__") and hasattr(fun, "__self__")
+        else (fun,)
+    )
     try:
         for o in owners:
             weakref.ref(o)
@@ -139,9 +143,10 @@ class BoundedCache:
 
 CACHE = CompileCache()
 _CACHES: dict[str, Clearable] = {}
+C = TypeVar("C", bound=Clearable)
 
 
-def register(name: str, cache: Clearable) -> Clearable:
+def register(name: str, cache: C) -> C:
     """Add a cache of compiled code to the registry (cleared by `sg.clear_caches()`)."""
     if name in _CACHES:
         raise ValueError(f"a cache named {name!r} is registered twice")

@@ -58,13 +58,13 @@ def trace_converting(run: Callable[[], T]) -> T:
         return run()
     try:
         return run()
-    except Exception as e:  # noqa: BLE001 (only the errors conversion can remove are retried)
+    except Exception as e:  # only the errors conversion can remove are retried
         if not WANTS_CONVERSION(e):
             raise
     _state.converting = True
     try:
         return run()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         better = EXPLAIN_FAILURE(e)
         if better is None:
             raise

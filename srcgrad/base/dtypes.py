@@ -5,6 +5,7 @@ Layer L0 (base): see docs/design.md.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -73,7 +74,7 @@ def to_inexact(dtype: np.dtype) -> np.dtype:
     return dtype if is_inexact(dtype) else default_float()
 
 
-def key_impl(x: object) -> object:
+def key_impl(x: object) -> Any:
     """The PRNG implementation of a typed key (`jax.random.key`: an array, tracer or aval),
     None for any other value."""
     dt = getattr(x, "dtype", None)
@@ -87,7 +88,8 @@ def short(dtype: np.dtype) -> str:
 
 
 def scalar_dtype(value: object, other: np.dtype | None) -> np.dtype:
-    """The dtype a Python scalar takes when combined with an array of dtype `other` (weak typing)."""
+    """The dtype a Python scalar takes when combined with an array of dtype `other` (weak
+    typing)."""
     if isinstance(value, bool):
         return other if other is not None else np.dtype(bool)
     if isinstance(value, int):

@@ -60,7 +60,8 @@ class SourceLoc:
         return f"{self.filename}:{self.lineno}"
 
     def safe(self) -> str:
-        """The location with the file's base name scrubbed to safe characters (for emitted comments)."""
+        """The location with the file's base name scrubbed to safe characters (for emitted
+        comments)."""
         return _safe(self.filename, self.lineno)
 
     def safe_where(self) -> str:

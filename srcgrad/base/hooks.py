@@ -58,7 +58,7 @@ class Hook(Generic[T]):
         return value
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.get()(*args, **kwargs)  # type: ignore[operator]
+        return self.get()(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<hook {self.name}: {self.doc}>"

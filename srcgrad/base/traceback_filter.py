@@ -1,7 +1,8 @@
 """Tracebacks without srcgrad's own frames, as JAX's traceback filtering.
 
 An exception that leaves srcgrad through a public entry point (a call of an op, of a
-transformed function or of a custom_vjp/custom_jvp function, `sg.grad`, `sg.trace`, ...) has the frames of srcgrad's own files
+transformed function or of a custom_vjp/custom_jvp function, `sg.grad`, `sg.trace`, ...) has the
+frames of srcgrad's own files
 removed from its traceback, so that it shows the user's lines: where they called srcgrad and,
 below it, their traced function. Frames of the emitted code (`<srcgrad:...>` files) stay.
 `sg.config.traceback_filtering = False`, or the environment variable
@@ -54,4 +55,4 @@ def api_boundary(fn: F) -> F:
         except Exception as e:
             leave_out_internal_frames(e)
             raise
-    return boundary  # type: ignore[return-value]
+    return boundary

@@ -42,9 +42,15 @@ def arg_names(fun: Callable[..., Any], args: tuple, tree_paths: list) -> list[st
     for path in tree_paths:
         first, rest = path[0], path[1:]
         pos = getattr(first, "idx", 0)
-        base = params[pos] if pos < len(params) and params[pos] not in ("args", "kwargs") else f"arg{pos}"
-        parts = [base] + [_IDENT.sub("", str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))))
-                          for k in rest]
+        base = (
+            params[pos]
+            if pos < len(params) and params[pos] not in ("args", "kwargs")
+            else f"arg{pos}"
+        )
+        parts = [base] + [
+            _IDENT.sub("", str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))))
+            for k in rest
+        ]
         names.append(_IDENT.sub("_", "_".join(p for p in parts if p)) or "x")
     return names
 

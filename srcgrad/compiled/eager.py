@@ -81,7 +81,7 @@ def evaluate(fn: Callable[..., Any], leaves: list, tree: Any, parts: tuple, arra
         lifted = fed = []
     outs, _ = prog.run(*arrays, *fed, *prog.captured)
     if first:  # compiled: later calls go to jax.jit's dispatch directly
-        PROGRAMS.replace(key, prog._replace(run=prog.run.jitted))
+        PROGRAMS.replace(key, prog._replace(run=prog.run.jitted))  # type: ignore[attr-defined]
     return outs, prog.out_tree, lifted
 
 

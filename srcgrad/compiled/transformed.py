@@ -68,8 +68,15 @@ class Transformed:
     programs this object compiled.
     """
 
-    def __init__(self, inline: Callable[..., Any], fun: Callable[..., Any], name: str, jit: bool = True,
-                 params: tuple = (), static_argnums: int | Sequence[int] = ()):
+    def __init__(
+        self,
+        inline: Callable[..., Any],
+        fun: Callable[..., Any],
+        name: str,
+        jit: bool = True,
+        params: tuple = (),
+        static_argnums: int | Sequence[int] = (),
+    ):
         self._inline = inline
         self._fun = fun
         self._name = name
@@ -103,10 +110,10 @@ class Transformed:
                         break
                 else:
                     read = self._read
-                    if read is None or same_bindings(fast[1], read()):  # type: ignore[index]
+                    if read is None or same_bindings(fast[1], read()):
                         _CALLER.ref = self._weak
                         try:
-                            return fast[0](*args)  # type: ignore[index]
+                            return fast[0](*args)
                         except _NotFast:  # a new signature whose program it cannot serve
                             self._fast = False
             return self._call(args, kwargs)
@@ -150,7 +157,7 @@ class Transformed:
                 return _SLOW
         now = self._bindings()
         fast = self._fast
-        if fast is None or not same_bindings(fast[1], now):  # type: ignore[index]
+        if fast is None or not same_bindings(fast[1], now):
             pipeline = self._pipeline(now)
             if pipeline.slow:
                 self._fast = False
@@ -158,7 +165,7 @@ class Transformed:
             fast = self._fast = (pipeline.jitted, now)
         _CALLER.ref = self._weak
         try:
-            return fast[0](*args)  # type: ignore[index]
+            return fast[0](*args)
         except _NotFast:
             self._fast = False
             return _SLOW
@@ -204,12 +211,16 @@ class Transformed:
             out.add(j)
         return frozenset(out)
 
-    def trace(self, *args: Any, capacities: dict[int, int] | None = None) -> tuple[Program, list, Any, Any]:
+    def trace(
+        self, *args: Any, capacities: dict[int, int] | None = None
+    ) -> tuple[Program, list, Any, Any]:
         """The Program for these example arguments, its inputs, output leaves and output tree
         (traced again with its Python control flow converted if it needs it: srcgrad.convert)."""
         return hooks.trace_converting(lambda: self._trace(args, capacities))
 
-    def _trace(self, args: tuple, capacities: dict[int, int] | None) -> tuple[Program, list, Any, Any]:
+    def _trace(
+        self, args: tuple, capacities: dict[int, int] | None
+    ) -> tuple[Program, list, Any, Any]:
         static = self._static_positions(args)
         dynamic = tuple(None if i in static else a for i, a in enumerate(args))
         leaves, tree = jax.tree_util.tree_flatten(dynamic)
@@ -235,7 +246,9 @@ class Transformed:
         check(prog, "tracing")
         return prog, ins, out_vars, out_tree
 
-    def lower(self, *args: Any, capacities: dict[int, int] | None = None) -> tuple[Lowered, Any, list]:
+    def lower(
+        self, *args: Any, capacities: dict[int, int] | None = None
+    ) -> tuple[Lowered, Any, list]:
         lowered, out_tree, checks, _, _ = self._lower(args, capacities)
         return lowered, out_tree, checks
 
@@ -339,13 +352,18 @@ class Transformed:
             raise SrcgradError(
                 f"{self._name}: this while loop has a data-dependent trip count and no max_iters, "
                 "so its gradient needs concrete inputs to size its records; inside jax.jit (or "
-                "vmap) pass max_iters=N to sg.while_loop (or sg.fori_loop)" + hooks.loop_hint(op.loc),
-                op="while", loc=op.loc)
+                "vmap) pass max_iters=N to sg.while_loop (or sg.fori_loop)"
+                + hooks.loop_hint(op.loc),
+                op="while",
+                loc=op.loc,
+            )
         if self._jit and _in_jit_trace(arrays):
             # The ops join the caller's jaxpr, as jax.grad's would: a nested jit would be one
             # more call for XLA to compile and inline. Under an eager vmap or jax.grad the
             # nested jit stays, so that the gradient still runs as one compiled program.
-            outs, _ = entry.lowered.inline(*arrays, *map(jax.numpy.asarray, fed))  # no NumPy in a trace
+            outs, _ = entry.lowered.inline(
+                *arrays, *map(jax.numpy.asarray, fed)
+            )  # no NumPy in a trace
             return jax.tree_util.tree_unflatten(entry.out_tree, list(outs))
         while True:
             outs, counts = entry.call(*arrays, *fed)
@@ -411,7 +429,9 @@ def _usable(entry: _Entry | None, now: tuple) -> list[Any] | None:
 
 def _needs(entry: _Entry, grow: dict[int, int] | None) -> bool:
     """True if `entry` records fewer iterations of a loop than `grow` asks for."""
-    return bool(grow) and any(entry.caps.get(lid, INITIAL_CAPACITY) < cap for lid, cap in grow.items())
+    return bool(grow) and any(
+        entry.caps.get(lid, INITIAL_CAPACITY) < cap for lid, cap in grow.items()
+    )
 
 
 def _capacities_needed(entry: _Entry, counts: Sequence[Any]) -> dict[int, int]:

@@ -84,10 +84,13 @@ def explain_failure(e: BaseException) -> BaseException | None:
     names = ", ".join(f"{f.__qualname__} ({f.__code__.co_filename}:{f.__code__.co_firstlineno})"
                       for f in dict.fromkeys(fns))
     loc = getattr(e, "loc", None)
-    return SrcgradError(f"{getattr(e, 'detail', e)}; srcgrad could not convert this Python control flow into "
-                        f"srcgrad ops: the source of {names} is not available (a function "
-                        "defined in a REPL string or by exec); define it in a file or rewrite "
-                        "it with sg.cond / sg.while_loop", loc=loc)
+    return SrcgradError(
+        f"{getattr(e, 'detail', e)}; srcgrad could not convert this Python control flow into "
+        f"srcgrad ops: the source of {names} is not available (a function "
+        "defined in a REPL string or by exec); define it in a file or rewrite "
+        "it with sg.cond / sg.while_loop",
+        loc=loc,
+    )
 
 
 def convert_for_retry(fn: Any) -> Any:

@@ -171,10 +171,14 @@ def traced_loop(test: Callable[..., Any], body: Callable[..., tuple], state: tup
                                    "one iteration leaves it unassigned", op="loop", loc=loc)
         got, got_tree = jax.tree_util.tree_flatten(new)
         if got_tree != tree:
-            raise SrcgradError(f"the loop changes the structure of its state {list(names[i] for i in keep)}: "
-                               f"{tree} before, {got_tree} after one iteration (a list that grows "
-                               "in a loop on a traced value cannot be carried: preallocate an array "
-                               "and assign its items)", op="loop", loc=loc)
+            raise SrcgradError(
+                f"the loop changes the structure of its state {list(names[i] for i in keep)}: "
+                f"{tree} before, {got_tree} after one iteration (a list that grows "
+                "in a loop on a traced value cannot be carried: preallocate an array "
+                "and assign its items)",
+                op="loop",
+                loc=loc,
+            )
         for leaf, (shape, dt, ts), nm in zip(got, kinds, _leaf_names(keep, state, names)):
             v = as_var(leaf, like=None) if isinstance(leaf, Variable) else leaf
             if isinstance(v, Variable) and (v.shape, v.dtype) != (shape, dt):
@@ -228,7 +232,7 @@ def test_becomes_traced(test: Callable[..., Any], body: Callable[..., tuple], st
     with prog.block_guard(blk):
         try:
             t = test(*body(*state))
-        except Exception:  # noqa: BLE001 (the loop then runs in Python and raises there)
+        except Exception:  # the loop then runs in Python and raises there
             t = None
     del prog.blocks[n_blocks:]
     prog.loop_count = n_loops

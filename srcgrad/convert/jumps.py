@@ -29,7 +29,11 @@ def ag(attr: str) -> ast.Attribute:
 
 def not_any(flags: list[str]) -> ast.expr:
     """`not (f1 or f2 ...)`."""
-    inner = name(flags[0]) if len(flags) == 1 else ast.BoolOp(op=ast.Or(), values=[name(f) for f in flags])
+    inner = (
+        name(flags[0])
+        if len(flags) == 1
+        else ast.BoolOp(op=ast.Or(), values=[name(f) for f in flags])
+    )
     return ast.UnaryOp(op=ast.Not(), operand=inner)
 
 
@@ -65,11 +69,14 @@ class Jumps:
             body = ([ast.copy_location(assign(DID_RET, ast.Constant(False)), first),
                      ast.copy_location(assign(RET, ag("UNDEF_RET")), first)] + body
                     + [ast.copy_location(ast.Return(value=ast.Call(
-                        func=ag("ret"), args=[name(RET), name(DID_RET), ast.Constant(falls_through(fn.body))],
+                        func=ag("ret"),
+                        args=[name(RET), name(DID_RET), ast.Constant(falls_through(fn.body))],
                         keywords=[])), last)])
         fn.body = body
 
-    def block(self, stmts: list[ast.stmt], loop: tuple[str, str] | None) -> tuple[list[ast.stmt], set[str]]:
+    def block(
+        self, stmts: list[ast.stmt], loop: tuple[str, str] | None
+    ) -> tuple[list[ast.stmt], set[str]]:
         out: list[ast.stmt] = []
         for i, s in enumerate(stmts):
             new, flags = self.stmt(s, loop)
@@ -77,8 +84,11 @@ class Jumps:
             if flags:
                 rest, more = self.block(stmts[i + 1:], loop)
                 if rest:
-                    out.append(ast.copy_location(ast.If(test=not_any(sorted(flags)), body=rest, orelse=[]),
-                                                 stmts[i + 1]))
+                    out.append(
+                        ast.copy_location(
+                            ast.If(test=not_any(sorted(flags)), body=rest, orelse=[]), stmts[i + 1]
+                        )
+                    )
                 return out, flags | more
         return out, set()
 
@@ -113,7 +123,9 @@ class Jumps:
             return [s], flags
         return [s], set()
 
-    def loop(self, s: ast.While | ast.For, outer: tuple[str, str] | None) -> tuple[list[ast.stmt], set[str]]:
+    def loop(
+        self, s: ast.While | ast.For, outer: tuple[str, str] | None
+    ) -> tuple[list[ast.stmt], set[str]]:
         k = next(self.counter)
         brk, cont = f"_sg_break_{k}", f"_sg_continue_{k}"
         body, f = self.block(s.body, (brk, cont))

@@ -33,7 +33,9 @@ _lock = threading.Lock()
 _codes: dict[types.CodeType, types.CodeType | None] = {}
 _ours: set[types.CodeType] = set()
 _sources: dict[types.CodeType, str] = {}
-_functions: "weakref.WeakKeyDictionary[Callable[..., Any], Callable[..., Any]]" = weakref.WeakKeyDictionary()
+_functions: "weakref.WeakKeyDictionary[Callable[..., Any], Callable[..., Any]]" = (
+    weakref.WeakKeyDictionary()
+)
 _counter = itertools.count()
 LAMBDA = "_sg_lambda"
 #: Generators and coroutines are traced as they are.
@@ -77,7 +79,9 @@ def no_convert(fn: Callable[..., Any]) -> Callable[..., Any]:
     try:
         fn.__sg_no_convert__ = True  # type: ignore[attr-defined]
     except (AttributeError, TypeError):
-        raise SrcgradError(f"sg.no_convert: cannot mark a {type(fn).__name__}", loc=user_location()) from None
+        raise SrcgradError(
+            f"sg.no_convert: cannot mark a {type(fn).__name__}", loc=user_location()
+        ) from None
     _functions.pop(fn, None)
     return fn
 
@@ -157,8 +161,10 @@ def _convert_code(fn: types.FunctionType) -> types.CodeType | None:
     ns: dict[str, Any] = {}
     exec(compile(module, original.co_filename, "exec", dont_inherit=True), ns)
     inner = ns["_sg_factory"](*[None] * (1 + len(freevars))).__code__
-    code = _rename(inner.replace(co_name=original.co_name, co_qualname=original.co_qualname),
-                   original.co_name)
+    inner = inner.replace(co_name=original.co_name)
+    if sys.version_info >= (3, 11):  # co_qualname is new in 3.11
+        inner = inner.replace(co_qualname=original.co_qualname)
+    code = _rename(inner, original.co_name)
     with _lock:
         _codes[original] = code
         _sources[original] = text
@@ -189,8 +195,13 @@ def _definition(src: str, code: types.CodeType) -> ast.FunctionDef | None:
     if code.co_name != "<lambda>":
         return None
     names = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
-    found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == code.co_firstlineno
-             and [a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs] == names]
+    found = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Lambda)
+        and n.lineno == code.co_firstlineno
+        and [a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs] == names
+    ]
     if len(found) != 1:
         return None
     lam = found[0]

@@ -12,6 +12,7 @@ import ast
 import builtins
 import copy
 import itertools
+from typing import Any, cast
 
 from .analysis import GEN, assigned, has_mutation, live_in, read_counts
 from .jumps import Jumps, ag, assign, name, needs_return_lowering
@@ -64,7 +65,9 @@ class Exprs(ast.NodeTransformer):
 
     def visit_IfExp(self, node: ast.IfExp) -> ast.expr:
         self.generic_visit(node)
-        return ast.copy_location(_call(ag("if_exp"), node.test, _thunk(node.body), _thunk(node.orelse)), node)
+        return ast.copy_location(
+            _call(ag("if_exp"), node.test, _thunk(node.body), _thunk(node.orelse)), node
+        )
 
     def visit_Compare(self, node: ast.Compare) -> ast.expr:
         self.generic_visit(node)
@@ -72,7 +75,11 @@ class Exprs(ast.NodeTransformer):
             return node
         parts, left = [], node.left
         for op, right in zip(node.ops, node.comparators):
-            parts.append(_thunk(ast.copy_location(ast.Compare(left=left, ops=[op], comparators=[right]), node)))
+            parts.append(
+                _thunk(
+                    ast.copy_location(ast.Compare(left=left, ops=[op], comparators=[right]), node)
+                )
+            )
             left = right
         return ast.copy_location(_call(ag("and_"), *parts), node)
 
@@ -125,8 +132,10 @@ class Converter:
             self.total = saved
             return [s]
         if isinstance(s, ast.ClassDef):
-            s.body = [self.stmt(b)[0] if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) else b
-                      for b in s.body]
+            s.body = [
+                self.stmt(b)[0] if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) else b
+                for b in s.body
+            ]
             return [s]
         if isinstance(s, ast.If):
             return self.if_(s)
@@ -146,9 +155,13 @@ class Converter:
             return [s]
         if isinstance(s, ast.Assign) and len(s.targets) == 1 and _subscript_of_name(s.targets[0]):
             return [_setitem(s.targets[0], self.expr(s.value), None)]
-        if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], (ast.Tuple, ast.List))
-                and any(_subscript_of_name(t) for t in s.targets[0].elts)
-                and not any(isinstance(t, ast.Starred) for t in s.targets[0].elts)):
+        if (
+            isinstance(s, ast.Assign)
+            and len(s.targets) == 1
+            and isinstance(s.targets[0], (ast.Tuple, ast.List))
+            and any(_subscript_of_name(t) for t in s.targets[0].elts)
+            and not any(isinstance(t, ast.Starred) for t in s.targets[0].elts)
+        ):
             return self._unpack(s)
         if isinstance(s, ast.AugAssign) and _subscript_of_name(s.target) and type(s.op) in _OPS:
             return [_setitem(s.target, self.expr(s.value), _OPS[type(s.op)])]
@@ -161,7 +174,7 @@ class Converter:
         """`a[i], b = u, v` -> `_sg_t = (u, v); a = setitem(a, i, _sg_t[0]); b = _sg_t[1]`."""
         tmp = f"_sg_unpack_{next(self.counter)}"
         out: list[ast.stmt] = [assign(tmp, self.expr(s.value))]
-        for k, t in enumerate(s.targets[0].elts):
+        for k, t in enumerate(cast(ast.Tuple, s.targets[0]).elts):
             item = ast.Subscript(value=name(tmp), slice=ast.Constant(k), ctx=ast.Load())
             out.extend(self.stmt(ast.copy_location(ast.Assign(targets=[t], value=item), s)))
         return out
@@ -200,7 +213,9 @@ class Converter:
         mod = assigned(body)
         t = _def(f"{GEN}while_test_{k}", mod, [], test)
         b = _def(f"{GEN}while_body_{k}", mod, body, _names(mod))
-        call = _call(ag("while_stmt"), name(t.name), name(b.name), self._state(mod), _strs(mod), info)
+        call = _call(
+            ag("while_stmt"), name(t.name), name(b.name), self._state(mod), _strs(mod), info
+        )
         return [t, b] + self._result(mod, call)
 
     def for_(self, s: ast.For) -> list[ast.stmt]:
@@ -212,8 +227,9 @@ class Converter:
         if (isinstance(s.iter, ast.Call) and isinstance(s.iter.func, ast.Name)
                 and s.iter.func.id == "range" and not s.iter.keywords):
             it = _call(ag("range_"), name("range"), *[self.expr(a) for a in s.iter.args])
-        body = self.block([ast.copy_location(ast.Assign(targets=[s.target], value=name("_sg_it")), s)]
-                          + s.body)
+        body = self.block(
+            [ast.copy_location(ast.Assign(targets=[s.target], value=name("_sg_it")), s)] + s.body
+        )
         mod = [n for n in assigned(body) if n != "_sg_it"]
         out: list[ast.stmt] = []
         extra_fn: ast.expr = ast.Constant(None)
@@ -231,7 +247,7 @@ def _locate(node: ast.AST, at: ast.stmt) -> None:
     for n in ast.walk(node):
         if "lineno" in n._attributes and getattr(n, "lineno", None) is None:
             ast.copy_location(n, at)
-            n.end_lineno, n.end_col_offset = at.lineno, at.col_offset
+            cast(Any, n).end_lineno, cast(Any, n).end_col_offset = at.lineno, at.col_offset
 
 
 def _subscript_of_name(t: ast.expr) -> bool:
@@ -263,7 +279,7 @@ def _setitem(target: ast.Subscript, value: ast.expr, op: str | None) -> ast.stmt
     while isinstance(base, ast.Subscript):
         new = _call(ag("setitem"), _load(base.value), expr_.visit(_load(base.slice)), new)
         base = base.value
-    return assign(base.id, new)
+    return assign(cast(ast.Name, base).id, new)
 
 
 __all__ = ["Converter", "Exprs", "assign"]

@@ -23,10 +23,11 @@ from ..imperative.tensor import Tensor
 from .blocks import predicate, test_becomes_traced, traced_if, traced_loop
 from .undefined import UNDEF_RET, Undefined, undefined
 from .loader import RUNTIME
-from .loader import converted_call as call  # noqa: F401  (the operator converted calls use)
+from .loader import converted_call as call  # the operator converted calls use
 
-__all__ = ["UNDEF_RET", "LoopInfo", "state", "ret", "checked", "and_", "or_", "not_", "if_exp", "if_stmt",
-           "while_stmt", "for_stmt", "range_", "setitem", "setitem_op", "call", "options"]
+__all__ = ["UNDEF_RET", "LoopInfo", "state", "ret", "checked", "and_", "or_", "not_", "if_exp",
+           "if_stmt", "while_stmt", "for_stmt", "range_", "setitem", "setitem_op", "call",
+           "options"]
 
 
 class _Options(threading.local):
@@ -135,8 +136,12 @@ def _carried(values: tuple, names: Sequence[str], info: LoopInfo) -> tuple[list[
         if not undefined(v):
             carried.append(i)
         elif n in info.live_in and n not in info.live_out:
-            raise SrcgradError(f"`{n}` is read in this loop on a traced value before it is "
-                               "assigned: assign it before the loop", op="loop", loc=user_location())
+            raise SrcgradError(
+                f"`{n}` is read in this loop on a traced value before it is "
+                "assigned: assign it before the loop",
+                op="loop",
+                loc=user_location(),
+            )
         else:
             pending.append(i)
     return carried, pending
@@ -215,7 +220,11 @@ def for_stmt(iterable: Any, extra: Callable[..., Any] | None, body: Callable[...
              and any(_traced(l) for l in jax.tree_util.tree_leaves(values)))
     for k, it in enumerate(iterable):
         ok = extra(*values) if extra is not None else True
-        if first and ok is True and test_becomes_traced(extra, lambda *s: body(it, *s), values):
+        if (
+            first
+            and ok is True
+            and test_becomes_traced(extra, lambda *s, it=it: body(it, *s), values)
+        ):
             ok = as_var(True)  # a break that depends on the data: the whole range is one loop
         first = False
         if _traced(ok) and isinstance(iterable, range):
@@ -232,14 +241,26 @@ def for_stmt(iterable: Any, extra: Callable[..., Any] | None, body: Callable[...
     return values
 
 
-def _for_traced(rng: TracedRange | None, xs: Variable | None, extra: Callable[..., Any] | None,
-                body: Callable[..., tuple], values: tuple, names: Sequence[str], info: LoopInfo) -> tuple:
+def _for_traced(
+    rng: TracedRange | None,
+    xs: Variable | None,
+    extra: Callable[..., Any] | None,
+    body: Callable[..., tuple],
+    values: tuple,
+    names: Sequence[str],
+    info: LoopInfo,
+) -> tuple:
     """The traced `for`: a `while` op carrying an int32 step count `k` from 0."""
     if rng is not None:
         zero = isinstance(rng.lo, (int, np.integer)) and rng.lo == 0
         hi = as_var(rng.hi)
         lo = rng.lo if _traced(rng.lo) else as_var(rng.lo, like=hi)
-        if lo.dtype.kind not in "iu" or lo.shape != () or hi.dtype.kind not in "iu" or hi.shape != ():
+        if (
+            lo.dtype.kind not in "iu"
+            or lo.shape != ()
+            or hi.dtype.kind not in "iu"
+            or hi.shape != ()
+        ):
             raise SrcgradError(f"range() bounds must be integer scalars, got {lo.type_str()} and "
                                f"{hi.type_str()}", op="for", loc=user_location())
         step = rng.step
@@ -324,7 +345,9 @@ _BINOPS = {n: getattr(operator, n) for n in ("add", "sub", "mul", "truediv", "po
 def setitem_op(x: Any, index: Any, value: Any, op: str) -> Any:
     """`x[index] op= value`: `x[index] = x[index] op value` (as NumPy: a repeated index
     updates once)."""
-    if isinstance(x, (list, dict, Tensor)) or not (_traced(x) or _traced(value) or _has_traced(index)):
+    if isinstance(x, (list, dict, Tensor)) or not (
+        _traced(x) or _traced(value) or _has_traced(index)
+    ):
         x[index] = _BINOPS[op](x[index], value)
         return x
     mask = _mask(index, as_var(x))

@@ -6,7 +6,7 @@ Layer L2 (core): see docs/design.md.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import jax
 import numpy as np
@@ -135,7 +135,9 @@ def constant(value: Any, dtype: np.dtype | None = None) -> Variable:
     """A constant: Python scalars are inlined; a NumPy or JAX array (a tracer of an enclosing
     JAX transformation included) or an sg.Tensor becomes an input of the program
     (`Program.capture`), fed on every call; other array-likes become program constants."""
-    if isinstance(value, (bool, int, float, complex, np.generic)) and not isinstance(value, np.ndarray):
+    if isinstance(value, (bool, int, float, complex, np.generic)) and not isinstance(
+        value, np.ndarray
+    ):
         dt = dtypes.canonical(np.asarray(value).dtype if dtype is None else dtype)
         py = np.asarray(value).astype(dt).item()
         pools = _state.pools
@@ -145,12 +147,14 @@ def constant(value: Any, dtype: np.dtype | None = None) -> Variable:
         key = (dt, repr(py))  # repr tells 0.0 from -0.0
         shared = pool[1].get(key)
         if shared is None:
-            shared = pool[1][key] = emit1("constant", [], {"value": py, "dtype": dt, "shape": ()}, base="c")
+            shared = pool[1][key] = emit1(
+                "constant", [], {"value": py, "dtype": dt, "shape": ()}, base="c"
+            )
         return shared
     if isinstance(value, (np.ndarray, jax.Array)) or isinstance(value, leaf_types()):
         # Fed on every call, so that a captured NumPy array mutated later (or a Tensor
         # updated in place) is seen; a JAX tracer closed over is lifted the same way.
-        dt = dtypes.canonical(value.dtype if dtype is None else dtype)
+        dt = dtypes.canonical(cast(Any, value).dtype if dtype is None else dtype)
         return active_program("constant").capture(value, dt)
     arr = np.asarray(value)
     dt = dtypes.canonical(arr.dtype if dtype is None else dtype)
@@ -248,8 +252,10 @@ def _static_shape(name: str, shape: Sequence[int], kind: str) -> tuple[int, ...]
         dims = tuple(dims)
     except TypeError:
         dims = None
-    if dims is None or not all(isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_))
-                               and d >= 0 for d in dims):
+    if dims is None or not all(
+        isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_)) and d >= 0
+        for d in dims
+    ):
         raise TraceError(f"sg.{kind}({name!r}) has shape {shape!r}: every dimension must be a "
                          "non-negative int. srcgrad traces static shapes, so a None or -1 (batch) "
                          "dimension is not supported; declare the size you will feed (build one "

@@ -20,6 +20,7 @@ Layer L2 (core): see docs/design.md.
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any, Callable
 
 from .builder import emit1
@@ -36,7 +37,9 @@ Front = Callable[..., Any]
 Emitted = Variable | tuple[list[Variable], dict[str, Any]]
 
 
-def _export(fn: Callable[..., Any], qualname: str, operands: tuple[str, ...] = ()) -> Callable[..., Any]:
+def _export(
+    fn: Callable[..., Any], qualname: str, operands: tuple[str, ...] = ()
+) -> Callable[..., Any]:
     _user_fn = dispatched(fn, operands)
     if qualname in EXPORTS:
         raise ValueError(f"sg.{qualname} is exported twice")
@@ -64,7 +67,10 @@ def exports_of(namespace: str | None) -> dict[str, Callable[..., Any]]:
 def named(fn: Front, name: str, doc: str) -> Front:
     """`fn` (a front made by a family helper) under the user-facing `name`, in tracebacks and
     error messages too (errors.ShapeError names the function the user called)."""
-    fn.__code__ = fn.__code__.replace(co_name=name, co_qualname=name)
+    code = fn.__code__.replace(co_name=name)
+    if sys.version_info >= (3, 11):  # co_qualname is new in 3.11
+        code = code.replace(co_qualname=name)
+    fn.__code__ = code
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return fn

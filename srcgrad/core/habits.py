@@ -68,7 +68,7 @@ def _user_frame() -> FrameType | None:
 def _call_text(frame: FrameType) -> str:
     """The source of the call expression `frame` is executing (Python 3.11 positions)."""
     try:
-        pos = list(frame.f_code.co_positions())[frame.f_lasti // 2]
+        pos = list(frame.f_code.co_positions())[frame.f_lasti // 2]  # type: ignore[attr-defined]
     except (AttributeError, IndexError):
         return linecache.getline(frame.f_code.co_filename, frame.f_lineno)
     line, end, col, end_col = pos

@@ -62,7 +62,8 @@ class OpDef:
     (or returns) one gradient per input by emitting ordinary ops, None where `need` is False;
     the backward walk sums each down to its input's shape (unbroadcasting) and drops the
     ones no input needs. ZERO marks a zero gradient and None an op that cannot be
-    differentiated. `public` names the user function (`sg.<public>`), None for internal ops. `remat` says when a
+    differentiated. `public` names the user function (`sg.<public>`), None for internal ops.
+    `remat` says when a
     gradient recomputes the op rather than records it (REMAT_VIEW, REMAT_INDEX; None: never
     unless it has no inputs). `jvp` is the forward-mode rule: LINEAR, MULTILINEAR or a
     function `(op, input tangents, tangents) -> output tangents` (None: forward mode

@@ -122,15 +122,22 @@ def _check_control(op: Op) -> None:
             raise _fail(f"the loop's carried types differ: init {_types(init)}, cond block "
                         f"{cond.idx} takes {_types(cond.params)}, body block {body.idx} takes "
                         f"{_types(body.params)} and returns {_types(body.results)}", op)
-        if len(cond.results) != 1 or cond.results[0].shape != () or cond.results[0].dtype.kind != "b":
+        if (
+            len(cond.results) != 1
+            or cond.results[0].shape != ()
+            or cond.results[0].dtype.kind != "b"
+        ):
             raise _fail("the loop condition block must return one bool scalar", op)
     elif op.type == "cond":
         n = op.attrs["n_operands"]
         index = op.inputs[0]
         kinds = "b" if "true" in op.attrs else "iu"
         if index.shape != () or index.dtype.kind not in kinds:
-            raise _fail(f"the {'predicate' if kinds == 'b' else 'index'} must be a "
-                        f"{'bool' if kinds == 'b' else 'integer'} scalar, got {index.type_str()}", op)
+            raise _fail(
+                f"the {'predicate' if kinds == 'b' else 'index'} must be a "
+                f"{'bool' if kinds == 'b' else 'integer'} scalar, got {index.type_str()}",
+                op,
+            )
         blocks = branch_blocks(op)
         for blk in blocks:
             if _sig(blk.params) != _sig(op.inputs[1:1 + n]):

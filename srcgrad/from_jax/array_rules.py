@@ -16,17 +16,17 @@ from ..base import dtypes
 from ..core.builder import constant
 from ..base.errors import SrcgradError, user_location
 from ..ir.program import Variable
-from ..ops import debug as D
-from ..ops import manip as M
-from ..ops import special as SP
-from ..ops import bitwise as B
-from ..ops import elementwise as E
-from ..ops import lax_primitives as X
-from ..ops import contraction as L
+from ..ops import debug
+from ..ops import manip
+from ..ops import special
+from ..ops import bitwise as bitwise_ops
+from ..ops import elementwise
+from ..ops import lax_primitives as primitives
+from ..ops import contraction
 from ..ops import cumulative
-from ..ops import reduce as R
-from ..ops import shape as S
-from ..ops import sorting as SS
+from ..ops import reduce
+from ..ops import shape as shape_ops
+from ..ops import sorting
 from ..ops.conv import conv_op
 from ..ops.creation import arange, full
 from ..ops.indexing import dynamic_slice, dynamic_update_slice
@@ -65,7 +65,7 @@ def _debug_print(cx: Cx, a: list[Variable], p: dict) -> list:
     """jax.debug.print: sg.debug.print's op (a format with static arguments is dropped)."""
     if not p.get("static_args"):
         args, kwargs = jax.tree_util.tree_unflatten(p["in_tree"], list(a))
-        D.emit_print(p["fmt"], list(args), dict(kwargs))
+        debug.emit_print(p["fmt"], list(args), dict(kwargs))
     return []
 
 
@@ -73,35 +73,39 @@ def _div(cx: Cx, a: list[Variable], p: dict) -> Variable:
     """lax.div: true division of floats; integer division rounds toward zero."""
     x, y = a
     if dtypes.is_inexact(x.dtype):
-        return E.divide(x, y)
-    q = E.floor_divide(x, y)
-    inexact = E.logical_and(E.not_equal(E.remainder(x, y), 0), E.not_equal(x < 0, y < 0))
-    return E.where(inexact, q + 1, q)
+        return elementwise.divide(x, y)
+    q = elementwise.floor_divide(x, y)
+    inexact = elementwise.logical_and(
+        elementwise.not_equal(elementwise.remainder(x, y), 0), elementwise.not_equal(x < 0, y < 0)
+    )
+    return elementwise.where(inexact, q + 1, q)
 
 
 def _rem(cx: Cx, a: list[Variable], p: dict) -> Variable:
     """lax.rem: the remainder takes the sign of the dividend (C's fmod)."""
     x, y = a
-    r = E.remainder(x, y)
-    flip = E.logical_and(E.not_equal(r, 0), E.not_equal(r < 0, x < 0))
-    return E.where(flip, r - y, r)
+    r = elementwise.remainder(x, y)
+    flip = elementwise.logical_and(elementwise.not_equal(r, 0), elementwise.not_equal(r < 0, x < 0))
+    return elementwise.where(flip, r - y, r)
 
 
 def _round(cx: Cx, a: list[Variable], p: dict) -> Variable:
     x = a[0]
     if int(p.get("rounding_method", 0)) == 1:  # TO_NEAREST_EVEN, as jnp.round
-        return E.round(x)
-    return E.sign(x) * E.floor(E.abs(x) + 0.5)  # AWAY_FROM_ZERO, lax.round's default
+        return elementwise.round(x)
+    return elementwise.sign(x) * elementwise.floor(
+        elementwise.abs(x) + 0.5
+    )  # AWAY_FROM_ZERO, lax.round's default
 
 
 def _select_n(cx: Cx, a: list[Variable], p: dict) -> Variable:
     """select_n(which, *cases): cases[which]; a bool `which` picks between two."""
     which, cases = a[0], a[1:]
     if which.dtype == np.dtype(bool):
-        return E.where(which, cases[1], cases[0]) if len(cases) == 2 else cases[0]
+        return elementwise.where(which, cases[1], cases[0]) if len(cases) == 2 else cases[0]
     out = cases[-1]
     for k in range(len(cases) - 2, -1, -1):
-        out = E.where(E.equal(which, k), cases[k], out)
+        out = elementwise.where(elementwise.equal(which, k), cases[k], out)
     return out
 
 
@@ -111,14 +115,16 @@ def _clamp(cx: Cx, a: list[Variable], p: dict) -> Variable:
     derivative: `min(max(x, lo), hi)`."""
     lo, x, hi = a
     if not dtypes.is_inexact(x.dtype):
-        return E.minimum(E.maximum(x, lo), hi)
-    held = E.stop_gradient(E.minimum(E.maximum(x, lo), hi))
-    inside = E.where(E.logical_and(x > lo, x < hi), x, held)
-    return E.where(hi < x, hi, E.where(E.logical_and(lo > x, lo < hi), lo, inside))
+        return elementwise.minimum(elementwise.maximum(x, lo), hi)
+    held = elementwise.stop_gradient(elementwise.minimum(elementwise.maximum(x, lo), hi))
+    inside = elementwise.where(elementwise.logical_and(x > lo, x < hi), x, held)
+    return elementwise.where(
+        hi < x, hi, elementwise.where(elementwise.logical_and(lo > x, lo < hi), lo, inside)
+    )
 
 
 def _convert(cx: Cx, a: list[Variable], p: dict) -> Variable:
-    return E.astype(a[0], dtypes.canonical(p["new_dtype"]))
+    return elementwise.astype(a[0], dtypes.canonical(p["new_dtype"]))
 
 
 def _reduce_precision(cx: Cx, a: list[Variable], p: dict) -> Variable:
@@ -133,8 +139,9 @@ def _reduce_precision(cx: Cx, a: list[Variable], p: dict) -> Variable:
 def _iota(cx: Cx, a: list[Variable], p: dict) -> Variable:
     shape, dim = tuple(p["shape"]), p["dimension"]
     line = arange(0, shape[dim], dtype=dtypes.canonical(p["dtype"]))
-    return S.broadcast_to(S.reshape(line, tuple(d if i == dim else 1 for i, d in enumerate(shape))),
-                          shape)
+    return shape_ops.broadcast_to(
+        shape_ops.reshape(line, tuple(d if i == dim else 1 for i, d in enumerate(shape))), shape
+    )
 
 
 def _broadcast_in_dim(cx: Cx, a: list[Variable], p: dict) -> Variable:
@@ -142,21 +149,21 @@ def _broadcast_in_dim(cx: Cx, a: list[Variable], p: dict) -> Variable:
     kept = [1] * len(shape)
     for d, size in zip(dims, x.shape):
         kept[d] = size
-    return S.broadcast_to(S.reshape(x, tuple(kept)), shape)
+    return shape_ops.broadcast_to(shape_ops.reshape(x, tuple(kept)), shape)
 
 
 def _pad_with(x: Variable, value: Variable | None, config: Sequence[tuple[int, int, int]]
               ) -> Variable:
     """lax.pad: `value` (None: zero) in the new positions; negative low/high padding crops."""
     grow = [(max(lo, 0), max(hi, 0), it) for lo, hi, it in config]
-    out = S.lax_pad(x, grow)
+    out = shape_ops.lax_pad(x, grow)
     if value is not None:
-        inside = S.lax_pad(full(x.shape, True, np.dtype(bool)), grow)
-        out = E.where(inside, out, value)
+        inside = shape_ops.lax_pad(full(x.shape, True, np.dtype(bool)), grow)
+        out = elementwise.where(inside, out, value)
     if any(lo < 0 or hi < 0 for lo, hi, _ in config):
         start = [max(-lo, 0) for lo, _, _ in config]
         limit = [d - max(-hi, 0) for d, (_, hi, _) in zip(out.shape, config)]
-        out = S.slice(out, start, limit)
+        out = shape_ops.slice(out, start, limit)
     return out
 
 
@@ -170,8 +177,8 @@ def _dot_general(cx: Cx, a: list[Variable], p: dict) -> Variable:
     (cx_, cy), (bx, by) = p["dimension_numbers"]
     pref = p.get("preferred_element_type")
     if _is_matmul(x.ndim, y.ndim, tuple(cx_), tuple(cy), tuple(bx), tuple(by)):
-        r = L.matmul(x, y)
-        return E.astype(r, dtypes.canonical(pref)) if pref is not None else r
+        r = contraction.matmul(x, y)
+        return elementwise.astype(r, dtypes.canonical(pref)) if pref is not None else r
     letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
     xs, ys = [""] * x.ndim, [""] * y.ndim
     for i, j in list(zip(bx, by)) + list(zip(cx_, cy)):
@@ -181,8 +188,8 @@ def _dot_general(cx: Cx, a: list[Variable], p: dict) -> Variable:
             t[i] = c or next(letters)
     out = ("".join(xs[i] for i in bx) + "".join(c for i, c in enumerate(xs) if i not in bx + cx_)
            + "".join(c for i, c in enumerate(ys) if i not in by + cy))
-    r = L.einsum(f"{''.join(xs)},{''.join(ys)}->{out}", x, y)
-    return E.astype(r, dtypes.canonical(pref)) if pref is not None else r
+    r = contraction.einsum(f"{''.join(xs)},{''.join(ys)}->{out}", x, y)
+    return elementwise.astype(r, dtypes.canonical(pref)) if pref is not None else r
 
 
 def _is_matmul(nx: int, ny: int, cx: tuple, cy: tuple, bx: tuple, by: tuple) -> bool:
@@ -206,7 +213,7 @@ def _conv(cx: Cx, a: list[Variable], p: dict) -> Variable:
                      p["lhs_dilation"], p["rhs_dilation"],
                      (tuple(dn.lhs_spec), tuple(dn.rhs_spec), tuple(dn.out_spec)))
     pref = p.get("preferred_element_type")
-    return E.astype(out, dtypes.canonical(pref)) if pref is not None else out
+    return elementwise.astype(out, dtypes.canonical(pref)) if pref is not None else out
 
 
 def _reduce_window(kind: str) -> Rule:
@@ -229,30 +236,30 @@ def _reduce_window(kind: str) -> Rule:
             start = [o * wd for o, wd in zip(offs, wdil)]
             limit = [st + (n - 1) * s + 1 if n else st
                      for st, n, s in zip(start, out_shape, strides)]
-            taps.append(S.slice(xp, start, limit, strides))
+            taps.append(shape_ops.slice(xp, start, limit, strides))
         if kind == "sum":
             out = taps[0]
             for t in taps[1:]:
                 out = out + t
             return out
-        stacked = S.stack(taps, axis=-1)
-        return (R.max if kind == "max" else R.min)(stacked, -1)
+        stacked = shape_ops.stack(taps, axis=-1)
+        return (reduce.max if kind == "max" else reduce.min)(stacked, -1)
     return rule
 
 
 def _argminmax(fn: Callable[..., Variable]) -> Rule:
     def rule(cx: Cx, a: list[Variable], p: dict) -> Variable:
         (axis,) = p["axes"]
-        return E.astype(fn(a[0], axis), dtypes.canonical(p["index_dtype"]))
+        return elementwise.astype(fn(a[0], axis), dtypes.canonical(p["index_dtype"]))
     return rule
 
 
 def _reduce_bool(kind: str) -> Rule:
     def rule(cx: Cx, a: list[Variable], p: dict) -> Variable:
-        ints = E.astype(a[0], np.int32)
+        ints = elementwise.astype(a[0], np.int32)
         if kind == "and":
-            return E.equal(R.min(ints, tuple(p["axes"])), 1)
-        return E.equal(R.max(ints, tuple(p["axes"])), 1)
+            return elementwise.equal(reduce.min(ints, tuple(p["axes"])), 1)
+        return elementwise.equal(reduce.max(ints, tuple(p["axes"])), 1)
     return rule
 
 
@@ -262,13 +269,13 @@ def _split(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
     for n in p["sizes"]:
         start, limit = [0] * x.ndim, list(x.shape)
         start[axis], limit[axis] = at, at + int(n)
-        outs.append(S.slice(x, start, limit))
+        outs.append(shape_ops.slice(x, start, limit))
         at += int(n)
     return outs
 
 
 def _gather(cx: Cx, a: list[Variable], p: dict) -> Variable:
-    return X.gather(a[0], a[1], _dnums(p["dimension_numbers"]), p["slice_sizes"],
+    return primitives.gather(a[0], a[1], _dnums(p["dimension_numbers"]), p["slice_sizes"],
                     _mode(p["mode"], "gather"), p["fill_value"], p["indices_are_sorted"],
                     p["unique_indices"])
 
@@ -300,8 +307,10 @@ def _sort(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
     if p["num_keys"] != 1:
         raise refuse("sort", f"sorting by {p['num_keys']} keys is not translated")
     axis = p["dimension"]
-    values, perm = SS.sort_with_permutation("sort", a[0], axis, None, None, p["is_stable"], False)
-    return [values] + [SS.take_along_axis(x, perm, axis) for x in a[1:]]
+    values, perm = sorting.sort_with_permutation(
+        "sort", a[0], axis, None, None, p["is_stable"], False
+    )
+    return [values] + [sorting.take_along_axis(x, perm, axis) for x in a[1:]]
 
 
 def _cumulative(fn: Callable[..., Variable]) -> Rule:
@@ -318,7 +327,7 @@ def _unstack(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
     for i in range(x.shape[axis]):
         start, limit = [0] * x.ndim, list(x.shape)
         start[axis], limit[axis] = i, i + 1
-        outs.append(S.squeeze(S.slice(x, start, limit), axis))
+        outs.append(shape_ops.squeeze(shape_ops.slice(x, start, limit), axis))
     return outs
 
 
@@ -328,7 +337,7 @@ def _polygamma(cx: Cx, a: list[Variable], p: dict) -> Variable:
     m = cx.literal_value(a[0])
     if m is None or float(m) != int(m) or int(m) < 0:
         return cx.fallback(a)
-    return SP.polygamma(int(m), a[1])
+    return special.polygamma(int(m), a[1])
 
 
 def _top_k(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
@@ -340,10 +349,10 @@ def _top_k(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
     perm = list(range(x.ndim))
     perm[axis], perm[last] = last, axis
     if axis != last:
-        x = S.transpose(x, tuple(perm))
-    idx = X.top_k_indices(x, k=int(p["k"]))
-    out = [SS.take_along_axis(x, idx, last), idx]
-    return [S.transpose(v, tuple(perm)) for v in out] if axis != last else out
+        x = shape_ops.transpose(x, tuple(perm))
+    idx = primitives.top_k_indices(x, k=int(p["k"]))
+    out = [sorting.take_along_axis(x, idx, last), idx]
+    return [shape_ops.transpose(v, tuple(perm)) for v in out] if axis != last else out
 
 
 def _total_key(x: Variable) -> Variable:
@@ -353,8 +362,8 @@ def _total_key(x: Variable) -> Variable:
     if not dtypes.is_inexact(x.dtype):
         return x
     it = np.dtype(f"int{x.dtype.itemsize * 8}")
-    k = X.bitcast(x, dtype=it)
-    return E.where(k < 0, B.bitwise_xor(k, int(np.iinfo(it).max)), k)
+    k = primitives.bitcast(x, dtype=it)
+    return elementwise.where(k < 0, bitwise_ops.bitwise_xor(k, int(np.iinfo(it).max)), k)
 
 
 def _total(cmp: Any) -> Rule:
@@ -375,78 +384,96 @@ def _bits(fn: Any, signed: bool | None) -> Rule:
 
 BASIC: dict[str, Rule] = {
     # elementwise, one argument
-    "neg": _un(E.negative), "sign": _un(E.sign), "floor": _un(E.floor), "ceil": _un(E.ceil),
-    "round": _round, "is_finite": _un(E.isfinite), "abs": _un(E.abs), "square": _un(E.square),
-    "exp": _un(E.exp), "exp2": _un(E.exp2), "log": _un(E.log), "log1p": _un(E.log1p),
-    "expm1": _un(E.expm1), "sqrt": _un(E.sqrt), "rsqrt": _un(E.rsqrt), "cbrt": _un(E.cbrt),
-    "sin": _un(E.sin), "cos": _un(E.cos), "tan": _un(E.tan), "asin": _un(E.arcsin),
-    "acos": _un(E.arccos), "atan": _un(E.arctan), "sinh": _un(E.sinh), "cosh": _un(E.cosh),
-    "tanh": _un(E.tanh), "asinh": _un(E.arcsinh), "acosh": _un(E.arccosh),
-    "atanh": _un(E.arctanh), "logistic": _un(E.sigmoid), "erf": _un(E.erf),
-    "integer_pow": lambda cx, a, p: E.integer_pow(a[0], int(p["y"])),
-    "not": _bool_only(E.logical_not, B.bitwise_not),
+    "neg": _un(elementwise.negative), "sign": _un(elementwise.sign),
+    "floor": _un(elementwise.floor), "ceil": _un(elementwise.ceil),
+    "round": _round, "is_finite": _un(elementwise.isfinite), "abs": _un(elementwise.abs),
+    "square": _un(elementwise.square),
+    "exp": _un(elementwise.exp), "exp2": _un(elementwise.exp2), "log": _un(elementwise.log),
+    "log1p": _un(elementwise.log1p),
+    "expm1": _un(elementwise.expm1), "sqrt": _un(elementwise.sqrt),
+    "rsqrt": _un(elementwise.rsqrt), "cbrt": _un(elementwise.cbrt),
+    "sin": _un(elementwise.sin), "cos": _un(elementwise.cos), "tan": _un(elementwise.tan),
+    "asin": _un(elementwise.arcsin),
+    "acos": _un(elementwise.arccos), "atan": _un(elementwise.arctan),
+    "sinh": _un(elementwise.sinh), "cosh": _un(elementwise.cosh),
+    "tanh": _un(elementwise.tanh), "asinh": _un(elementwise.arcsinh),
+    "acosh": _un(elementwise.arccosh),
+    "atanh": _un(elementwise.arctanh), "logistic": _un(elementwise.sigmoid),
+    "erf": _un(elementwise.erf),
+    "integer_pow": lambda cx, a, p: elementwise.integer_pow(a[0], int(p["y"])),
+    "not": _bool_only(elementwise.logical_not, bitwise_ops.bitwise_not),
     # elementwise, two or more arguments
-    "add": _bin(E.add), "add_any": _bin(E.add), "sub": _bin(E.subtract),
-    "mul": _bin(E.multiply), "div": _div,
-    "rem": _rem, "pow": _bin(E.power), "max": _bin(E.maximum), "min": _bin(E.minimum),
-    "atan2": _bin(E.arctan2), "and": _bool_only(E.logical_and, B.bitwise_and),
-    "or": _bool_only(E.logical_or, B.bitwise_or), "xor": _bool_only(E.not_equal, B.bitwise_xor),
-    "eq": _bin(E.equal), "ne": _bin(E.not_equal), "lt": _bin(E.less), "le": _bin(E.less_equal),
-    "gt": _bin(E.greater), "ge": _bin(E.greater_equal), "select_n": _select_n, "clamp": _clamp,
+    "add": _bin(elementwise.add), "add_any": _bin(elementwise.add),
+    "sub": _bin(elementwise.subtract),
+    "mul": _bin(elementwise.multiply), "div": _div,
+    "rem": _rem, "pow": _bin(elementwise.power), "max": _bin(elementwise.maximum),
+    "min": _bin(elementwise.minimum),
+    "atan2": _bin(elementwise.arctan2),
+    "and": _bool_only(elementwise.logical_and, bitwise_ops.bitwise_and),
+    "or": _bool_only(elementwise.logical_or, bitwise_ops.bitwise_or),
+    "xor": _bool_only(elementwise.not_equal, bitwise_ops.bitwise_xor),
+    "eq": _bin(elementwise.equal), "ne": _bin(elementwise.not_equal),
+    "lt": _bin(elementwise.less), "le": _bin(elementwise.less_equal),
+    "gt": _bin(elementwise.greater), "ge": _bin(elementwise.greater_equal), "select_n": _select_n,
+    "clamp": _clamp,
     # types and values
     "convert_element_type": _convert, "reduce_precision": _reduce_precision, "iota": _iota,
-    "stop_gradient": _un(E.stop_gradient), "copy": _identity,
+    "stop_gradient": _un(elementwise.stop_gradient), "copy": _identity,
     "device_put": lambda cx, a, p: list(a), "sharding_constraint": _identity,
     "optimization_barrier": lambda cx, a, p: list(a),
     "debug_print": _debug_print, "debug_callback": lambda cx, a, p: [],  # (callbacks dropped)
     # shapes
     "broadcast_in_dim": _broadcast_in_dim,
-    "reshape": lambda cx, a, p: S.reshape(a[0], tuple(p["new_sizes"])),
-    "squeeze": lambda cx, a, p: S.squeeze(a[0], tuple(p["dimensions"])),
-    "transpose": lambda cx, a, p: S.transpose(a[0], tuple(p["permutation"])),
-    "rev": lambda cx, a, p: S.rev(a[0], tuple(p["dimensions"])),
-    "concatenate": lambda cx, a, p: S.concatenate(a, p["dimension"]), "pad": _pad,
-    "slice": lambda cx, a, p: S.slice(a[0], p["start_indices"], p["limit_indices"],
+    "reshape": lambda cx, a, p: shape_ops.reshape(a[0], tuple(p["new_sizes"])),
+    "squeeze": lambda cx, a, p: shape_ops.squeeze(a[0], tuple(p["dimensions"])),
+    "transpose": lambda cx, a, p: shape_ops.transpose(a[0], tuple(p["permutation"])),
+    "rev": lambda cx, a, p: shape_ops.rev(a[0], tuple(p["dimensions"])),
+    "concatenate": lambda cx, a, p: shape_ops.concatenate(a, p["dimension"]), "pad": _pad,
+    "slice": lambda cx, a, p: shape_ops.slice(a[0], p["start_indices"], p["limit_indices"],
                                       p["strides"] or (1,) * a[0].ndim),
     "split": _split,
     # indexing
     "dynamic_slice": lambda cx, a, p: dynamic_slice(a[0], a[1:], p["slice_sizes"]),
     "dynamic_update_slice": lambda cx, a, p: dynamic_update_slice(a[0], a[1], a[2:]),
-    "gather": _gather, "scatter-add": _scatter(X.scatter_add, "scatter-add"),
-    "scatter": _scatter(X.scatter, "scatter"),
-    "scatter-mul": _scatter(X.scatter_mul, "scatter-mul"),
-    "scatter-min": _scatter(X.scatter_min, "scatter-min"),
-    "scatter-max": _scatter(X.scatter_max, "scatter-max"),
+    "gather": _gather, "scatter-add": _scatter(primitives.scatter_add, "scatter-add"),
+    "scatter": _scatter(primitives.scatter, "scatter"),
+    "scatter-mul": _scatter(primitives.scatter_mul, "scatter-mul"),
+    "scatter-min": _scatter(primitives.scatter_min, "scatter-min"),
+    "scatter-max": _scatter(primitives.scatter_max, "scatter-max"),
     # contractions
     "dot_general": _dot_general, "conv_general_dilated": _conv,
     # reductions
-    "reduce_sum": lambda cx, a, p: R.sum(a[0], tuple(p["axes"])),
-    "reduce_max": lambda cx, a, p: R.max(a[0], tuple(p["axes"])),
-    "reduce_min": lambda cx, a, p: R.min(a[0], tuple(p["axes"])),
-    "reduce_prod": lambda cx, a, p: R.prod(a[0], tuple(p["axes"])),
+    "reduce_sum": lambda cx, a, p: reduce.sum(a[0], tuple(p["axes"])),
+    "reduce_max": lambda cx, a, p: reduce.max(a[0], tuple(p["axes"])),
+    "reduce_min": lambda cx, a, p: reduce.min(a[0], tuple(p["axes"])),
+    "reduce_prod": lambda cx, a, p: reduce.prod(a[0], tuple(p["axes"])),
     "reduce_and": _reduce_bool("and"), "reduce_or": _reduce_bool("or"),
-    "argmax": _argminmax(R.argmax), "argmin": _argminmax(R.argmin),
+    "argmax": _argminmax(reduce.argmax), "argmin": _argminmax(reduce.argmin),
     "reduce_window_sum": _reduce_window("sum"), "reduce_window_max": _reduce_window("max"),
     "reduce_window_min": _reduce_window("min"),
     "cumsum": _cumulative(cumulative.lax_cumsum), "cumprod": _cumulative(cumulative.lax_cumprod),
-    "cummax": _cumulative(cumulative.cummax), "cummin": _cumulative(cumulative.cummin), "sort": _sort,
+    "cummax": _cumulative(cumulative.cummax), "cummin": _cumulative(cumulative.cummin),
+    "sort": _sort,
     # special functions (srcgrad/ops/special.py)
-    "erfc": _un(SP.erfc), "erf_inv": _un(SP.erfinv), "lgamma": _un(SP.gammaln),
-    "digamma": _un(SP.digamma), "bessel_i0e": _un(SP.i0e), "bessel_i1e": _un(SP.i1e),
-    "igamma": lambda cx, a, p: SP.gammainc(a[0], a[1]),
-    "igammac": lambda cx, a, p: SP.gammaincc(a[0], a[1]), "polygamma": _polygamma,
+    "erfc": _un(special.erfc), "erf_inv": _un(special.erfinv), "lgamma": _un(special.gammaln),
+    "digamma": _un(special.digamma), "bessel_i0e": _un(special.i0e), "bessel_i1e": _un(special.i1e),
+    "igamma": lambda cx, a, p: special.gammainc(a[0], a[1]),
+    "igammac": lambda cx, a, p: special.gammaincc(a[0], a[1]), "polygamma": _polygamma,
     # shapes (primitives of their own in current JAX)
-    "stack": lambda cx, a, p: S.stack(a, p["axis"]),
-    "tile": lambda cx, a, p: M.tile(a[0], tuple(p["reps"])), "unstack": _unstack,
+    "stack": lambda cx, a, p: shape_ops.stack(a, p["axis"]),
+    "tile": lambda cx, a, p: manip.tile(a[0], tuple(p["reps"])), "unstack": _unstack,
     # lax's own
-    "top_k": _top_k, "nextafter": _bin(X.nextafter),
-    "eq_to": _total(E.equal), "le_to": _total(E.less_equal), "lt_to": _total(E.less),
-    "bitcast_convert_type": lambda cx, a, p: X.bitcast(a[0],
+    "top_k": _top_k, "nextafter": _bin(primitives.nextafter),
+    "eq_to": _total(elementwise.equal), "le_to": _total(elementwise.less_equal),
+    "lt_to": _total(elementwise.less),
+    "bitcast_convert_type": lambda cx, a, p: primitives.bitcast(a[0],
                                                        dtype=dtypes.canonical(p["new_dtype"])),
-    "shift_left": _bits(B.left_shift, None), "shift_right_logical": _bits(B.right_shift, False),
-    "shift_right_arithmetic": _bits(B.right_shift, True),
+    "shift_left": _bits(bitwise_ops.left_shift, None),
+    "shift_right_logical": _bits(bitwise_ops.right_shift, False),
+    "shift_right_arithmetic": _bits(bitwise_ops.right_shift, True),
     # equinox's markers of values no cotangent (nondifferentiable_backward) or tangent
     # (nondifferentiable) may reach: JAX's symbolic zeros arrive here as zero arrays, so the
     # rows are stop_gradient (code whose cotangent would be nonzero is an error under JAX)
-    "nondifferentiable_backward": _un(E.stop_gradient), "nondifferentiable": _un(E.stop_gradient),
+    "nondifferentiable_backward": _un(elementwise.stop_gradient),
+    "nondifferentiable": _un(elementwise.stop_gradient),
 }

@@ -13,13 +13,13 @@ import numpy as np
 from ..core.builder import constant, emit
 from .array_rules import Cx, Rule, refuse
 from ..ir.program import Variable
-from ..ops import lax_primitives as X
-from ..ops import linalg_decompositions as D
-from ..ops import elementwise as E
-from ..ops import linalg_functions as LF
-from ..ops import nn as NN
-from ..ops import shape as S
-from ..ops import special as SP
+from ..ops import lax_primitives as primitives
+from ..ops import linalg_decompositions as decompositions
+from ..ops import elementwise
+from ..ops import linalg_functions
+from ..ops import nn
+from ..ops import shape
+from ..ops import special
 from ..ops.remat import checkpoint
 from ..ops.control import cond, switch, while_loop
 from ..ops.scan import scan
@@ -42,9 +42,14 @@ def _remat(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
 #: custom_jvp functions of JAX whose rule srcgrad has as an op (matched by the function and
 #: its file inside the jax package): readable rows with the same gradient as jax.grad's.
 _JAX_CUSTOM_JVP: dict[str, Callable[..., Variable]] = {
-    "relu": E.relu, "relu6": NN.relu6, "logaddexp": E.logaddexp, "log_ndtr": SP.log_ndtr,
-    "xlogy": SP.xlogy, "xlog1py": SP.xlog1py, "logit": SP.logit,
-    "_xlogx": lambda x: SP.xlogy(x, x),
+    "relu": elementwise.relu,
+    "relu6": nn.relu6,
+    "logaddexp": elementwise.logaddexp,
+    "log_ndtr": special.log_ndtr,
+    "xlogy": special.xlogy,
+    "xlog1py": special.xlog1py,
+    "logit": special.logit,
+    "_xlogx": lambda x: special.xlogy(x, x),
 }
 
 
@@ -99,8 +104,10 @@ def _custom_linear_solve(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
     if found is not None and len(b) == 1:
         mat, transposed = a[found[0]], found[1]
         if transposed:
-            return [S.transpose(LF.solve(mat, S.transpose(b[0], (1, 0))), (1, 0))]
-        return [LF.solve(mat, b[0])]
+            return [
+                shape.transpose(linalg_functions.solve(mat, shape.transpose(b[0], (1, 0))), (1, 0))
+            ]
+        return [linalg_functions.solve(mat, b[0])]
     start = n.matvec + n.vecmat
     return cx.call(p["jaxprs"].solve, a[start:start + n.solve] + b)
 
@@ -147,7 +154,7 @@ def _scan(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
 
 
 def _triangular_solve(cx: Cx, a: list[Variable], p: dict) -> Variable:
-    return D.triangular_solve(a[0], a[1], left_side=p["left_side"], lower=p["lower"],
+    return decompositions.triangular_solve(a[0], a[1], left_side=p["left_side"], lower=p["lower"],
                               transpose_a=p["transpose_a"], unit_diagonal=p["unit_diagonal"])
 
 
@@ -163,15 +170,15 @@ def _svd(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
     if p.get("subset_by_index") is not None:
         raise refuse("svd", "subset_by_index is not translated")
     if not p["compute_uv"]:
-        return [D.svd(a[0], compute_uv=False)]
-    u, s, vt = D.svd(a[0], full_matrices=p["full_matrices"])
+        return [decompositions.svd(a[0], compute_uv=False)]
+    u, s, vt = decompositions.svd(a[0], full_matrices=p["full_matrices"])
     return [s, u, vt]
 
 
 def _qr(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
     if p.get("pivoting"):
         raise refuse("qr", "pivoted QR is not translated")
-    return list(D.qr(a[0], mode="complete" if p["full_matrices"] else "reduced"))
+    return list(decompositions.qr(a[0], mode="complete" if p["full_matrices"] else "reduced"))
 
 
 def _platform_index(cx: Cx, a: list[Variable], p: dict) -> Variable:
@@ -185,14 +192,15 @@ def _platform_index(cx: Cx, a: list[Variable], p: dict) -> Variable:
 
 def _pure_callback(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
     options = tuple((k, p[k]) for k in ("vmap_method", "vectorized") if p.get(k) is not None)
-    return X.pure_callback(p["callback"], p["result_avals"], options, a)
+    return primitives.pure_callback(p["callback"], p["result_avals"], options, a)
 
 
 FLOW: dict[str, Rule] = {
     # linear algebra
-    "cholesky": lambda cx, a, p: D.lax_cholesky(a[0]), "lu": lambda cx, a, p: D.lax_lu(a[0]),
+    "cholesky": lambda cx, a, p: decompositions.lax_cholesky(a[0]),
+    "lu": lambda cx, a, p: decompositions.lax_lu(a[0]),
     "triangular_solve": _triangular_solve, "eigh": _eigh, "svd": _svd, "qr": _qr,
-    "lu_pivots_to_permutation": lambda cx, a, p: X.pivots_to_permutation(
+    "lu_pivots_to_permutation": lambda cx, a, p: primitives.pivots_to_permutation(
         a[0], size=int(p["permutation_size"])),
     "platform_index": _platform_index,
     # calls: inlined; custom rules: jax ops ("pjit" and "custom_vjp_call_jaxpr": names in

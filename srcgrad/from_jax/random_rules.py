@@ -13,8 +13,8 @@ import numpy as np
 
 from ..base import dtypes
 from ..ir.program import Variable
-from ..ops import lax_primitives as X
-from ..ops import shape as S
+from ..ops import lax_primitives as primitives
+from ..ops import shape as shape_ops
 from .array_rules import Cx, Rule
 
 
@@ -34,7 +34,7 @@ def _key_axes(cx: Cx) -> tuple[int, ...]:
 def _key_slice(cx: Cx, a: list[Variable], p: dict) -> Variable:
     t = _key_axes(cx)
     strides = tuple(p["strides"] or (1,) * len(p["start_indices"]))
-    return S.slice(a[0], tuple(p["start_indices"]) + (0,) * len(t),
+    return shape_ops.slice(a[0], tuple(p["start_indices"]) + (0,) * len(t),
                    tuple(p["limit_indices"]) + t, strides + (1,) * len(t))
 
 
@@ -43,16 +43,16 @@ def _key_broadcast(cx: Cx, a: list[Variable], p: dict) -> Variable:
     kept = [1] * len(shape)
     for d, size in zip(p["broadcast_dimensions"], a[0].shape):
         kept[d] = size
-    return S.broadcast_to(S.reshape(a[0], tuple(kept) + t), shape + t)
+    return shape_ops.broadcast_to(shape_ops.reshape(a[0], tuple(kept) + t), shape + t)
 
 
 #: Rows for shape primitives on arrays of keys, on their data (leading axes: the keys').
 KEYED: dict[str, Rule] = {
     "slice": _key_slice, "broadcast_in_dim": _key_broadcast,
-    "squeeze": lambda cx, a, p: S.squeeze(a[0], tuple(p["dimensions"])),
-    "reshape": lambda cx, a, p: S.reshape(a[0], tuple(p["new_sizes"]) + _key_axes(cx)),
-    "concatenate": lambda cx, a, p: S.concatenate(a, p["dimension"]),
-    "transpose": lambda cx, a, p: S.transpose(a[0], tuple(p["permutation"]) + tuple(
+    "squeeze": lambda cx, a, p: shape_ops.squeeze(a[0], tuple(p["dimensions"])),
+    "reshape": lambda cx, a, p: shape_ops.reshape(a[0], tuple(p["new_sizes"]) + _key_axes(cx)),
+    "concatenate": lambda cx, a, p: shape_ops.concatenate(a, p["dimension"]),
+    "transpose": lambda cx, a, p: shape_ops.transpose(a[0], tuple(p["permutation"]) + tuple(
         range(len(p["permutation"]), a[0].ndim))),
     "convert_element_type": lambda cx, a, p: a[0] if cx.eqn.invars[0].aval.dtype
     == cx.eqn.outvars[0].aval.dtype else cx.fallback(a),  # key to the same key type (old JAX)
@@ -72,13 +72,13 @@ def _prng(kind: str) -> Rule:
         if key.shape != () or impl.name not in _IMPLS:
             return cx.fallback(a)
         if kind == "seed":
-            return X.prng_seed(a[0], impl=impl.name)
+            return primitives.prng_seed(a[0], impl=impl.name)
         if kind == "bits":
-            return X.prng_bits(a[0], impl=impl.name, shape=tuple(p["shape"]),
+            return primitives.prng_bits(a[0], impl=impl.name, shape=tuple(p["shape"]),
                                 dtype=np.dtype(f"uint{p['bit_width']}"))
         if kind == "split":
-            return X.prng_split(a[0], impl=impl.name, shape=tuple(p["shape"]))
-        return X.prng_fold_in(a[0], a[1], impl=impl.name)
+            return primitives.prng_split(a[0], impl=impl.name, shape=tuple(p["shape"]))
+        return primitives.prng_fold_in(a[0], a[1], impl=impl.name)
     return rule
 
 
@@ -88,11 +88,13 @@ def _threefry(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
     k1, k2, x1, x2 = a
     if k1.shape != () or k2.shape != () or x1.shape != x2.shape:
         return cx.fallback(a)
-    flat = [S.reshape(x1, (x1.size,)), S.reshape(x2, (x2.size,))]
-    out = X.threefry_2x32(k1, k2, S.concatenate(flat, 0))
+    flat = [shape_ops.reshape(x1, (x1.size,)), shape_ops.reshape(x2, (x2.size,))]
+    out = primitives.threefry_2x32(k1, k2, shape_ops.concatenate(flat, 0))
     n = x1.size
-    return [S.reshape(S.slice(out, [0], [n]), x1.shape), S.reshape(S.slice(out, [n], [2 * n]),
-                                                                   x1.shape)]
+    return [
+        shape_ops.reshape(shape_ops.slice(out, [0], [n]), x1.shape),
+        shape_ops.reshape(shape_ops.slice(out, [n], [2 * n]), x1.shape),
+    ]
 
 
 RANDOM: dict[str, Rule] = {

@@ -24,7 +24,7 @@ import numpy as np
 try:
     from jax.extend.core import ClosedJaxpr, DropVar, Literal
 except ImportError:  # older JAX (before jax.extend.core had them)
-    from jax.core import ClosedJaxpr, DropVar, Literal  # type: ignore[no-redef]
+    from jax.core import ClosedJaxpr, DropVar, Literal  # type: ignore[attr-defined,no-redef]
 try:  # JAX's dead-code elimination, with its rules for scan carries and cond outputs
     from jax._src.interpreters.partial_eval import dce_jaxpr
 except ImportError:  # pragma: no cover - a JAX without it: translate the jaxpr as traced
@@ -40,7 +40,7 @@ from .random_rules import KEYED, RANDOM
 from .array_rules import BASIC, Rule
 from ..ir.program import Variable, current_program
 from .jax_op import call_flat
-from ..ops import elementwise as E
+from ..ops import elementwise
 from ..ops.remat import positive_int
 from ..ops.blocks import check_max_iters
 
@@ -191,8 +191,12 @@ class _Translator:
         except SrcgradError:
             raise
         except Exception as e:
-            raise _unsupported(prim.name, [eqn, *reversed(self._enclosing)], f"could not run as a jax_op ({type(e).__name__}: "
-                               f"{str(e).splitlines()[0] if str(e) else ''})") from e
+            raise _unsupported(
+                prim.name,
+                [eqn, *reversed(self._enclosing)],
+                f"could not run as a jax_op ({type(e).__name__}: "
+                f"{str(e).splitlines()[0] if str(e) else ''})",
+            ) from e
         return outs if prim.multiple_results else outs[0]
 
 
@@ -205,14 +209,16 @@ def _unchanged(fn: Callable[..., Any]) -> Callable[[], bool]:
     try:
         ref: Callable[[], Any] = weakref.ref(fn)
     except TypeError:  # a callable that cannot be held weakly
-        ref = lambda: fn  # noqa: E731
+        ref = lambda: fn
     return lambda: (f := ref()) is not None and same_bindings(bindings(f), now)
 
 
 def _complex(aval: Any) -> bool:
     """Complex values are JAX's alone: srcgrad's rows and gradients are for real values."""
     dt = getattr(aval, "dtype", None)
-    return dt is not None and dtypes.key_impl(aval) is None and np.issubdtype(dt, np.complexfloating)
+    return (
+        dt is not None and dtypes.key_impl(aval) is None and np.issubdtype(dt, np.complexfloating)
+    )
 
 
 def _const(c: Any) -> Variable:
@@ -232,7 +238,7 @@ def _typed(val: Any, aval: Any, prim: str, where: list[Any]) -> Variable:
     shape = tuple(aval.shape) + (tuple(impl.key_shape) if impl is not None else ())
     want = np.dtype(np.uint32) if impl is not None else dtypes.canonical(aval.dtype)
     if v.dtype != want:
-        v = E.astype(v, want)
+        v = elementwise.astype(v, want)
     if v.shape != shape:
         raise _unsupported(prim, where, f"was translated to shape {v.shape}, but JAX gives "
                            f"{shape} (a srcgrad bug; please report it)")

@@ -318,7 +318,11 @@ def _agree(got: list, other: list, tier: str) -> None:
                                      f"whether gradient {i} is zero")
             continue
         a, b = np.asarray(a), np.asarray(b)
-        tol = 1e-4 if a.dtype in (np.float16, np.float32, np.complex64) or a.dtype.name == "bfloat16" else 1e-9
+        tol = (
+            1e-4
+            if a.dtype in (np.float16, np.float32, np.complex64) or a.dtype.name == "bfloat16"
+            else 1e-9
+        )
         if a.shape != b.shape or not np.allclose(a, b, rtol=tol, atol=tol, equal_nan=True):
             raise AssertionError(f"backward: the {tier} tier gives gradient {i} = {a}, the "
                                  f"other tier {b}")
@@ -396,4 +400,14 @@ def _targets(tape: Tape, variables: list | None) -> list[tuple[Tensor, int | Non
 #: The tape interpreter that srcgrad/wiring.py gives the one dispatch.
 INTERPRETER = TapeInterpreter(apply, takes, (Tensor,))
 
-__all__ = ["record", "pause", "no_grad", "is_recording", "backward", "grad", "tape", "compile_count", "Tape"]
+__all__ = [
+    "record",
+    "pause",
+    "no_grad",
+    "is_recording",
+    "backward",
+    "grad",
+    "tape",
+    "compile_count",
+    "Tape",
+]

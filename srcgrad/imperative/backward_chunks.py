@@ -275,12 +275,12 @@ def _backward(tape: Tape, w: Window, active: set[int], cts: dict[int, Any]) -> b
     reads, values = w.reads, tape.values
     act = tuple(k for k, n in enumerate(reads) if n in active)
     acc = tuple(k for k in act if reads[k] in cts)
-    fn, returned = w.chunk.backward(seeds, act, acc)  # type: ignore[union-attr]
+    fn, returned = w.chunk.backward(seeds, act, acc)
     try:
         outs = fn(*[values[n] for n in reads], *[values[o] for o in own],
                   *[cts[own[j]] for j in seeds], *[cts[reads[k]] for k in acc])
     except _Unchunkable:
-        w.chunk.broken = True  # type: ignore[union-attr]
+        w.chunk.broken = True
         return False
     for j in seeds:
         del cts[own[j]]

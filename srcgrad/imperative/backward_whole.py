@@ -260,5 +260,5 @@ def build(tape: Any, heads: list[int], seeds: list, xs: list[int | None],
         del prog.inputs[n_inputs:]
 
 
-__all__ = ["FED", "Compiled", "Node", "Structure", "Trie", "build", "compile_count", "emit", "key_of",
-           "plan", "run_whole"]
+__all__ = ["FED", "Compiled", "Node", "Structure", "Trie", "build", "compile_count", "emit",
+           "key_of", "plan", "run_whole"]

@@ -13,7 +13,9 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from .. import ops
+from ..ops import manip
+from ..ops import shape as shape_ops
+from ..ops.conv import conv
 from ..base.errors import SrcgradError, user_location
 from .layers import Module, new_parameter, seeded_rng
 
@@ -60,8 +62,11 @@ class _ConvNd(Module):
         rng = seeded_rng(seed)
         shape = (out_channels, in_channels, *self.kernel)
         self.weight = new_parameter(rng.uniform(-bound, bound, shape), f"conv{n}d_w", dtype)
-        self.bias = (new_parameter(rng.uniform(-bound, bound, (out_channels,)), f"conv{n}d_b", dtype)
-                     if bias else None)
+        self.bias = (
+            new_parameter(rng.uniform(-bound, bound, (out_channels,)), f"conv{n}d_b", dtype)
+            if bias
+            else None
+        )
 
     def forward(self, x: Any) -> Any:
         n = self.rank
@@ -78,7 +83,7 @@ class _ConvNd(Module):
 
 
 def _conv2d(x: Any, w: Any, stride: Sequence[int], pads: Pads, dilation: Sequence[int]) -> Any:
-    return ops.conv(x, w, strides=tuple(stride), padding=pads, layout="NCHW",
+    return conv(x, w, strides=tuple(stride), padding=pads, layout="NCHW",
                     rhs_dilation=tuple(dilation))
 
 
@@ -97,9 +102,14 @@ class Conv1d(_ConvNd):
     rank = 1
 
     def _conv(self, x: Any) -> Any:
-        y = _conv2d(ops.expand_dims(x, 2), ops.expand_dims(self.weight, 2), (1, *self.stride),
-                    ((0, 0), *self.padding), (1, *self.dilation))
-        return ops.squeeze(y, 2)
+        y = _conv2d(
+            shape_ops.expand_dims(x, 2),
+            shape_ops.expand_dims(self.weight, 2),
+            (1, *self.stride),
+            ((0, 0), *self.padding),
+            (1, *self.dilation),
+        )
+        return shape_ops.squeeze(y, 2)
 
 
 class Conv3d(_ConvNd):
@@ -110,7 +120,7 @@ class Conv3d(_ConvNd):
     def _conv(self, x: Any) -> Any:
         (lo, hi), pads = self.padding[0], self.padding[1:]
         if lo or hi:
-            x = ops.pad(x, ((0, 0), (0, 0), (lo, hi), (0, 0), (0, 0)))
+            x = manip.pad(x, ((0, 0), (0, 0), (lo, hi), (0, 0), (0, 0)))
         n, c, depth = x.shape[:3]
         sd, dd = self.stride[0], self.dilation[0]
         d_out = (depth - dd * (self.kernel[0] - 1) - 1) // sd + 1
@@ -121,11 +131,13 @@ class Conv3d(_ConvNd):
         for kd in range(self.kernel[0]):
             start = kd * dd
             planes = x[:, :, start:start + sd * (d_out - 1) + 1:sd]  # (N, C, d_out, H, W)
-            planes = ops.transpose(planes, (0, 2, 1, 3, 4)).reshape((n * d_out, c) + x.shape[3:])
+            planes = shape_ops.transpose(planes, (0, 2, 1, 3, 4)).reshape(
+                (n * d_out, c) + x.shape[3:]
+            )
             y = _conv2d(planes, self.weight[:, :, kd], self.stride[1:], pads, self.dilation[1:])
             out = y if out is None else out + y
-        out = out.reshape((n, d_out) + tuple(out.shape[1:]))  # type: ignore[union-attr]
-        return ops.transpose(out, (0, 2, 1, 3, 4))
+        out = out.reshape((n, d_out) + tuple(out.shape[1:]))
+        return shape_ops.transpose(out, (0, 2, 1, 3, 4))
 
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d"]

@@ -97,7 +97,10 @@ def truncated_normal(stddev: float = 1e-2, dtype: Any = None, lower: float = -2.
     """jax.nn.initializers.truncated_normal(stddev=1e-2, lower=-2, upper=2)."""
     def body(key: Any, shape: Sequence[int], dtype: Any = dtype) -> Any:
         dt = _dtype(dtype)
-        return _random["truncated_normal"](key, lower, upper, _shape(shape), dt) * _scalar(stddev, dt)
+        return _random["truncated_normal"](key, lower, upper, _shape(shape), dt) * _scalar(
+            stddev, dt
+        )
+
     return _with_default(body, dtype)
 
 

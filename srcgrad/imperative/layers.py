@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core import dispatch
-from .. import ops
+from ..ops import elementwise, indexing, reduce
 from ..base.errors import SrcgradError, user_location
 from ..core.declare import EXPORTS
 from .tensor import Tensor, tensor
@@ -204,7 +204,7 @@ class Linear(Module):
     def forward(self, x: Any) -> Tensor:
         fused = self.act if self._fused else None
         y = dispatch.call(_dense, (x, self.weight, self.bias, fused), {})
-        return y if self._fused else self.act(y)  # type: ignore[misc]
+        return y if self._fused else self.act(y)
 
 
 def _dense(x: Any, w: Any, b: Any, act: Callable[[Any], Any] | None) -> Any:
@@ -222,7 +222,9 @@ class LayerNorm(Module):
 
     def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5,
                  elementwise_affine: bool = True, *, dtype: Any = "float32"):
-        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        shape = (
+            (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        )
         self.shape, self.eps = shape, eps
         self.weight = new_parameter(np.ones(shape, dtype), "ln_w") if elementwise_affine else None
         self.bias = new_parameter(np.zeros(shape, dtype), "ln_b") if elementwise_affine else None
@@ -232,9 +234,9 @@ class LayerNorm(Module):
             raise SrcgradError(f"LayerNorm{self.shape}: an input of shape {tuple(x.shape)} does "
                                f"not end in {self.shape}", loc=user_location())
         axes = tuple(range(-len(self.shape), 0))
-        mean = ops.mean(x, axis=axes, keepdims=True)
+        mean = reduce.mean(x, axis=axes, keepdims=True)
         c = x - mean
-        y = c * ops.rsqrt(ops.mean(c * c, axis=axes, keepdims=True) + self.eps)
+        y = c * elementwise.rsqrt(reduce.mean(c * c, axis=axes, keepdims=True) + self.eps)
         return y if self.weight is None else y * self.weight + self.bias
 
 
@@ -251,7 +253,7 @@ class Embedding(Module):
         if not jnp.issubdtype(idx.dtype, jnp.integer):
             raise SrcgradError(f"Embedding: indices must be integers, got {idx.dtype}",
                                loc=user_location())
-        return ops.take(self.weight, tensor(idx), axis=0)
+        return indexing.take(self.weight, tensor(idx), axis=0)
 
 
 class Dropout(Module):

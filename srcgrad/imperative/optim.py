@@ -87,7 +87,7 @@ class Optimizer:
             self.steps[id(p)] += 1
         steps = np.array([self.steps[id(p)] for p in ps], np.int32)
         values, states = self._jitted(
-            [p._value for p in ps], [p.grad._value for p in ps],  # type: ignore[union-attr]
+            [p._value for p in ps], [p.grad._value for p in ps],
             [self.state[id(p)] for p in ps], steps, self._hyper())
         for p, v, s in zip(ps, values, states):
             p._value = v
@@ -211,7 +211,7 @@ class RMSProp(Optimizer):
 RMSprop = RMSProp
 
 
-class from_optax:  # noqa: N801  (a function's name: sg.optim.from_optax(tx, params))
+class from_optax:  # a function's name: sg.optim.from_optax(tx, params)
     """Any optax `GradientTransformation` as an optimizer of imperative parameters:
     `opt = sg.optim.from_optax(optax.adam(1e-3), model.parameters()); opt.step()`."""
 

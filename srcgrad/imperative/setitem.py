@@ -31,8 +31,11 @@ def _updated(x: Variable, pos: Variable, value: Any) -> Variable:
 
 
 def _concrete(index: Any) -> Any:
-    return jax.tree_util.tree_map(lambda i: np.asarray(i) if isinstance(i, (Tensor, jax.Array)) else i,
-                                  index, is_leaf=lambda i: isinstance(i, Tensor))
+    return jax.tree_util.tree_map(
+        lambda i: np.asarray(i) if isinstance(i, (Tensor, jax.Array)) else i,
+        index,
+        is_leaf=lambda i: isinstance(i, Tensor),
+    )
 
 
 def tensor_setitem(t: Tensor, index: Any, value: Any) -> None:

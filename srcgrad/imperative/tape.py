@@ -108,12 +108,12 @@ class Tape:
         """The number of `t` here: its recorded result, its history copied from the live
         tape that recorded it, or an input fed its value."""
         if t._tape is self:
-            return t._num  # type: ignore[return-value]
+            return t._num
         hit = self.leaves.get(id(t))
         if hit is not None:
             return hit[1]
         if t._tape is not None and not t._tape.freed:
-            return self._import(t._tape, t._num)  # type: ignore[arg-type]
+            return self._import(t._tape, t._num)
         attached = t.grad_req is not None
         n = self.input(t._value, "param" if attached else "data", t.name or "x")
         self.leaves[id(t)] = (t, n)

@@ -18,8 +18,15 @@ def _attr(value: Any, dtype: Any = None) -> str:
         return f"block {value.idx}"
     if isinstance(value, np.dtype):
         return value.name
-    if isinstance(value, np.ndarray) or hasattr(value, "__jax_array__") or (
-            hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, (int, float))):
+    if (
+        isinstance(value, np.ndarray)
+        or hasattr(value, "__jax_array__")
+        or (
+            hasattr(value, "shape")
+            and hasattr(value, "dtype")
+            and not isinstance(value, (int, float))
+        )
+    ):
         return f"array<{np.dtype(value.dtype).name}{list(value.shape)}>"
     return repr(value)
 

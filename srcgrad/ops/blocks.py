@@ -122,8 +122,12 @@ def build_while(cond_fun: Callable[..., Any], body_fun: Callable[..., Any], init
     body_b.results = res
     hoist_invariants(body_b, parent)
     captures = list(dict.fromkeys(free_vars(cond_b) + free_vars(body_b)))
-    attrs = {"cond": cond_b, "body": body_b, "max_iters": None if max_iters is None else int(max_iters),
-             "loop_id": prog.loop_count}
+    attrs = {
+        "cond": cond_b,
+        "body": body_b,
+        "max_iters": None if max_iters is None else int(max_iters),
+        "loop_id": prog.loop_count,
+    }
     prog.loop_count += 1
     outs = emit("while", init + captures, attrs)
     cond_b.owner = body_b.owner = parent.ops[-1]

@@ -28,7 +28,7 @@ from .shape import broadcast_to, concatenate, expand_dims, lax_pad, reshape, sta
 from .shape import slice as lax_slice
 from .operands import promoted
 from .shape import ravel
-from . import elementwise as E
+from . import elementwise
 
 
 def _abstract(obj: Any) -> Any:
@@ -387,7 +387,7 @@ def fromfunction(function: Callable[..., Any], shape: Sequence[int], *, dtype: A
     grids = [arange(n, dtype=dtype).reshape(tuple(n if d == i else 1 for d in range(len(shape))))
              for i, n in enumerate(shape)]
     out = function(*grids, **kwargs)
-    return jax.tree_util.tree_map(lambda v: E.add(zeros(shape, as_var(v).dtype), v), out)
+    return jax.tree_util.tree_map(lambda v: elementwise.add(zeros(shape, as_var(v).dtype), v), out)
 
 
 @public

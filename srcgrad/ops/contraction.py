@@ -148,7 +148,9 @@ def _einsum_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutT
     return [(tuple(sizes[c] for c in out), dt)]
 
 
-def _einsum_to(target: str, shape: tuple[int, ...], terms: list[str], vals: list[Variable]) -> Variable:
+def _einsum_to(
+    target: str, shape: tuple[int, ...], terms: list[str], vals: list[Variable]
+) -> Variable:
     """Contract `vals` to the subscript `target`, broadcasting indices they lack."""
     have = set("".join(terms))
     kept = "".join(c for c in target if c in have)

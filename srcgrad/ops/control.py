@@ -87,7 +87,9 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
     return jax.tree_util.tree_unflatten(tree, out[1:1 + len(leaves)])
 
 
-def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any], *operands: Any) -> Any:
+def cond(
+    pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any], *operands: Any
+) -> Any:
     """lax.cond: `true_fun(*operands)` if `pred` else `false_fun(*operands)`."""
     loc = user_location()
     if isinstance(pred, (bool, np.bool_)):
@@ -139,8 +141,12 @@ def _branch_op(index: Variable, fns: Sequence[Callable[..., Any]], names: Sequen
             raise SrcgradError(f"the branches return different structures: {names[0]} "
                                f"{trees[0]} and {name} {t}", op=what, loc=loc)
         if [(v.shape, v.dtype) for v in res] != [(v.shape, v.dtype) for v in results[0]]:
-            raise SrcgradError(f"the branches return different shapes or dtypes: {names[0]} "
-                               f"{type_list(results[0])}, {name} {type_list(res)}", op=what, loc=loc)
+            raise SrcgradError(
+                f"the branches return different shapes or dtypes: {names[0]} "
+                f"{type_list(results[0])}, {name} {type_list(res)}",
+                op=what,
+                loc=loc,
+            )
     caps = list(dict.fromkeys(v for blk in blocks for v in free_vars(blk)))
     outs = emit("cond", [index] + ops_in + caps,
                 {**dict(zip(names, blocks)), "n_operands": len(ops_in)})
@@ -163,7 +169,9 @@ def _lower_while(em: Any, op: Op) -> None:
     n = len(body.params)
     cname = em.block_function(op.attrs["cond"], "cond")
     bname = em.block_function(body, "body")
-    em.assign(op.outputs, f"lax.while_loop({cname}, {bname}, {em.tuple(op.inputs[:n])})", unpack=True)
+    em.assign(
+        op.outputs, f"lax.while_loop({cname}, {bname}, {em.tuple(op.inputs[:n])})", unpack=True
+    )
 
 
 def _lower_cond(em: Any, op: Op) -> None:

@@ -33,7 +33,9 @@ def _spec_indices(spec: str, chars: str) -> tuple[int, ...]:
 
 
 @lru_cache(maxsize=1024)
-def _conv_shape(lhs: tuple, rhs: tuple, dts: tuple, attrs: tuple) -> tuple[tuple[int, ...], np.dtype]:
+def _conv_shape(
+    lhs: tuple, rhs: tuple, dts: tuple, attrs: tuple
+) -> tuple[tuple[int, ...], np.dtype]:
     strides, padding, lhs_dil, rhs_dil, dn, groups, batch_groups = attrs
     out = jax.eval_shape(
         lambda a, b: lax.conv_general_dilated(a, b, strides, padding, lhs_dil, rhs_dil,

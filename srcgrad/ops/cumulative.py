@@ -164,7 +164,9 @@ cummin = defop("cummin", _cum_rule, _cum_lower("cummin"), (_g_cumulative_extreme
 
 def _cumulative(name: str, a: Any, axis: int | None, dtype: Any, out: None) -> Variable:
     if out is not None:
-        raise ShapeError("out= is not supported (JAX arrays are immutable); use the result", op=name)
+        raise ShapeError(
+            "out= is not supported (JAX arrays are immutable); use the result", op=name
+        )
     x = as_var(a)
     if axis is None:
         x, axis = ravel(x), 0
@@ -208,7 +210,10 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
     out = concatenate(parts, axis) if len(parts) > 1 else x
     for _ in range(n):
         m = out.shape[axis]
-        hi, lo = window(out, axis, builtins.min(1, m), m), window(out, axis, 0, builtins.max(m - 1, 0))
+        hi, lo = (
+            window(out, axis, builtins.min(1, m), m),
+            window(out, axis, 0, builtins.max(m - 1, 0)),
+        )
         out = not_equal(hi, lo) if out.dtype == np.dtype(bool) else subtract(hi, lo)
     return out
 

@@ -14,7 +14,7 @@ from ..base.errors import ShapeError
 from ..core.builder import as_var
 from ..core.declare import public
 from ..ir.program import Variable
-from . import elementwise as E
+from . import elementwise
 from .creation import zeros
 from .manip import moveaxis
 from .operands import checked_axis
@@ -26,7 +26,7 @@ def piecewise(x: Any, condlist: Any, funclist: list, *args: Any, **kw: Any) -> V
     """jnp.piecewise: each element takes the function (or constant) of the last condition
     that holds, the default (the extra last function, else 0) where none does."""
     x = as_var(x)
-    conds = [E.astype(as_var(c), np.dtype(bool)) for c in
+    conds = [elementwise.astype(as_var(c), np.dtype(bool)) for c in
              (list(condlist) if isinstance(condlist, (list, tuple)) else
               [as_var(condlist)[i] for i in range(as_var(condlist).shape[0])])]
     nc, nf = len(conds), len(funclist)
@@ -40,10 +40,10 @@ def piecewise(x: Any, condlist: Any, funclist: list, *args: Any, **kw: Any) -> V
 
     def value(f: Any) -> Variable:
         v = f(x, *args, **kw) if callable(f) else f
-        return E.astype(E.add(zeros(x.shape, x.dtype), v), x.dtype)
+        return elementwise.astype(elementwise.add(zeros(x.shape, x.dtype), v), x.dtype)
     out = value(funclist[0])
     for c, f in zip(conds, funclist[1:]):
-        out = E.where(c, value(f), out)
+        out = elementwise.where(c, value(f), out)
     return out
 
 

@@ -23,7 +23,7 @@ from .shape import ravel
 from .shape import broadcast_to, concatenate, expand_dims, reshape
 from .sorting import argsort, take_along_axis
 from .operands import checked_axis, promoted
-from . import elementwise as E
+from . import elementwise
 from .creation import arange, ones
 from .sets import nonzero
 
@@ -109,7 +109,7 @@ def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | Non
              fill_value: Any = 0, out: None = None) -> Variable:
     """jnp.compress with JAX's `size=` (required here: the result's length must be static):
     the slices of `a` along `axis` where `condition` holds, padded with `fill_value`."""
-    c = E.astype(as_var(condition), np.dtype(bool))
+    c = elementwise.astype(as_var(condition), np.dtype(bool))
     if c.ndim != 1:
         raise ShapeError(f"compress needs a 1-D condition, got {c.type_str()}", op="compress")
     if size is None:
@@ -121,7 +121,7 @@ def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | Non
         raise ShapeError(f"size must be in [0, {arr.shape[0]}], got {size}", op="compress")
     c, arr = c[:n], arr[:n]
     mask = reshape(c, (n,) + (1,) * (arr.ndim - 1))
-    arr = E.where(mask, arr, E.astype(as_var(fill_value), arr.dtype))
+    arr = elementwise.where(mask, arr, elementwise.astype(as_var(fill_value), arr.dtype))
     result = arr[argsort(c, stable=True, descending=True)][:size]
     return moveaxis(result, 0, 0 if axis is None else axis)
 
@@ -151,9 +151,9 @@ def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None,
     shape = tuple(idx.shape[d] if d == ax else a.shape[d] for d in range(a.ndim))
     grids = [arange(n, dtype=idx.dtype).reshape(
         tuple(n if d == i else 1 for d in range(a.ndim))) for i, n in enumerate(shape)]
-    where_ = tuple(E.where(idx < 0, idx + a.shape[ax], idx) if d == ax else grids[d]
+    where_ = tuple(elementwise.where(idx < 0, idx + a.shape[ax], idx) if d == ax else grids[d]
                    for d in range(a.ndim))
-    v = E.astype(as_var(values), a.dtype)
+    v = elementwise.astype(as_var(values), a.dtype)
     return a.at[where_].set(v, mode=mode)
 
 

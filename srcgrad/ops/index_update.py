@@ -20,8 +20,16 @@ from ..core.registry import OutType
 from .creation import arange, ones, zeros
 from ..core.declare import Emitted, defop
 from .elementwise import astype, equal, less, logical_and, maximum, minimum, multiply, where
-from .indexing import (check_update_dtype, expand_index, has_traced, index_or_sentinel, static_index, getitem,
-                       scatter_add, take)
+from .indexing import (
+    check_update_dtype,
+    expand_index,
+    has_traced,
+    index_or_sentinel,
+    static_index,
+    getitem,
+    scatter_add,
+    take,
+)
 from .shape import broadcast_to, reshape
 
 

@@ -56,7 +56,11 @@ def check_update_dtype(x: Variable, update: Variable) -> None:
 def _dus_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     x, u = inputs[:2]
     _check_starts_2(inputs)
-    if u.ndim != x.ndim or len(inputs) - 2 != x.ndim or any(a > b for a, b in zip(u.shape, x.shape)):
+    if (
+        u.ndim != x.ndim
+        or len(inputs) - 2 != x.ndim
+        or any(a > b for a, b in zip(u.shape, x.shape))
+    ):
         raise ShapeError("dynamic_update_slice needs an update no larger than the operand "
                          "and one start index per axis")
     check_update_dtype(x, u)

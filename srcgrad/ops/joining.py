@@ -110,7 +110,9 @@ def concat(arrays: Sequence[Any], /, *, axis: int | None = 0) -> Variable:
 
 
 @public
-def array_split(ary: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Variable]:
+def array_split(
+    ary: Any, indices_or_sections: int | Sequence[int], axis: int = 0
+) -> list[Variable]:
     """jnp.array_split: `n` nearly equal sections (the first ones one longer) or split points."""
     x = as_var(ary)
     axis = norm_axis(axis, x.ndim)

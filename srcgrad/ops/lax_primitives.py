@@ -29,7 +29,7 @@ from functools import lru_cache
 from typing import Any, Callable, Sequence
 
 import jax
-import jax.extend.random  # noqa: F401  (jax.extend.random.threefry_2x32, in emitted source)
+import jax.extend.random  # jax.extend.random.threefry_2x32, in emitted source
 import jax.numpy as jnp
 import numpy as np
 from jax import lax

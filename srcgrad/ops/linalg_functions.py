@@ -18,8 +18,8 @@ from ..ir.program import Op, Variable
 from ..core.registry import OutType, register
 from .rules import broadcast_shapes, norm_axis
 from ..core.declare import Emitted, defop, public_in
-from .linalg_decompositions import (column, const, identity_matrix, inexact_all, check_matrices, matrix_t, row_vector, lax_lu, svd,
-                                    triangular_solve)
+from .linalg_decompositions import (check_matrices, column, const, identity_matrix, inexact_all,
+                                    lax_lu, matrix_t, row_vector, svd, triangular_solve)
 from .elementwise import (abs, add, astype, isfinite, logical_not, multiply, negative, not_equal,
                           power, reciprocal, sqrt, subtract, where)
 from .indexing import one_hot

@@ -176,7 +176,9 @@ def rollaxis(a: Any, axis: int, start: int = 0) -> Variable:
     axis = norm_axis(axis, x.ndim)
     start = start + x.ndim if start < 0 else start
     if not 0 <= start <= x.ndim:
-        raise ShapeError(f"rollaxis: start {start} is out of range for rank {x.ndim}", op="rollaxis")
+        raise ShapeError(
+            f"rollaxis: start {start} is out of range for rank {x.ndim}", op="rollaxis"
+        )
     if axis < start:
         start -= 1
     return moveaxis(x, axis, start) if axis != start else x
@@ -195,7 +197,9 @@ def fliplr(m: Any) -> Variable:
     """jnp.fliplr: reverse axis 1."""
     x = as_var(m)
     if x.ndim < 2:
-        raise ShapeError(f"fliplr needs an array of rank at least 2, got {x.type_str()}", op="fliplr")
+        raise ShapeError(
+            f"fliplr needs an array of rank at least 2, got {x.type_str()}", op="fliplr"
+        )
     return rev(x, (1,))
 
 
@@ -204,7 +208,9 @@ def flipud(m: Any) -> Variable:
     """jnp.flipud: reverse axis 0."""
     x = as_var(m)
     if x.ndim < 1:
-        raise ShapeError(f"flipud needs an array of rank at least 1, got {x.type_str()}", op="flipud")
+        raise ShapeError(
+            f"flipud needs an array of rank at least 1, got {x.type_str()}", op="flipud"
+        )
     return rev(x, (0,))
 
 
@@ -242,7 +248,9 @@ def roll(a: Any, shift: Any, axis: Axis = None) -> Variable:
     if isinstance(shift, Variable):
         if shift.dtype.kind not in "iu" or shift.ndim > 1:
             raise ShapeError(f"roll needs integer shifts, got {shift.type_str()}", op="roll")
-        shifts: list[Any] = [shift] if shift.ndim == 0 else [shift[i] for i in range(shift.shape[0])]
+        shifts: list[Any] = (
+            [shift] if shift.ndim == 0 else [shift[i] for i in range(shift.shape[0])]
+        )
     else:
         shifts = static_ints(shift, "shift", "roll")
     if len(shifts) == 1:
@@ -283,7 +291,9 @@ def repeat(a: Any, repeats: int | Sequence[int], axis: int | None = None, *,
         raise ShapeError(f"repeats must be non-negative, got {repeats!r}", op="repeat")
     if len(reps) == 1 and total_repeat_length is None:
         r = reps[0]
-        expanded = broadcast_to(expand_dims(x, axis + 1), x.shape[:axis + 1] + (r,) + x.shape[axis + 1:])
+        expanded = broadcast_to(
+            expand_dims(x, axis + 1), x.shape[: axis + 1] + (r,) + x.shape[axis + 1 :]
+        )
         return reshape(expanded, x.shape[:axis] + (n * r,) + x.shape[axis + 1:])
     if len(reps) == 1:
         reps = reps * n

@@ -28,7 +28,7 @@ from .shape import concatenate
 from ..base.errors import ShapeError
 from .operands import inexact, promoted
 from .sorting import searchsorted
-from . import elementwise as E
+from . import elementwise
 from ..core.registry import OutType
 from .special import i0e
 from .cumulative import cumsum, diff
@@ -224,7 +224,9 @@ def i0(x: Any) -> Variable:
     """jnp.i0: the modified Bessel function of order 0, as i0e(x) * exp(|x|) (|x| written
     x * sign(x), whose slope is 0 at 0, as jnp.i0's)."""
     x = inexact(x)
-    return E.multiply(i0e(x), E.exp(E.multiply(x, E.sign(x))))
+    return elementwise.multiply(
+        i0e(x), elementwise.exp(elementwise.multiply(x, elementwise.sign(x)))
+    )
 
 
 def _jnp_rule(name: str, index: int | None = None) -> Callable[..., list[OutType]]:
@@ -243,8 +245,10 @@ def _jnp_rule(name: str, index: int | None = None) -> Callable[..., list[OutType
 def _g_frexp(op: Op, g: list, need: list) -> Iterator[Variable | None]:
     """d mantissa / dx = 2**-exponent = mantissa / x (1 at 0 and at non-finite x, as jax)."""
     x, m = op.inputs[0], op.outputs[0]
-    ok = E.logical_and(E.isfinite(x), E.not_equal(x, 0.0))
-    yield E.multiply(g[0], E.where(ok, E.divide(m, E.where(ok, x, 1.0)), 1.0))
+    ok = elementwise.logical_and(elementwise.isfinite(x), elementwise.not_equal(x, 0.0))
+    yield elementwise.multiply(
+        g[0], elementwise.where(ok, elementwise.divide(m, elementwise.where(ok, x, 1.0)), 1.0)
+    )
 
 
 register("frexp", _jnp_rule("frexp"), "jnp.frexp({0})", _g_frexp, public="frexp")

@@ -16,8 +16,8 @@ import numpy as np
 from ..core import dispatch
 from ..base.errors import ShapeError, user_location
 from ..ir.program import Variable, current_program
-from . import bitwise as B
-from . import elementwise as E
+from . import bitwise as bitwise_ops
+from . import elementwise
 from . import (contraction, cumulative, index_update, indexing, linalg_functions, logic, manip,
                reduce, shape, sorting)
 
@@ -41,23 +41,31 @@ def _by_dtype(logical: Callable[..., Any], bitwise: Callable[..., Any]) -> Calla
 
 #: Binary operators: name -> the op; each also gets its reflected form (`__radd__`).
 BINARY: dict[str, Callable[..., Any]] = {
-    "add": E.add, "sub": E.subtract, "mul": E.multiply, "truediv": E.divide,
-    "pow": E.power, "mod": E.remainder, "floordiv": E.floor_divide,
+    "add": elementwise.add, "sub": elementwise.subtract, "mul": elementwise.multiply,
+    "truediv": elementwise.divide,
+    "pow": elementwise.power, "mod": elementwise.remainder, "floordiv": elementwise.floor_divide,
     "matmul": contraction.matmul,
-    "and": _by_dtype(E.logical_and, B.bitwise_and), "or": _by_dtype(E.logical_or, B.bitwise_or),
-    "xor": _by_dtype(logic.logical_xor, B.bitwise_xor),
-    "lshift": B.left_shift, "rshift": B.right_shift,
+    "and": _by_dtype(elementwise.logical_and, bitwise_ops.bitwise_and),
+    "or": _by_dtype(elementwise.logical_or, bitwise_ops.bitwise_or),
+    "xor": _by_dtype(logic.logical_xor, bitwise_ops.bitwise_xor),
+    "lshift": bitwise_ops.left_shift, "rshift": bitwise_ops.right_shift,
 }
 COMPARISONS: dict[str, Callable[..., Any]] = {
-    "__lt__": E.less, "__le__": E.less_equal, "__gt__": E.greater, "__ge__": E.greater_equal,
-    "__eq__": E.equal, "__ne__": E.not_equal,
+    "__lt__": elementwise.less,
+    "__le__": elementwise.less_equal,
+    "__gt__": elementwise.greater,
+    "__ge__": elementwise.greater_equal,
+    "__eq__": elementwise.equal,
+    "__ne__": elementwise.not_equal,
 }
 UNARY: dict[str, Callable[..., Any]] = {
-    "__neg__": E.negative, "__invert__": _by_dtype(E.logical_not, B.invert), "__abs__": E.abs,
+    "__neg__": elementwise.negative,
+    "__invert__": _by_dtype(elementwise.logical_not, bitwise_ops.invert),
+    "__abs__": elementwise.abs,
 }
 #: Methods that are the op itself (`x.sum(axis)` is `sg.sum(x, axis)`).
 METHODS: dict[str, Callable[..., Any]] = {
-    "astype": E.astype, "clip": E.clip, "round": E.round,
+    "astype": elementwise.astype, "clip": elementwise.clip, "round": elementwise.round,
     "sum": reduce.sum, "mean": reduce.mean, "max": reduce.max, "min": reduce.min,
     "prod": reduce.prod, "argmax": reduce.argmax, "argmin": reduce.argmin,
     "var": reduce.var, "std": reduce.std,

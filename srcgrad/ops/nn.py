@@ -39,7 +39,9 @@ def _g_softmax(op: Op, g: list, need: list) -> list:
 
 
 def _g_log_softmax(op: Op, g: list, need: list) -> list:
-    return [subtract(g[0], multiply(exp(op.outputs[0]), sum(g[0], op.attrs["axis"], keepdims=True)))]
+    return [
+        subtract(g[0], multiply(exp(op.outputs[0]), sum(g[0], op.attrs["axis"], keepdims=True)))
+    ]
 
 
 @defop("softmax", _softmax_rule, "jax.nn.softmax({0}, axis={axis})", _g_softmax,

@@ -13,8 +13,8 @@ from ..base.errors import ShapeError
 from ..core.builder import as_var
 from ..core.declare import public
 from ..ir.program import Variable
-from . import elementwise as E
-from . import reduce as R
+from . import elementwise
+from . import reduce
 from .construct import vander
 from .creation import arange, ones, zeros
 from .linalg_decompositions import qr, solve_triangular
@@ -107,7 +107,11 @@ def poly(seq_of_zeros: Any) -> Variable:
         return ones((), z.dtype)
     a = ones((1,), z.dtype)
     for k in range(z.shape[0]):
-        a = convolve(a, stack([E.astype(as_var(1.0), z.dtype), E.negative(z[k])]), mode="full")
+        a = convolve(
+            a,
+            stack([elementwise.astype(as_var(1.0), z.dtype), elementwise.negative(z[k])]),
+            mode="full",
+        )
     return a
 
 
@@ -120,14 +124,14 @@ def polydiv(u: Any, v: Any, *, trim_leading_zeros: bool = False) -> tuple[Variab
                          op="polydiv")
     u, v = inexact(u), inexact(v)
     dt = dtypes.promote(u.dtype, v.dtype)
-    u, v = E.astype(u, dt), E.astype(v, dt)
+    u, v = elementwise.astype(u, dt), elementwise.astype(v, dt)
     m, n = u.shape[0] - 1, v.shape[0] - 1
-    scale = E.divide(1.0, v[0])
+    scale = elementwise.divide(1.0, v[0])
     q = zeros((builtins.max(m - n + 1, 1),), u.dtype)
     for k in range(0, m - n + 1):
-        d = E.multiply(scale, u[k])
+        d = elementwise.multiply(scale, u[k])
         q = q.at[k].set(d)
-        u = u.at[k:k + n + 1].add(E.negative(E.multiply(d, v)))
+        u = u.at[k:k + n + 1].add(elementwise.negative(elementwise.multiply(d, v)))
     return q, u
 
 
@@ -146,10 +150,10 @@ def polyfit(x: Any, y: Any, deg: int, rcond: float | None = None, full: bool = F
     lhs, rhs = vander(x, deg + 1), y
     if w is not None:
         w = inexact(w)
-        lhs = E.multiply(lhs, w[:, None])
-        rhs = E.multiply(rhs, w[:, None] if rhs.ndim == 2 else w)
-    scale = E.sqrt(R.sum(E.multiply(lhs, lhs), 0))
-    lhs = E.divide(lhs, scale[None, :])
+        lhs = elementwise.multiply(lhs, w[:, None])
+        rhs = elementwise.multiply(rhs, w[:, None] if rhs.ndim == 2 else w)
+    scale = elementwise.sqrt(reduce.sum(elementwise.multiply(lhs, lhs), 0))
+    lhs = elementwise.divide(lhs, scale[None, :])
     q, r = qr(lhs)
     c = solve_triangular(r, q.T @ rhs, lower=False)
-    return E.divide(c, scale[:, None] if c.ndim == 2 else scale)
+    return elementwise.divide(c, scale[:, None] if c.ndim == 2 else scale)

@@ -140,8 +140,9 @@ def _arg(name: str, kind: str) -> Any:
         ax = norm_axis(axis, x.ndim)
         return [x], {"axes": (ax,), "axis": ax, "keepdims": bool(keepdims)}
     named(front, name, f"jnp.{name}(x, axis=None, out=None, keepdims=False).")
-    user = defop(name, _reduce_rule(kind), f"jnp.{name}({{0}}, axis={{axis}}, keepdims={{keepdims}})",
-                 None)(front)
+    user = defop(
+        name, _reduce_rule(kind), f"jnp.{name}({{0}}, axis={{axis}}, keepdims={{keepdims}})", None
+    )(front)
     return user
 
 
@@ -186,9 +187,15 @@ def _sum_fast(op: Op) -> bool:
     return not op.attrs["keepdims"] and f32_f64(op)
 
 
-sum = reduction("reduce_sum", "sum", "jnp.sum", (lambda op, g: expand_reduced(g, op),), "sum",
-                jvp=LINEAR,  # lax.reduce_sum is not public in jax 0.4.30, the floor
-                fast=("lax.reduce_sum({0}, {axes})", _sum_fast) if hasattr(lax, "reduce_sum") else None)
+sum = reduction(
+    "reduce_sum",
+    "sum",
+    "jnp.sum",
+    (lambda op, g: expand_reduced(g, op),),
+    "sum",
+    jvp=LINEAR,  # lax.reduce_sum is not public in jax 0.4.30, the floor
+    fast=("lax.reduce_sum({0}, {axes})", _sum_fast) if hasattr(lax, "reduce_sum") else None,
+)
 max = reduction("reduce_max", "max", "jnp.max", (_g_chooser,), "same")
 min = reduction("reduce_min", "min", "jnp.min", (_g_chooser,), "same")
 prod = reduction("reduce_prod", "prod", "jnp.prod", (_g_prod,), "sum")

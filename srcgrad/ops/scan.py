@@ -62,7 +62,9 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
     `while_loop`).
     """
     loc = user_location()
-    if not isinstance(unroll, (bool, int, np.integer)) or (not isinstance(unroll, bool) and unroll < 1):
+    if not isinstance(unroll, (bool, int, np.integer)) or (
+        not isinstance(unroll, bool) and unroll < 1
+    ):
         raise SrcgradError(f"scan unroll must be a positive int or a bool, got {unroll!r}",
                                op="scan", loc=loc)
     c_leaves, c_tree = jax.tree_util.tree_flatten(init)
@@ -87,11 +89,15 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
     with prog.block_guard(body):
         t = subtract(n - 1, i) if reverse else i
         # with no steps the body never runs, but XLA refuses to index an empty axis
-        x_t = [dynamic_index(v, t, allow_negative_indices=False) if n else zeros(v.shape[1:], v.dtype)
-               for v in xv]
+        x_t = [
+            dynamic_index(v, t, allow_negative_indices=False) if n else zeros(v.shape[1:], v.dtype)
+            for v in xv
+        ]
         new, ys, y_tree = _step(f, c_tree, params, x_tree, x_t, loc)
     stacked = ys if n else []  # with no steps, ys are empty arrays made outside the loop
-    stacks = [body.add_param(f"{y.name.split('@')[0]}_ys", (n,) + y.shape, y.dtype) for y in stacked]
+    stacks = [
+        body.add_param(f"{y.name.split('@')[0]}_ys", (n,) + y.shape, y.dtype) for y in stacked
+    ]
     with prog.block_guard(body):
         body.results = ([add(i, 1)] + new +
                         [dynamic_update_index(s, y, t, allow_negative_indices=False)
@@ -126,8 +132,12 @@ def _step(f: Callable[[Any, Any], tuple[Any, Any]], c_tree: Any, carry: list[Var
                            f"got {new_tree}, carried {c_tree}", op="scan", loc=loc)
     new = [as_var(v, like=p) for v, p in zip(new_leaves, carry)]
     if [(v.shape, v.dtype) for v in new] != [(v.shape, v.dtype) for v in carry]:
-        raise SrcgradError("the scanned function changes the shape or dtype of its carry: "
-                           f"carried {type_list(carry)}, returned {type_list(new)}", op="scan", loc=loc)
+        raise SrcgradError(
+            "the scanned function changes the shape or dtype of its carry: "
+            f"carried {type_list(carry)}, returned {type_list(new)}",
+            op="scan",
+            loc=loc,
+        )
     y_leaves, y_tree = jax.tree_util.tree_flatten(out[1])
     return new, [as_var(v) for v in y_leaves], y_tree
 

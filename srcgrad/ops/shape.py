@@ -64,7 +64,9 @@ def _slice_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutTy
 
 def _pad_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     x = inputs[0]
-    shape = tuple(lo + hi + d + max(0, d - 1) * it for d, (lo, hi, it) in zip(x.shape, attrs["config"]))
+    shape = tuple(
+        lo + hi + d + max(0, d - 1) * it for d, (lo, hi, it) in zip(x.shape, attrs["config"])
+    )
     return [(shape, x.dtype)]
 
 
@@ -150,7 +152,11 @@ def reshape(x: Any, shape: Shape | int) -> Emitted:
 def transpose(x: Any, axes: Sequence[int] | None = None) -> Emitted:
     """jnp.transpose(x, axes); None reverses the axes."""
     x = as_var(x)
-    perm = tuple(reversed(range(x.ndim))) if axes is None else tuple(norm_axis(a, x.ndim) for a in axes)
+    perm = (
+        tuple(reversed(range(x.ndim)))
+        if axes is None
+        else tuple(norm_axis(a, x.ndim) for a in axes)
+    )
     if perm == tuple(range(x.ndim)):
         return x
     return [x], {"axes": perm}
@@ -196,7 +202,9 @@ def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Variable:
     if axis is None:
         axes = [i for i, d in enumerate(x.shape) if d == 1]
     else:
-        axes = [norm_axis(a, x.ndim) for a in ((axis,) if isinstance(axis, (int, np.integer)) else axis)]
+        axes = [
+            norm_axis(a, x.ndim) for a in ((axis,) if isinstance(axis, (int, np.integer)) else axis)
+        ]
         for a in axes:
             if x.shape[a] != 1:
                 raise ShapeError(f"cannot squeeze axis {a} of size {x.shape[a]}", op="squeeze")

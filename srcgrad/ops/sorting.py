@@ -27,7 +27,7 @@ from .manip import scatter_along, flip, moveaxis
 from .shape import ravel
 from .shape import broadcast_to, concatenate, expand_dims, reshape, rev, swapaxes
 from .operands import checked_axis, promoted
-from . import elementwise as E
+from . import elementwise
 from .lax_primitives import top_k_indices
 from .reduce import sum
 
@@ -59,8 +59,9 @@ def _g_sort(op: Op, g: list, need: list) -> list:
 register("sort", _sort_rule, _lower_sort, _g_sort, public="sort")
 
 
-def sort_with_permutation(name: str, a: Any, axis: int | None, kind: None, order: None, stable: bool,
-            descending: bool) -> list[Variable]:
+def sort_with_permutation(
+    name: str, a: Any, axis: int | None, kind: None, order: None, stable: bool, descending: bool
+) -> list[Variable]:
     """The sort row's outputs: the values and the permutation (jnp.argsort's)."""
     if kind is not None or order is not None:
         raise ShapeError(f"{name}: kind= and order= are not supported (use stable=)", op=name)
@@ -186,8 +187,9 @@ def top_k(a: Any, k: int, /, *, axis: int = -1, mode: str = "largest",
     ax = checked_axis(axis, a.ndim, "top_k")
     x = swapaxes(a, ax, -1)
     key = x if mode == "largest" else (
-        E.logical_not(x) if a.dtype == np.dtype(bool) else
-        E.negative(E.add(x, 1)) if np.issubdtype(a.dtype, np.unsignedinteger) else E.negative(x))
+        elementwise.logical_not(x) if a.dtype == np.dtype(bool) else
+        elementwise.negative(elementwise.add(x, 1)) if np.issubdtype(a.dtype, np.unsignedinteger)
+        else elementwise.negative(x))
     idx = top_k_indices(key, k=k)
     return swapaxes(take_along_axis(x, idx, -1), -1, ax), swapaxes(idx, -1, ax)
 
@@ -202,7 +204,7 @@ def argpartition(a: Any, kth: int, axis: int = -1) -> Variable:
     order = argsort(swapaxes(a, ax, -1), -1)
     rest = argsort(argsort(order, -1) <= k, -1)  # not-bottom first, by index
     out = concatenate([order[..., :k + 1], rest[..., :a.shape[ax] - k - 1]], -1)
-    return E.astype(swapaxes(out, -1, ax), np.dtype(np.int32))  # top_k's index dtype
+    return elementwise.astype(swapaxes(out, -1, ax), np.dtype(np.int32))  # top_k's index dtype
 
 
 @public
@@ -222,4 +224,4 @@ def lexsort(keys: Sequence[Any], axis: int = -1) -> Variable:
         kk = k if idx is None else take_along_axis(k, idx, ax)
         step = argsort(kk, ax)
         idx = step if idx is None else take_along_axis(idx, step, ax)
-    return E.astype(idx, dtypes.default_int())
+    return elementwise.astype(idx, dtypes.default_int())

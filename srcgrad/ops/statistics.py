@@ -31,7 +31,7 @@ from .sorting import searchsorted, sort, take_along_axis
 from .cumulative import cumprod, cumsum, diff
 from .contraction import matmul
 from .operands import inexact, promoted
-from . import elementwise as E, reduce as R
+from . import elementwise, reduce as reduce_ops
 from .sets import bincount
 from .index_routines import ix_, ravel_multi_index
 from .construct import linspace
@@ -396,11 +396,20 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Sequence[Any] | None = No
     if isinstance(bins, str):
         raise ShapeError("string values for bins are not supported", op="histogram_bin_edges")
     if isinstance(bins, Variable) or np.ndim(bins) == 1:
-        return E.astype(as_var(bins), arr.dtype)
-    lo, hi = ((R.min(arr), R.max(arr)) if range is None else
-              (E.astype(as_var(range[0]), arr.dtype), E.astype(as_var(range[1]), arr.dtype)))
-    same = E.equal(lo, hi)
-    lo, hi = E.where(same, E.subtract(lo, 0.5), lo), E.where(same, E.add(hi, 0.5), hi)
+        return elementwise.astype(as_var(bins), arr.dtype)
+    lo, hi = (
+        (reduce_ops.min(arr), reduce_ops.max(arr))
+        if range is None
+        else (
+            elementwise.astype(as_var(range[0]), arr.dtype),
+            elementwise.astype(as_var(range[1]), arr.dtype),
+        )
+    )
+    same = elementwise.equal(lo, hi)
+    lo, hi = (
+        elementwise.where(same, elementwise.subtract(lo, 0.5), lo),
+        elementwise.where(same, elementwise.add(hi, 0.5), hi),
+    )
     return linspace(lo, hi, int(bins) + 1, dtype=arr.dtype)
 
 
@@ -410,17 +419,17 @@ def histogram(a: Any, bins: Any = 10, range: Sequence[Any] | None = None, weight
     """jnp.histogram: the counts (or summed weights) per bin, the last bin closed, and the
     bin edges; differentiable in the weights and (through the edges) in `range`/`a`."""
     a = inexact(a)
-    w = E.astype(ones(a.shape, a.dtype), a.dtype) if weights is None else inexact(weights)
+    w = elementwise.astype(ones(a.shape, a.dtype), a.dtype) if weights is None else inexact(weights)
     if w.shape != a.shape:
         raise ShapeError(f"histogram's weights need a's shape {a.shape}, got {w.type_str()}",
                          op="histogram")
     edges = histogram_bin_edges(a, bins, range)
     a, w = ravel(a), ravel(w)
     idx = searchsorted(edges, a, side="right")
-    idx = E.where(E.equal(a, edges[-1]), edges.shape[0] - 1, idx)
+    idx = elementwise.where(elementwise.equal(a, edges[-1]), edges.shape[0] - 1, idx)
     counts = zeros((edges.shape[0],), w.dtype).at[idx].add(w)[1:]
     if density:
-        counts = E.divide(E.divide(counts, diff(edges)), R.sum(counts))
+        counts = elementwise.divide(elementwise.divide(counts, diff(edges)), reduce_ops.sum(counts))
     return counts, edges
 
 
@@ -440,17 +449,17 @@ def histogramdd(sample: Any, bins: Any = 10, range: Sequence[Any] | None = None,
     for i in builtins.range(d):
         e = histogram_bin_edges(sample[:, i], per_dim[i], None if range is None else range[i])
         j = searchsorted(e, sample[:, i], side="right")
-        idx.append(E.where(E.equal(sample[:, i], e[-1]), j - 1, j))
+        idx.append(elementwise.where(elementwise.equal(sample[:, i], e[-1]), j - 1, j))
         edges.append(e)
     nbins = tuple(e.shape[0] + 1 for e in edges)
     xy = ravel_multi_index(tuple(idx), nbins, mode="clip")
     hist = bincount(xy, weights, length=math.prod(nbins))
     hist = reshape(hist, nbins)[(slice(1, -1),) * d]
     if density:
-        hist = E.astype(hist, sample.dtype)
-        hist = E.divide(hist, R.sum(hist))
+        hist = elementwise.astype(hist, sample.dtype)
+        hist = elementwise.divide(hist, reduce_ops.sum(hist))
         for norm in ix_(*[diff(e) for e in edges]):
-            hist = E.divide(hist, norm)
+            hist = elementwise.divide(hist, norm)
     return hist, edges
 
 

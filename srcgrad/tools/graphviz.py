@@ -5,7 +5,8 @@ another) is labelled and coloured as such, and in a block that holds both forwar
 ops (the global block after `append_backward`, a tape after `create_graph`) the two are
 drawn as the "forward" and "backward" sub-clusters, as the DyNet-on-Fluid design draws its
 forward and backward tapes. An op is a node with an HTML-like table label listing its inputs
-and outputs (name and type), one port per row; an edge runs from the output port that makes a value to each input port that reads
+and outputs (name and type), one port per row; an edge runs from the output port that makes a value
+to each input port that reads
 it; inputs and block parameters are boxes, with a dashed edge from an input `x` to the op
 that makes `x@GRAD`.
 
@@ -94,8 +95,13 @@ def to_dot(program: Program, name: str = "program") -> str:
         for op in block.ops:
             for k, v in enumerate(op.outputs):
                 made[v] = f"{ids.get(op, 'op')}:o{k}"
-    lines = [f'digraph "{_esc(name)}" {{', "  compound=true;", "  rankdir=TB;",
-             '  node [fontname="Helvetica", fontsize=10];', '  edge [fontname="Helvetica", fontsize=9];']
+    lines = [
+        f'digraph "{_esc(name)}" {{',
+        "  compound=true;",
+        "  rankdir=TB;",
+        '  node [fontname="Helvetica", fontsize=10];',
+        '  edge [fontname="Helvetica", fontsize=9];',
+    ]
     edges: list[str] = []
     for block in program.blocks:
         grad_block = block.forward_block_idx >= 0
@@ -128,8 +134,10 @@ def to_dot(program: Program, name: str = "program") -> str:
                 edges.append(f"  {made.get(v) or ids.get(v, 'v')} -> {oid}:i{k};")
             for sub in op.sub_blocks():
                 if sub.ops:
-                    edges.append(f"  {oid} -> {ids.get(sub.ops[0], 'op')} [lhead=cluster_b{sub.idx}, "
-                                 f'style=dotted, label="{_esc(op.type)} body"];')
+                    edges.append(
+                        f"  {oid} -> {ids.get(sub.ops[0], 'op')} [lhead=cluster_b{sub.idx}, "
+                        f'style=dotted, label="{_esc(op.type)} body"];'
+                    )
     by_name = {v.name: v for v in list(made) + [o for o in ids.ids if isinstance(o, Variable)]}
     for gname, g in by_name.items():
         v = by_name.get(gname[:-5]) if gname.endswith("@GRAD") else None
@@ -161,7 +169,9 @@ def render(program: Program, path: str | os.PathLike, format: str | None = None)
     path = os.fspath(path)
     fmt = (format or os.path.splitext(path)[1].lstrip(".") or "svg").lower()
     if fmt not in _FORMATS:
-        raise SrcgradError(f"sg.render: format {fmt!r} is not one of {_FORMATS}", loc=user_location())
+        raise SrcgradError(
+            f"sg.render: format {fmt!r} is not one of {_FORMATS}", loc=user_location()
+        )
     text = to_dot(program)
     dot = shutil.which("dot")
     if dot is None:
