@@ -1,4 +1,5 @@
-"""The compiled programs of the library corpus (tests/test_from_jax_libs.py): HLO instruction
+"""The compiled programs of the library corpus (tests/from_jax/test_from_jax_libs.py): HLO
+instruction
 counts and `cost_analysis` of `jax.jit(sg.grad(sg.from_jax(f)))` against `jax.jit(jax.grad(f))`
 (and of the forward alone with `--forward`), the deterministic measure where step timings on a
 shared machine are too noisy to rank rows.

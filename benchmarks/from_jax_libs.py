@@ -1,4 +1,5 @@
-"""The library corpus of tests/test_from_jax_libs.py: `jax.jit(sg.grad(sg.from_jax(f)))` against
+"""The library corpus of tests/from_jax/test_from_jax_libs.py: `jax.jit(sg.grad(sg.from_jax(f)))`
+against
 `jax.jit(jax.grad(f))`, one row per function (custom-adjoint rows included: diffrax,
 optimistix, lineax run their rules as sg.jax_op).
 
@@ -27,7 +28,7 @@ import srcgrad as sg
 
 def corpus() -> list[Any]:
     """The test module's LIBS (loaded from its file: tests/ is not a package)."""
-    path = Path(__file__).resolve().parents[1] / "tests" / "test_from_jax_libs.py"
+    path = Path(__file__).resolve().parents[1] / "tests" / "from_jax" / "test_from_jax_libs.py"
     spec = importlib.util.spec_from_file_location("test_from_jax_libs", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there

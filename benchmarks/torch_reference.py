@@ -1,4 +1,4 @@
-"""Reference loss curves from PyTorch for tests/test_torch_parity.py.
+"""Reference loss curves from PyTorch for tests/imperative/test_torch_parity.py.
 
     python -m benchmarks.torch_reference      # needs torch; writes tests/data/torch_losses.json
 

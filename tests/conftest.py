@@ -4,7 +4,15 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import sys
 import tempfile
+from pathlib import Path
+
+# tests/ mirrors srcgrad's packages, one folder each; the shared helpers and corpora are the
+# package tests/support (this folder is on sys.path: `from support.util import sliced`), and
+# the op tables of tests/ops/ (test_ops.CASES, test_op_grads.CASES, ...) are read by tests of
+# other folders, so that folder is on sys.path too.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "ops"))
 
 # The suite's time is mostly XLA compiling small programs. Without LLVM's expensive passes
 # a linalg + manipulation slice ran in 70 s instead of 94; with XLA's backend at

@@ -21,7 +21,7 @@ import pytest
 
 import srcgrad as sg
 
-from _util import sliced
+from support.util import sliced
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
