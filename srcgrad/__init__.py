@@ -22,7 +22,7 @@ from .base.errors import GradientError, ShapeError, SrcgradError, TraceError
 from .ir.program import Block, Op, Program, Variable, program_guard
 from .ops import *  # noqa: F403  (exactly the declared ops: srcgrad.ops.__all__)
 from .api.derivatives import hessian, hvp, jacfwd, jacrev, jvp, linearize
-from .ops import constants as _numpy_names
+from .ops import constants as _constants
 from .ops.constants import *  # noqa: F403  (jnp's constants, dtype names, shape/dtype utilities)
 from .core.verify import VerifyError, verify
 from . import autograd, debug, nn, optim, random
@@ -53,5 +53,5 @@ __all__ = [
     # the ops (control flow, then every declared op), and the sg.linalg and sg.scipy namespaces
     *_ops.__all__, "linalg", "scipy",
     # jax.numpy's constants, dtype names and shape/dtype utilities
-    *_numpy_names.__all__,
+    *_constants.__all__,
 ]

@@ -1,5 +1,5 @@
 """`sg.linalg`: jax.numpy.linalg's functions (and jax.scipy.linalg's lu and solve_triangular)
-over traced values. Declared in srcgrad/ops/decomp.py and linalg_functions.py with
+over traced values. Declared in srcgrad/ops/linalg_decompositions.py and linalg_functions.py with
 `public_in("linalg")`.
 
 Layer L6 (front ends): see docs/design.md.

@@ -9,7 +9,8 @@ The activations are the srcgrad ops of jax.nn's names (`sg.nn.relu` is `sg.relu`
 jax.nn, such as `sg.nn.selu` and `sg.nn.dot_product_attention`, is declared in
 ops/activations.py), and `sg.nn.initializers` holds jax.nn.initializers' initialisers. The
 layers (`Module`, `Sequential`, `Linear`, `Conv1d/2d/3d`, `LayerNorm`, `Embedding`,
-`Dropout`) hold attached Tensors and live in srcgrad/layers.py and srcgrad/conv_layers.py.
+`Dropout`) hold attached Tensors and live in srcgrad/imperative/layers.py and
+srcgrad/imperative/conv_layers.py.
 
 Layer L6 (front ends): see docs/design.md.
 """

@@ -1,5 +1,6 @@
 """The functional API: `sg.grad`, `value_and_grad`, `vjp`, `jit`, `trace`, `source` (each a
-`Transformed`, srcgrad/transformed.py; the Fluid-style program API is srcgrad/fluid.py).
+`Transformed`, srcgrad/compiled/transformed.py; the Fluid-style program API is
+srcgrad/api/fluid.py).
 
 Layer L6 (front ends): see docs/design.md.
 """

@@ -2,7 +2,8 @@
 
 Every cache of compiled code registers here (`register`), so `sg.clear_caches()` empties
 them all and `cache_info()` shows their sizes: the per-function cache below (`CACHE`), the
-eager calls' programs (srcgrad/eager.py), the imperative backwards (srcgrad/tape_compile.py)
+eager calls' programs (srcgrad/compiled/eager.py), the imperative backwards
+(srcgrad/imperative/backward_whole.py)
 and the emitted sources (transforms/loading.py). Keys hold argument positions, shapes,
 dtypes and each static value's type with its value (`static_key`: `True`, `1` and `1.0`
 compile apart, as in jax.jit); Python numbers in operand positions are runtime inputs.

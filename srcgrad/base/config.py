@@ -25,7 +25,7 @@ class Config:
         and dtypes (nothing new to compile for a new structure of known ops); from this
         many sightings on it compiles the structure's whole backward once and reuses it
         (eight times as many for a tape mostly run as compiled chunks of recurring windows:
-        srcgrad/tape_chunks.py). 1 compiles every structure at once. Default 2.
+        srcgrad/imperative/backward_chunks.py). 1 compiles every structure at once. Default 2.
     tape_compile_cold: whether a structure is also compiled whole at first sight when at
         least half of its recorded calls are of one-op programs that have never run (a
         fresh model's first step): op by op would compile one program per call and one per

@@ -1,6 +1,6 @@
 """`Transformed`: a traced function that runs inline on traced values and, on arrays, traces,
 differentiates, lowers and jax.jits its program, cached per input signature (the public
-wrappers `sg.grad` & co. are srcgrad/api.py).
+wrappers `sg.grad` & co. are srcgrad/api/functional.py).
 
 Layer L5 (compiled): see docs/design.md.
 """

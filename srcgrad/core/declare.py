@@ -7,7 +7,7 @@
 
 The decorated function takes the user's arguments and returns `(inputs, attrs)` for the op
 (or a finished Variable, when no op is needed); the decorator turns it into the user
-function, whose every call goes through the one dispatch (srcgrad/dispatch.py): inside a
+function, whose every call goes through the one dispatch (srcgrad/core/dispatch.py): inside a
 trace it appends the op, on Tensors it records it, otherwise it computes eagerly.
 `operands` names the parameters that take arrays: a Python number there is weakly typed
 and a runtime input of the compiled call, never a new program per value.

@@ -6,20 +6,24 @@
     y.backward()                        # the tape differentiated
     x.grad                              # dy/dx
 
-An op on Tensors outside `record()` computes its value eagerly (srcgrad/eager.py: one jitted
+An op on Tensors outside `record()` computes its value eagerly (srcgrad/compiled/eager.py: one
+jitted
 call per op signature); while recording it appends a light entry to the tape
-(srcgrad/tape.py: the call, the numbers of the values it read, its results' numbers) and its
+(srcgrad/imperative/tape.py: the call, the numbers of the values it read, its results' numbers) and
+its
 results are computed when read or by backward. Backward is tiered. A tape
-whose structure (srcgrad/tape_compile.py: the calls, their wiring, shapes, dtypes, static
+whose structure (srcgrad/imperative/backward_whole.py: the calls, their wiring, shapes, dtypes,
+static
 arguments; never values) has been seen `sg.config.tape_compile_after` times is
 differentiated whole: the entries are replayed into a Program, `gradients` (Fluid's
 algorithm, transforms/backward.py) appends the grad ops, and the ops the gradients need
 beyond the recorded values are lowered and jitted once for the structure, then fed each
 recording's values. A structure seen fewer times is differentiated entry by entry
-(srcgrad/tape_vjp.py), from per-op gradient programs cached by op and signature, so a tape
+(srcgrad/imperative/backward_op_by_op.py), from per-op gradient programs cached by op and
+signature, so a tape
 of a new shape (a sentence of a new length) compiles no whole backward; its windows of
 entries that recur (an RNN cell) run as compiled chunks of those programs
-(srcgrad/tape_chunks.py).
+(srcgrad/imperative/backward_chunks.py).
 
 Layer L6 (front ends): see docs/design.md.
 """

@@ -1,7 +1,8 @@
 """The op-by-op tier of imperative backward, with its recurring runs of entries compiled.
 
 A tape whose structure has not been seen before is differentiated entry by entry, by the
-per-op programs and vjp kernels of srcgrad/tape_vjp.py. Define-by-run code repeats itself,
+per-op programs and vjp kernels of srcgrad/imperative/backward_op_by_op.py. Define-by-run code
+repeats itself,
 though: an RNN cell over a sentence, a layer over a tree's nodes. So the entries are cut
 into windows of `CHUNK` entries from the first (the rest into windows of a quarter of
 that), and each window is keyed by its *local structure*: its entries' ops, signatures and

@@ -1,5 +1,5 @@
 """Differentiating a tape op by op: the vjp kernels and the reverse loop of the tier for
-structures not seen before (srcgrad/tape_chunks.py drives it).
+structures not seen before (srcgrad/imperative/backward_chunks.py drives it).
 
 Each recorded entry is differentiated on its own, in reverse order, by its *vjp kernel*: a
 function that re-traces the entry's op on a copy of each differentiated input (so each

@@ -6,7 +6,7 @@ recording: each entry is keyed once, as a step from the tape's node in a trie of
 structures seen, so equal recordings end on the same node and backward looks its compiled
 program up by that node and the heads, in O(1). A structure is compiled once it has been
 seen `sg.config.tape_compile_after` times; before that its backward runs op by op
-(srcgrad/tape_vjp.py).
+(srcgrad/imperative/backward_op_by_op.py).
 
 Layer L6 (front ends): see docs/design.md.
 """
@@ -84,7 +84,7 @@ class Node:
     def __init__(self) -> None:
         self.children: dict[tuple, Node] = {}
         #: The local structure of a window of entries ending here, kept by
-        #: srcgrad/tape_chunks.py (equal recordings number their values alike).
+        #: srcgrad/imperative/backward_chunks.py (equal recordings number their values alike).
         self.window: Any = None
 
 

@@ -7,7 +7,8 @@ signature. Nothing runs: every tape value (an input read, a weak number, an op r
 a number, and a result holds its shape and dtype (`PENDING`) until it is computed -- when
 read (`value_of`: the calls it depends on, by their one-op programs), or by backward (the
 compiled backward's forward, `fill`; the op-by-op backward's `compute`). The entries key
-the tape's structure as they are appended (one trie step each, srcgrad/tape_compile.py),
+the tape's structure as they are appended (one trie step each,
+srcgrad/imperative/backward_whole.py),
 so a backward over a structure seen before runs its compiled program without building any
 IR; `program` replays the entries into an ordinary `Program` (named, verified, printable)
 only when something asks for it: a first compile of the whole backward,

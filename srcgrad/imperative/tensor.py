@@ -2,7 +2,7 @@
 
 A Tensor holds a concrete `jax.Array`, or, as the result of a call recorded inside
 `sg.autograd.record()` that nothing has read yet, its shape and dtype (`PENDING`): reading
-`_value` computes it on the recording's tape (srcgrad/tape.py), where the Tensor has a
+`_value` computes it on the recording's tape (srcgrad/imperative/tape.py), where the Tensor has a
 number. Its operators and methods are a jax.numpy array's (ArrayMethods, srcgrad/ir/
 array_methods.py: the srcgrad ops). What needs the recording (backward, in-place operators,
 item assignment) goes through hooks that srcgrad/wiring.py sets from imperative/autograd.py

@@ -1,7 +1,9 @@
-"""`sg.linalg`'s solves and the functions built on the decompositions of decomp.py: solve (a
-primitive), inv, det, slogdet, pinv, matrix_power, norm and trace.
+"""`sg.linalg`'s solves and the functions built on the decompositions of
+linalg_decompositions.py: solve (a primitive), inv, det, slogdet, pinv, matrix_power, norm and
+trace.
 
-As in decomp.py, each gradient is written in srcgrad ops, so it can be differentiated again.
+As in linalg_decompositions.py, each gradient is written in srcgrad ops, so it can be
+differentiated again.
 
 Layer L3 (the ops): see docs/design.md.
 """

@@ -1,6 +1,7 @@
 """Imperative mode's backward tiers: a tape differentiated op by op (per-op vjp kernels,
-srcgrad/tape_vjp.py), by chunks (recurring windows of entries compiled together,
-srcgrad/tape_chunks.py) and compiled whole (srcgrad/tape_compile.py) give the same
+srcgrad/imperative/backward_op_by_op.py), by chunks (recurring windows of entries compiled together,
+srcgrad/imperative/backward_chunks.py) and compiled whole (srcgrad/imperative/backward_whole.py)
+give the same
 gradients, first and second order, which are jax.grad's; a tape of a new shape made of
 known ops compiles no whole backward, and its recurring windows one chunk; a structure is
 compiled on its `tape_compile_after`-th backward; recording does not grow memory. (Every backward
