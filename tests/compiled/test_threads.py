@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import srcgrad as sg
+from srcgrad.ir.program import current_program
 
 W = np.array([0.5, -1.0, 2.0])
 
@@ -124,8 +125,8 @@ def test_tracing_in_one_thread_does_not_leak_into_another() -> None:
     prog = sg.Program()
     seen: list[Any] = []
     with sg.program_guard(prog):
-        t = threading.Thread(target=lambda: seen.append(sg.ir.current_program()))
+        t = threading.Thread(target=lambda: seen.append(current_program()))
         t.start()
         t.join()
-        assert sg.ir.current_program() is prog
+        assert current_program() is prog
     assert seen == [None]
