@@ -392,7 +392,8 @@ def _targets(tape: Tape, variables: list | None) -> list[tuple[Tensor, int | Non
 
 # ---------------------------------------------------------------- Tensor methods
 
-tensors._autograd.update(_backward=_backward, forget=forget, inplace=inplace)
+tensors._autograd.update(_backward=_backward, forget=forget, inplace=inplace,
+                         is_recording=is_recording)
 methods.install(Tensor)
 register_tape(apply, _takes, (Tensor,))
 

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .errors import SourceLoc, TraceError, user_location
+from .errors import SourceLoc, SrcgradError, TraceError, user_location
 from .ir import Variable
 
 _NAME = re.compile(r"[A-Za-z_][\w.]*$")
@@ -93,13 +93,27 @@ def _callee(call: str) -> str | None:
     return None
 
 
-def misuse(value: Variable, fallback: str | None = None) -> TraceError:
-    """The error for `value` handed to a JAX or NumPy function: which sg op to use instead."""
-    from .ops.declare import EXPORTS
+def _user_call(fallback: str | None) -> tuple[SourceLoc | None, str | None]:
+    """The user's file:line and the function called there (`np.exp`), else `fallback`."""
     frame = _user_frame()
     loc = SourceLoc(frame.f_code.co_filename, frame.f_lineno) if frame else user_location()
     callee = _callee(_call_text(frame)) if frame else None
-    callee = callee or fallback
+    return loc, callee or fallback
+
+
+def _sg_name(callee: str) -> str | None:
+    """The srcgrad op that takes the place of the JAX or NumPy function `callee`, if any."""
+    from .ops.declare import EXPORTS
+    name = ".".join(callee.split(".")[-2:])  # jnp.linalg.solve: sg.linalg.solve
+    if name not in EXPORTS:
+        name = callee.rsplit(".", 1)[-1]
+        name = name if name in EXPORTS else _ALIASES.get(name, name)
+    return name if name in EXPORTS else None
+
+
+def misuse(value: Variable, fallback: str | None = None) -> TraceError:
+    """The error for `value` handed to a JAX or NumPy function: which sg op to use instead."""
+    loc, callee = _user_call(fallback)
     head = f"the srcgrad value {value!r} was passed to"
     if callee is None:
         return TraceError(f"{head} a JAX or NumPy function, which cannot read it; use the sg.* "
@@ -109,15 +123,31 @@ def misuse(value: Variable, fallback: str | None = None) -> TraceError:
         return TraceError(f"{head} {callee}, which cannot trace srcgrad values; use "
                           f"{_CONTROL[last]} (jax.lax's arguments, differentiable by srcgrad), "
                           "or wrap the whole JAX function with sg.from_jax", loc=loc)
-    name = ".".join(callee.split(".")[-2:])  # jnp.linalg.solve: sg.linalg.solve
-    if name not in EXPORTS:
-        name = callee.rsplit(".", 1)[-1]
-        name = name if name in EXPORTS else _ALIASES.get(name, name)
-    if name in EXPORTS:
+    name = _sg_name(callee)
+    if name is not None:
         return TraceError(f"{head} {callee}, which cannot read it; use sg.{name} instead of "
                           f"{callee}", loc=loc)
-    return TraceError(f"{head} {callee}, which cannot read it, and srcgrad has no {name} yet; "
-                      "write it with sg.* ops", loc=loc)
+    return TraceError(f"{head} {callee}, which cannot read it, and srcgrad has no "
+                      f"{callee.rsplit('.', 1)[-1]} yet; write it with sg.* ops", loc=loc)
+
+
+def detached(name: str | None, method: str | None = None) -> SrcgradError:
+    """The error for NumPy reading a Tensor that `record()` differentiates (`name`: the
+    Tensor's, if it has one): NumPy's result would be a constant, and the gradient through it
+    silently lost. `method`: the Tensor method called (`numpy`); else the NumPy function is
+    the one called at the user's line."""
+    loc, callee = _user_call(None)
+    tensor = f"the tensor {name!r}" if name else "a tensor"
+    if method is not None:
+        head, callee = f".{method}() of {tensor} that record() differentiates", None
+    else:
+        head = f"{callee or 'a NumPy function'} read {tensor} that record() differentiates"
+    name_sg = _sg_name(callee) if callee else None
+    fix = (f"use sg.{name_sg} instead of {callee} (it records), or" if name_sg
+           else "compute with sg.* ops instead, or")
+    return SrcgradError(f"{head}, and cannot record it: the gradient through its result "
+                        f"would be silently lost; {fix} take a constant copy with "
+                        "`t.detach().numpy()` (or convert outside record())", loc=loc)
 
 
 def _aval(value: Variable) -> Any:
