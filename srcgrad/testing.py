@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import api, dtypes
+from . import api, dtypes, hooks
 from .ops import multiply, reduce
 
 
@@ -90,7 +90,7 @@ def _flatten_args(args: list[Any], nums: tuple[int, ...]
 
 def _on_leaves(fun: Callable[..., Any], rebuild: Callable[[Sequence[Any]], list[Any]]
                ) -> Callable[..., Any]:
-    return lambda *xs: fun(*rebuild(xs))
+    return lambda *xs: hooks.user_fn(fun)(*rebuild(xs))  # converted as sg.grad converts
 
 
 def _check_leaves(fun: Callable[..., Any], args: list[np.ndarray], order: int,

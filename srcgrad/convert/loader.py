@@ -19,7 +19,7 @@ import types
 import weakref
 from typing import Any, Callable
 
-from ..errors import SrcgradError, user_location
+from ..errors import SrcgradError, is_internal, user_location
 from .analysis import GEN
 from .rewrite import Converter
 
@@ -65,7 +65,7 @@ def is_user_code(code: types.CodeType) -> bool:
     """True for code the user wrote: not srcgrad, JAX, NumPy, the standard library or an
     installed package."""
     f = code.co_filename
-    if f.startswith("<srcgrad") or code in _ours:
+    if code in _ours or is_internal(f):  # srcgrad's files (transforms/ too) and generated code
         return False
     path = os.path.abspath(f) if not f.startswith("<") else f
     return not (path.startswith(_HERE) or path.startswith(_LIBRARY_DIRS)
@@ -157,8 +157,8 @@ def _convert_code(fn: types.FunctionType) -> types.CodeType | None:
     ns: dict[str, Any] = {}
     exec(compile(module, original.co_filename, "exec", dont_inherit=True), ns)
     inner = ns["_sg_factory"](*[None] * (1 + len(freevars))).__code__
-    code = _rename(inner.replace(co_name=original.co_name, co_qualname=original.co_qualname),
-                   original.co_name)
+    qualname = ({"co_qualname": original.co_qualname} if sys.version_info >= (3, 11) else {})
+    code = _rename(inner.replace(co_name=original.co_name, **qualname), original.co_name)
     with _lock:
         _codes[original] = code
         _sources[original] = text

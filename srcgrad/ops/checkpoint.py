@@ -24,6 +24,7 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
+from .. import hooks
 from ..builder import active_program, as_var, emit
 from ..errors import SrcgradError, user_location
 from ..ir import Op, Variable
@@ -44,7 +45,7 @@ class Retrace:
     tree: Any
 
     def __call__(self, args: Sequence[Variable]) -> Any:
-        return self.fn(*jax.tree_util.tree_unflatten(self.tree, list(args)))
+        return hooks.user_fn(self.fn)(*jax.tree_util.tree_unflatten(self.tree, list(args)))
 
     def __repr__(self) -> str:
         return getattr(self.fn, "__name__", "fn")
@@ -86,7 +87,7 @@ class Treeverse:
     def step(self, leaves: Sequence[Variable]) -> list[Variable]:
         """The body run on `leaves` in the current block: the next state's leaves."""
         state = jax.tree_util.tree_unflatten(self.tree, list(leaves))
-        out = jax.tree_util.tree_leaves(self.fn(state))
+        out = jax.tree_util.tree_leaves(hooks.user_fn(self.fn)(state))
         return [as_var(v, like=a) for v, a in zip(out, leaves)]
 
     def __repr__(self) -> str:
