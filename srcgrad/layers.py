@@ -174,8 +174,9 @@ def activations() -> dict[str, Callable[..., Any]]:
 
 
 class Linear(Module):
-    """`act(x @ weight + bias)`: `weight` is (in_dim, out_dim), LeCun-normal, `bias` zeros;
-    both attached. (PyTorch's `nn.Linear` stores the transpose: load its weight as `.T`.)
+    """`act(x @ weight.T + bias)`: `weight` is (out_dim, in_dim) as PyTorch's `nn.Linear`
+    (and MXNet's and DyNet's) stores it, so a PyTorch `state_dict` loads as it is;
+    LeCun-normal; `bias` zeros; both attached.
 
     `act` is None, the name of an activation in `sg.nn` ("relu", "tanh", ...) or a function
     of one Tensor. `seed` fixes the initial weights (default: a new seed per layer).
@@ -193,7 +194,7 @@ class Linear(Module):
         elif act is not None and not callable(act):
             raise SrcgradError(f"sg.nn.Linear: act must be None, a name or a function, got "
                                f"{type(act).__name__}", loc=user_location())
-        w = _rng(seed).standard_normal((in_dim, out_dim)) / np.sqrt(in_dim)
+        w = _rng(seed).standard_normal((out_dim, in_dim)) / np.sqrt(in_dim)
         self.weight = _param(w, f"{name}_w", dtype)
         self.bias = _param(np.zeros((out_dim,), dtype), f"{name}_b") if bias else None
         self.act = act
@@ -206,9 +207,10 @@ class Linear(Module):
 
 
 def _dense(x: Any, w: Any, b: Any, act: Callable[[Any], Any] | None) -> Any:
-    """`act(x @ w + b)` as one eager call: one jitted program computes it, and a recording
-    keeps only its result (its grad reads the result, `x` and `w`; never `x @ w`)."""
-    y = x @ w if b is None else x @ w + b
+    """`act(x @ w.T + b)` as one eager call: one jitted program computes it (XLA folds the
+    transpose into the product), and a recording keeps only its result (its grad reads the
+    result, `x` and `w`; never `x @ w.T`)."""
+    y = x @ w.T if b is None else x @ w.T + b
     return act(y) if act is not None else y
 
 
