@@ -7,9 +7,13 @@ recursively from their attributes (re-exported as `sg.nn.Module`, `sg.nn.Linear`
         loss = sg.mean((model(x) - y) ** 2)
     loss.backward(); opt.step(); opt.zero_grad()
 
-A Module's attributes that are Tensors, Modules, or lists / tuples / dicts of them are its
-members, named as PyTorch names them ("0.weight", "blocks.1.norm.bias"). Layers compute
-with srcgrad ops, so a layer's call records onto the tape like any op on Tensors.
+A Module's members are its attributes that are Tensors (its parameters) or Modules, the
+Modules in its lists / tuples / dicts, and the Tensors in its `ParameterList` /
+`ParameterDict`s, named as PyTorch names them ("0.weight", "blocks.1.norm.bias"). As in
+PyTorch, a Tensor in a plain list is not a parameter (a list of states or masks); one that
+requires grad there is an error naming `ParameterList`, so that no parameter goes untrained.
+Layers compute with srcgrad ops, so a layer's call records onto the tape like any op on
+Tensors.
 
 Layer L6 (front ends): see docs/design.md.
 """
@@ -63,18 +67,23 @@ class Module:
         return iter(vars(self).items())
 
     def _walk(self, prefix: str = "") -> Iterator[tuple[str, Any]]:
-        """Every Tensor and Module below this one, depth first, with its dotted name."""
-        def items(name: str, value: Any) -> Iterator[tuple[str, Any]]:
-            if isinstance(value, (Tensor, Module)):
+        """Every member Tensor and Module below this one, depth first, with its dotted name;
+        a Tensor in a plain container comes as `_Stray` (not a member)."""
+        def items(name: str, value: Any, registers: bool) -> Iterator[tuple[str, Any]]:
+            if isinstance(value, Module):
                 yield name, value
+            elif isinstance(value, Tensor):
+                yield name, value if registers else _Stray(value)
             elif isinstance(value, (list, tuple)):
+                inner = isinstance(value, ParameterList)
                 for i, v in enumerate(value):
-                    yield from items(f"{name}.{i}", v)
+                    yield from items(f"{name}.{i}", v, inner)
             elif isinstance(value, dict):
+                inner = isinstance(value, ParameterDict)
                 for k, v in value.items():
-                    yield from items(f"{name}.{k}", v)
+                    yield from items(f"{name}.{k}", v, inner)
         for name, value in self._members():
-            for full, v in items(prefix + name, value):
+            for full, v in items(prefix + name, value, True):
                 yield full, v
                 if isinstance(v, Module):
                     yield from v._walk(full + ".")
@@ -83,7 +92,15 @@ class Module:
         """(dotted name, Tensor) for each parameter, each Tensor once."""
         seen: set[int] = set()
         for name, v in self._walk():
-            if isinstance(v, Tensor) and id(v) not in seen:
+            if isinstance(v, _Stray):
+                if v.tensor.requires_grad:
+                    raise SrcgradError(
+                        f"{type(self).__name__}.{name} is a tensor that requires grad in a "
+                        "plain list / tuple / dict, which is not a parameter (as in PyTorch): "
+                        "hold such tensors in sg.nn.ParameterList([...]) or "
+                        "sg.nn.ParameterDict({...}) so that they are trained and saved",
+                        loc=user_location())
+            elif isinstance(v, Tensor) and id(v) not in seen:
                 seen.add(id(v))
                 yield name, v
 
@@ -139,6 +156,34 @@ class Module:
     def __repr__(self) -> str:
         inner = ", ".join(f"{n}={tuple(p.shape)}" for n, p in self.named_parameters())
         return f"{type(self).__name__}({inner})"
+
+
+class _Stray:
+    """A Tensor found in a plain container of a Module: not one of its parameters."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor: Tensor):
+        self.tensor = tensor
+
+
+class ParameterList(list):
+    """A list whose Tensors are parameters of the Module holding it (PyTorch's
+    `nn.ParameterList`; a plain list's Tensors are not)."""
+
+
+class ParameterDict(dict):
+    """A dict whose Tensors are parameters of the Module holding it (PyTorch's
+    `nn.ParameterDict`)."""
+
+
+class ModuleList(list):
+    """PyTorch's `nn.ModuleList`: a list of Modules (a plain list of Modules registers them
+    too)."""
+
+
+class ModuleDict(dict):
+    """PyTorch's `nn.ModuleDict`: a dict of Modules (as a plain dict)."""
 
 
 class Sequential(Module):
@@ -274,4 +319,5 @@ class Dropout(Module):
         return x * tensor(jnp.where(keep, scale, jnp.zeros((), x.dtype)))
 
 
-__all__ = ["Module", "Sequential", "Linear", "LayerNorm", "Embedding", "Dropout"]
+__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
+           "Linear", "LayerNorm", "Embedding", "Dropout"]

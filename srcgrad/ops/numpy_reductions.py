@@ -22,7 +22,7 @@ from .elementwise import (astype, ceil, floor, isnan, logical_not, minimum, maxi
                           where)
 from .manip import moveaxis
 from .elementwise import where as _where
-from .reduce import Axis, _no_out, argmax, argmin, max, min, prod, sum
+from .reduce import Axis, _no_out, argmax, argmin, correction_of, max, min, prod, sum
 from .shape import concatenate, expand_dims, reshape
 from .sort_scan import cumprod, cumsum, sort, take_along_axis
 
@@ -140,8 +140,11 @@ def nanmean(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
 
 @public
 def nanvar(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
-           keepdims: bool = False, where: Any = None) -> Variable:
-    """jnp.nanvar: the variance of the non-NaN elements."""
+           keepdims: bool = False, where: Any = None, *,
+           correction: int | float | None = None) -> Variable:
+    """jnp.nanvar: the variance of the non-NaN elements (population by default; `ddof` or
+    `correction` is subtracted from their count)."""
+    ddof = correction_of("nanvar", ddof, correction)
     _no_out("nanvar", out)
     a = _float(a, dtype)
     zeroed, nan = _nan_to(a, 0.0)
@@ -156,9 +159,10 @@ def nanvar(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof:
 
 @public
 def nanstd(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
-           keepdims: bool = False, where: Any = None) -> Variable:
+           keepdims: bool = False, where: Any = None, *,
+           correction: int | float | None = None) -> Variable:
     """jnp.nanstd: sqrt(nanvar)."""
-    return sqrt(nanvar(a, axis, dtype, out, ddof, keepdims))
+    return sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, correction=correction))
 
 
 def _nan_extreme(name: str, a: Any, axis: Axis, keepdims: bool, initial: Any, where_: Any
