@@ -5,6 +5,7 @@ Layer L0 (base: errors, dtypes, config, caches): see docs/design.md.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -30,6 +31,15 @@ def x64() -> bool:
     if _X64 is not None:
         return bool(_X64.value)
     return bool(jax.config.read("jax_enable_x64"))
+
+
+def x64_scope(on: bool = True) -> Any:
+    """A scope in which 64-bit types are on (or off) for this thread: `jax.enable_x64` where
+    JAX has it, else `jax.experimental.enable_x64` (JAX 0.4.30)."""
+    scope = getattr(jax, "enable_x64", None)
+    if scope is None:
+        from jax.experimental import enable_x64 as scope
+    return scope(on)
 
 
 @lru_cache(maxsize=None)

@@ -10,6 +10,7 @@ Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 
+import keyword
 import linecache
 import os
 import re
@@ -23,6 +24,8 @@ from .errors import SourceLoc, SrcgradError, TraceError, user_location
 from .ir import Variable
 
 _NAME = re.compile(r"[A-Za-z_][\w.]*$")
+#: A call of a dotted name in a line of source: `np.exp(`.
+_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\(")
 #: NumPy / jax.numpy names whose srcgrad op is spelled differently.
 _ALIASES = {"absolute": "abs", "true_divide": "divide", "mod": "remainder",
             "dot_general": "einsum", "trace": "linalg.trace"}
@@ -64,19 +67,31 @@ def _user_frame() -> FrameType | None:
     return None
 
 
-def _call_text(frame: FrameType) -> str:
-    """The source of the call expression `frame` is executing (Python 3.11 positions)."""
+def _call_text(frame: FrameType) -> str | None:
+    """The source of the call expression `frame` is executing (Python 3.11's positions;
+    None without them)."""
     try:
         pos = list(frame.f_code.co_positions())[frame.f_lasti // 2]
     except (AttributeError, IndexError):
-        return linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+        return None
     line, end, col, end_col = pos
     if line is None or col is None:
-        return linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+        return None
     lines = [linecache.getline(frame.f_code.co_filename, n) for n in range(line, (end or line) + 1)]
     if len(lines) == 1:
         return lines[0][col:end_col]
     return lines[0][col:] + "".join(lines[1:])
+
+
+def _called_at(frame: FrameType) -> str | None:
+    """The dotted name of the function `frame` is calling: from the call's own text, or
+    (Python 3.10 has no column positions) the only call on the line, if it has one."""
+    text = _call_text(frame)
+    if text is not None:
+        return _callee(text)
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    names = [n for n in _CALL.findall(line) if not keyword.iskeyword(n)]
+    return names[0] if len(names) == 1 else None
 
 
 def _callee(call: str) -> str | None:
@@ -97,7 +112,7 @@ def _user_call(fallback: str | None) -> tuple[SourceLoc | None, str | None]:
     """The user's file:line and the function called there (`np.exp`), else `fallback`."""
     frame = _user_frame()
     loc = SourceLoc(frame.f_code.co_filename, frame.f_lineno) if frame else user_location()
-    callee = _callee(_call_text(frame)) if frame else None
+    callee = _called_at(frame) if frame else None
     return loc, callee or fallback
 
 

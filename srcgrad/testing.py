@@ -55,7 +55,7 @@ def check_grads(fun: Callable[..., Any], args: Sequence[Any], order: int = 1,
     check runs in a float64 scope.
     """
     if not dtypes.x64():
-        with jax.enable_x64(True):  # finite differences need float64; only this check sees it
+        with dtypes.x64_scope():  # finite differences need float64; only this check sees it
             return check_grads(fun, args, order, jax_fun, argnums=argnums, eps=eps, rtol=rtol,
                                atol=atol, fd_rtol=fd_rtol, directions=directions, seed=seed)
     nums = tuple(range(len(args))) if argnums is None else (

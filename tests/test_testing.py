@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
+from srcgrad import dtypes
 from srcgrad.testing import check_grads
 
 RNG = np.random.default_rng(7)
@@ -75,7 +76,7 @@ def test_float32_without_global_x64() -> None:
     x64 off."""
     x32 = RNG.standard_normal((4, 3)).astype(np.float32)
     w32 = {"w": PARAMS["w"].astype(np.float32), "b": PARAMS["b"].astype(np.float32)}
-    with jax.enable_x64(False):
+    with dtypes.x64_scope(False):
         check_grads(_mlp, (w32, x32), order=2, jax_fun=_mlp_jnp, directions=1)
         with pytest.raises(AssertionError, match="directional derivative"):
             check_grads(lambda p, x: sg.tanh(x @ p["w"] + sg.stop_gradient(p["b"])), (w32, x32))

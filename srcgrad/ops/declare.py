@@ -20,6 +20,7 @@ Layer L3 (the ops): see docs/design.md.
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any, Callable
 
 from ..builder import emit1
@@ -64,7 +65,8 @@ def exports_of(namespace: str | None) -> dict[str, Callable[..., Any]]:
 def named(fn: Front, name: str, doc: str) -> Front:
     """`fn` (a front made by a family helper) under the user-facing `name`, in tracebacks and
     error messages too (errors.ShapeError names the function the user called)."""
-    fn.__code__ = fn.__code__.replace(co_name=name, co_qualname=name)
+    qualname = {"co_qualname": name} if sys.version_info >= (3, 11) else {}
+    fn.__code__ = fn.__code__.replace(co_name=name, **qualname)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return fn
