@@ -14,7 +14,7 @@ from . import errors as _errors
 from . import linalg, scipy
 from . import ops as _ops
 from .api import (Transformed, append_backward, gradients, grad, jit, source, trace,
-                  value_and_grad, vjp)
+                  trace_program, value_and_grad, vjp)
 from .fluid import compile, data, parameter
 from .cache import cache_info, clear_cache as clear_caches
 from . import eager as _eager  # noqa: F401  (registers the eager interpreter)
@@ -41,7 +41,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     # transforms
-    "grad", "value_and_grad", "vjp", "jit", "trace", "source", "Transformed",
+    "grad", "value_and_grad", "vjp", "jit", "trace", "trace_program", "source", "Transformed",
     "from_jax", "jax_op",
     "jvp", "linearize", "jacfwd", "jacrev", "hessian", "hvp", "custom_vjp", "custom_jvp",
     "convert", "no_convert",

@@ -138,6 +138,10 @@ def misuse(value: Variable, fallback: str | None = None) -> TraceError:
         return TraceError(f"{head} {callee}, which cannot trace srcgrad values; use "
                           f"{_CONTROL[last]} (jax.lax's arguments, differentiable by srcgrad), "
                           "or wrap the whole JAX function with sg.from_jax", loc=loc)
+    if callee != last and isinstance(np.sctypeDict.get(last), type):  # np.int64(v): a cast
+        return TraceError(f"{head} {callee}, which cannot read it; to cast it, use "
+                          f"v.astype({callee}) (or sg.astype(v, {callee})) instead of "
+                          f"{callee}(v)", loc=loc)
     name = _sg_name(callee)
     if name is not None:
         return TraceError(f"{head} {callee}, which cannot read it; use sg.{name} instead of "
