@@ -12,11 +12,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import srcgrad as sg
-from srcgrad.testing import check_grads
+from srcgrad.testing import check_grads, settings
 
 X = np.array([0.3, 0.5, -0.2])
 V = np.array([1.0, -0.5, 2.0])
@@ -160,7 +160,7 @@ def test_custom_rules_convert_fun_and_rules(x, vjp_scale, jvp_scale) -> None:
     _close(sg.jvp(lambda x: sg.sum(shifted(x)), (x,), (V,))[1], jvp_scale * V.sum())
 
 
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=3)
 @given(st.sampled_from([X, -X, np.array([1.0, 2.0, 0.5])]))
 def test_a_property_test_over_check_grads(x: np.ndarray) -> None:
     check_grads(f, (x,), jax_fun=reference(x))
