@@ -28,11 +28,15 @@ def register_internal_dir(path: str) -> None:
         _skipped.clear()
 
 
+#: srcgrad's file that is user code: `python -m srcgrad`'s tour (its lines are the ones shown).
+_TOUR = os.path.join(_HERE, "__main__.py")
+
+
 def is_internal(filename: str) -> bool:
     """True for srcgrad's own files and the code it generates (memoized per file name)."""
     internal = _internal.get(filename)
     if internal is None:
-        internal = _internal[filename] = (filename.startswith(_PKG_DIRS)
+        internal = _internal[filename] = (filename.startswith(_PKG_DIRS) and filename != _TOUR
                                           or filename.startswith("<srcgrad"))
     return internal
 
