@@ -57,7 +57,7 @@ def tour() -> None:
         step_loss.backward()
         opt.step()
         losses.append(step_loss.item())
-    print(f"\nimperative (record / backward / SGD), three steps of a Linear layer: losses "
+    print("\nimperative (record / backward / SGD), three steps of a Linear layer: losses "
           + ", ".join(f"{v:.4f}" for v in losses))
     print("\nMore: README.md and docs/ of the repository; the examples/ folder there.")
 

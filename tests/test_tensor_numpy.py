@@ -57,7 +57,7 @@ def test_np_exp_of_an_attached_tensor_under_record_raises_at_the_users_line() ->
             line = _line() + 1
             sg.sum(np.exp(t) * t)
         with pytest.raises(SrcgradError) as alone:
-            e_t = np.exp(t)  # the only call on its line: Python 3.10 finds it without columns
+            np.exp(t)  # the only call on its line: Python 3.10 finds it without columns
     for err, at in ((e.value, line), (alone.value, line + 2)):
         assert err.loc is not None and err.loc.filename == __file__ and err.loc.lineno == at
         assert "'w'" in str(err) and "silently lost" in str(err) and "detach()" in str(err)

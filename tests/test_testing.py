@@ -4,10 +4,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import hypothesis
 import jax
 import jax.numpy as jnp
 import numpy as np
-import hypothesis
 import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import strategies as hst

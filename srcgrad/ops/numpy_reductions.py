@@ -141,7 +141,7 @@ def nanmean(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
 @public
 def nanvar(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
            keepdims: bool = False, where: Any = None, *,
-           correction: int | float | None = None) -> Variable:
+           correction: float | None = None) -> Variable:
     """jnp.nanvar: the variance of the non-NaN elements (population by default; `ddof` or
     `correction` is subtracted from their count)."""
     ddof = correction_of("nanvar", ddof, correction)
@@ -160,7 +160,7 @@ def nanvar(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof:
 @public
 def nanstd(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
            keepdims: bool = False, where: Any = None, *,
-           correction: int | float | None = None) -> Variable:
+           correction: float | None = None) -> Variable:
     """jnp.nanstd: sqrt(nanvar)."""
     return sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, correction=correction))
 

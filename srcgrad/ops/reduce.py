@@ -196,7 +196,7 @@ argmax = _arg("argmax", "index")
 argmin = _arg("argmin", "index")
 
 
-def correction_of(name: str, ddof: int, correction: int | float | None) -> int | float:
+def correction_of(name: str, ddof: float, correction: float | None) -> float:
     """The number subtracted from the count: `correction` (the Array API's and PyTorch's
     name) or NumPy's `ddof`, not both."""
     if correction is None:
@@ -210,7 +210,7 @@ def correction_of(name: str, ddof: int, correction: int | float | None) -> int |
 
 @public
 def var(x: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
-        keepdims: bool = False, *, correction: int | float | None = None) -> Variable:
+        keepdims: bool = False, *, correction: float | None = None) -> Variable:
     """jnp.var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
     the population variance by default (divided by N, as NumPy's and JAX's); `ddof=1` or
     `correction=1` gives the unbiased estimate (divided by N - 1), PyTorch's default."""
@@ -222,7 +222,7 @@ def var(x: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: in
 
 @public
 def std(x: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
-        keepdims: bool = False, *, correction: int | float | None = None) -> Variable:
+        keepdims: bool = False, *, correction: float | None = None) -> Variable:
     """jnp.std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
     the population standard deviation by default (NumPy's and JAX's); `ddof=1` or
     `correction=1` gives PyTorch's default, the square root of the unbiased variance."""
