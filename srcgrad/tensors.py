@@ -104,12 +104,14 @@ class Tensor:
         return out if dtype is None else out.astype(dtype)
 
     def _differentiated(self) -> bool:
-        """Recording now, and this Tensor is attached or a result of a live recording: a
-        value NumPy would read as a constant while backward differentiates through it."""
+        """Recording now, and this Tensor is attached or a floating result of a live
+        recording: a value NumPy would read as a constant while backward differentiates
+        through it (a bool mask or an int index carries no gradient: NumPy may read it)."""
         if not _autograd["is_recording"]():
             return False
         tape = self._tape
-        return self.grad_req in ("write", "add") or (tape is not None and not tape.freed)
+        return self.grad_req in ("write", "add") or (
+            tape is not None and not tape.freed and dtypes.is_inexact(self.dtype))
 
     def __float__(self) -> float:
         return float(self._value)

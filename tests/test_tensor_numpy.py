@@ -102,6 +102,19 @@ def test_numpy_paths_work_where_no_gradient_is_lost(name, convert, suggest) -> N
     np.testing.assert_allclose(convert(y), want, rtol=1e-6)  # the recording is over
 
 
+def test_masks_and_indices_stay_readable_while_recording() -> None:
+    """A recorded bool or int result carries no gradient: NumPy reading it loses nothing
+    (`y[x < 0] = 0.0` reads the mask)."""
+    t = _attached()
+    with sg.autograd.record():
+        mask, idx = t < 0.8, sg.argmax(t)
+        np.testing.assert_array_equal(np.asarray(mask), [False, True])
+        assert int(np.asarray(idx)) == 0
+        loss = sg.sum(sg.where(mask, t, 0.0) * 3.0)
+    loss.backward()
+    np.testing.assert_allclose(t.grad.numpy(), [0.0, 3.0])
+
+
 def test_python_numbers_stay_allowed_while_recording() -> None:
     """PyTorch allows .item() (and float(), .tolist()) on a tensor that requires grad: a
     number for logging or a Python `if`, which cannot take part in the recorded math."""
