@@ -85,12 +85,16 @@ def _call_text(frame: FrameType) -> str | None:
 
 def _called_at(frame: FrameType) -> str | None:
     """The dotted name of the function `frame` is calling: from the call's own text, or
-    (Python 3.10 has no column positions) the only call on the line, if it has one."""
+    (Python 3.10 has no column positions) the only call on the line whose names the frame's
+    code reads (`sg.jit(lambda a: jnp.exp(a))`: the lambda reads jnp and exp, not jit)."""
     text = _call_text(frame)
     if text is not None:
         return _callee(text)
-    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
-    names = [n for n in _CALL.findall(line) if not keyword.iskeyword(n)]
+    code = frame.f_code
+    known = set(code.co_names + code.co_varnames + code.co_freevars + code.co_cellvars)
+    line = linecache.getline(code.co_filename, frame.f_lineno)
+    names = [n for n in _CALL.findall(line)
+             if not keyword.iskeyword(n) and set(n.split(".")) <= known]
     return names[0] if len(names) == 1 else None
 
 
