@@ -40,7 +40,7 @@ class Imperative:
         self.layers = []
         for i, (w, b) in enumerate(params):
             layer = sg.nn.Linear(*w.shape, act="tanh" if i < len(params) - 1 else None, seed=i)
-            layer.weight.assign(w)
+            layer.weight.assign(w.T)  # sg.nn.Linear's weight is (out, in)
             layer.bias.assign(b)
             self.layers.append(layer)
         self.params = [p for layer in self.layers for p in layer.params()]
@@ -148,7 +148,8 @@ def run_size(name: str, sizes: list[int], batch: int, s: Settings, steps: int) -
     rows.append(_row(name, "train step", "ms", step_samples, "imperative", "jax eager", 1.0))
     rows.append(_row(name, "train step", "ms", step_samples, "imperative", "jax.jit"))
 
-    tree = [(w.value(), b.value()) for w, b in zip(imp.params[::2], imp.params[1::2])]
+    # as (in, out)
+    tree = [(w.value().T, b.value()) for w, b in zip(imp.params[::2], imp.params[1::2])]
     _, vjp_fn = jax.vjp(lambda p: loss_jax(p, x, y), tree)
     jit_fwd = jax.jit(lambda p: jax.vjp(lambda q: loss_jax(q, x, y), p)[1])
     jit_bwd = jax.jit(lambda f, ct: f(ct))
@@ -167,7 +168,7 @@ def run_size(name: str, sizes: list[int], batch: int, s: Settings, steps: int) -
     rows.append(_row(name, "backward", "ms", bwd_samples, "imperative", "jax.jit vjp", 1.2))
     rows.append(_row(name, "backward", "ms", bwd_samples, "imperative", "jax.jit vjp, released"))
     rows.append(_row(name, "backward", "ms", bwd_samples, "imperative", "jax eager vjp"))
-    agree = max(float(np.max(np.abs(np.asarray(p.grad.value()) - np.asarray(g))))
+    agree = max(float(np.max(np.abs(np.asarray(p.grad.value()) - np.asarray(g).T)))
                 for p, g in zip(imp.params, jax.tree_util.tree_leaves(jit_bwd(vjp_fn, one))))
     rows.append(Row(name, "max abs. grad difference", "", agree, float("nan"), "imperative", "jax"))
     return rows

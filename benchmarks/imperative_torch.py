@@ -65,7 +65,7 @@ def sg_layers(weights: list, last_act: str | None = None) -> tuple[list, list]:
     layers = []
     for i, (w, b) in enumerate(weights):
         layer = sg.nn.Linear(*w.shape, act="tanh" if i < len(weights) - 1 else last_act)
-        layer.weight.assign(w)
+        layer.weight.assign(w.T)  # sg.nn.Linear's weight is (out, in)
         layer.bias.assign(b)
         layers.append(layer)
     return layers, [p for layer in layers for p in layer.params()]

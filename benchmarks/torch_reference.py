@@ -5,8 +5,8 @@
 Trains a small model (Conv1d -> Linear(tanh) -> LayerNorm -> Linear, mean squared error)
 in PyTorch from fixed initial weights and data, with three optimizers: AdamW, SGD with
 Nesterov momentum and weight decay, and the hand-written `p -= lr * p.grad` loop under
-`torch.no_grad()`. The JSON holds the initial weights (in srcgrad's layout: a Linear's
-weight is (in, out), the transpose of PyTorch's), the data, the settings and the losses;
+`torch.no_grad()`. The JSON holds the initial weights (a state_dict, PyTorch's layout:
+a Linear's weight is (out, in), as sg.nn.Linear's), the data, the settings and the losses;
 the test trains the same model with sg.nn / sg.optim and compares the curves. PyTorch is
 not a test dependency: only this script imports it.
 """
@@ -29,16 +29,17 @@ RUNS = {
 
 
 def initial() -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-    """Initial weights (srcgrad's names and layout), inputs and targets, float32."""
+    """Initial weights (a PyTorch state_dict; a Linear's weight drawn as (in, out), stored as
+    (out, in)), inputs and targets, float32."""
     rng = np.random.default_rng(2026)
 
     def r(*shape: int, scale: float = 0.4) -> np.ndarray:
         return (scale * rng.standard_normal(shape)).astype(np.float32)
     weights = {
         "0.weight": r(4, CHANNELS, 3), "0.bias": r(4),
-        "1.weight": r(4 * LENGTH, HIDDEN), "1.bias": r(HIDDEN),
+        "1.weight": r(4 * LENGTH, HIDDEN).T.copy(), "1.bias": r(HIDDEN),
         "2.weight": 1 + r(HIDDEN, scale=0.1), "2.bias": r(HIDDEN, scale=0.1),
-        "3.weight": r(HIDDEN, 1), "3.bias": r(1),
+        "3.weight": r(HIDDEN, 1).T.copy(), "3.bias": r(1),
     }
     return weights, r(BATCH, CHANNELS, LENGTH, scale=1.0), r(BATCH, 1, scale=1.0)
 
@@ -53,7 +54,7 @@ def torch_losses(run: dict, weights: dict[str, np.ndarray], x: np.ndarray,
     with torch.no_grad():
         for name, module in zip("0123", (conv, lin1, norm, lin2)):
             w = weights[f"{name}.weight"]
-            module.weight.copy_(torch.from_numpy(w.T.copy() if module in (lin1, lin2) else w))
+            module.weight.copy_(torch.from_numpy(w))
             module.bias.copy_(torch.from_numpy(weights[f"{name}.bias"]))
 
     def model(x: torch.Tensor) -> torch.Tensor:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from . import linalg, scipy
 from . import ops as _ops
 from .api.functional import (Transformed, append_backward, gradients, grad, jit, source, trace,
-                             value_and_grad, vjp)
+                             trace_program, value_and_grad, vjp)
 from .api.fluid import compile, data, parameter
 from .base.cache import cache_info, clear_cache as clear_caches
 from .base.config import config
@@ -37,7 +37,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     # transforms
-    "grad", "value_and_grad", "vjp", "jit", "trace", "source", "Transformed",
+    "grad", "value_and_grad", "vjp", "jit", "trace", "trace_program", "source", "Transformed",
     "from_jax", "jax_op",
     "jvp", "linearize", "jacfwd", "jacrev", "hessian", "hvp", "custom_vjp", "custom_jvp",
     "convert", "no_convert",

@@ -1,14 +1,27 @@
 """Gradient checking and hypothesis strategies for property tests of srcgrad gradients.
 
-    from srcgrad.testing import check_grads
-    check_grads(f, (x, w), order=2, jax_fun=f_jnp)
+    from hypothesis import given
+    from srcgrad.testing import arrays, check_grads, settings, shapes
+
+    @settings()                                    # no deadline: a new shape compiles
+    @given(arrays(shapes(max_dims=2, distinct=3)))
+    def test_f(x):
+        check_grads(f, (x,), order=2, jax_fun=f_jnp)
 
 `check_grads` compares srcgrad's gradients with central finite differences along random
 directions in float64, and with `jax.grad` of `jax_fun` when one is given. Without global
 x64 it runs the comparison in a float64 scope (`jax.enable_x64(True)`) and leaves the
-setting as it was, so float32 programs are checked without `jax_enable_x64`. The strategies need
-`hypothesis` (the
-`test` extra).
+setting as it was, so float32 programs are checked without `jax_enable_x64`. It converts
+Python control flow on traced values as `sg.grad` does.
+
+Hypothesis allows an example 200 ms by default; srcgrad compiles each new input shape
+(0.3-1.6 s on a laptop's CPU), so `settings()` turns the deadline off, and
+`shapes(distinct=N)` draws from N fixed shapes, so most examples reuse a compiled program.
+A derivative holds each loop's trip count fixed (docs/control_flow.md): a loop that runs
+zero times at an input (Newton's iteration started at its fixed point) differentiates as
+the identity there, which hypothesis finds at once; `assume` the input away from it
+(docs/testing.md has the example). The strategies and `settings` need hypothesis
+(`pip install 'srcgrad[testing]'`).
 
 Layer L6 (front ends): see docs/design.md.
 """
@@ -21,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .api import functional as api
-from .base import dtypes
+from .base import conversion, dtypes
 from .ops import reduce
 from .ops.elementwise import multiply
 
@@ -60,7 +73,7 @@ def check_grads(fun: Callable[..., Any], args: Sequence[Any], order: int = 1,
     check runs in a float64 scope.
     """
     if not dtypes.x64():
-        with jax.enable_x64(True):  # finite differences need float64; only this check sees it
+        with dtypes.x64_scope():  # finite differences need float64; only this check sees it
             return check_grads(fun, args, order, jax_fun, argnums=argnums, eps=eps, rtol=rtol,
                                atol=atol, fd_rtol=fd_rtol, directions=directions, seed=seed)
     nums = tuple(range(len(args))) if argnums is None else (
@@ -95,7 +108,7 @@ def _flatten_args(args: list[Any], nums: tuple[int, ...]
 
 def _on_leaves(fun: Callable[..., Any], rebuild: Callable[[Sequence[Any]], list[Any]]
                ) -> Callable[..., Any]:
-    return lambda *xs: fun(*rebuild(xs))
+    return lambda *xs: conversion.user_fn(fun)(*rebuild(xs))  # converted as sg.grad converts
 
 
 def _check_leaves(fun: Callable[..., Any], args: list[np.ndarray], order: int,
@@ -174,17 +187,56 @@ def _compare_to_jax(f: Callable, jf: Callable, args: list, argnums: tuple, order
 
 # ---------------------------------------------------------------- hypothesis strategies
 
-def shapes(min_dims: int = 0, max_dims: int = 3, min_side: int = 1, max_side: int = 4) -> Any:
-    """Array shapes (0-d included when min_dims is 0; size-0 axes when min_side is 0)."""
-    from hypothesis.extra import numpy as hnp
-    return hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side,
-                            max_side=max_side)
+def _hypothesis() -> Any:
+    """The hypothesis package, or an error that says which extra installs it."""
+    try:
+        import hypothesis
+        import hypothesis.extra.numpy
+    except ImportError:
+        raise ModuleNotFoundError("srcgrad.testing's strategies and settings need hypothesis: "
+                                  "pip install 'srcgrad[testing]' (or hypothesis)") from None
+    return hypothesis
+
+
+def settings(**changes: Any) -> Any:
+    """hypothesis.settings for property tests over srcgrad (a decorator, above `@given`): no
+    deadline (a new input shape compiles a program, 0.3-1.6 s, past hypothesis's 200 ms) and
+    the too-slow health check off, 25 examples; `changes` override any setting.
+    `hypothesis.settings.register_profile("srcgrad", settings())` makes it a profile."""
+    hyp = _hypothesis()
+    base = {"deadline": None, "max_examples": 25,
+            "suppress_health_check": [hyp.HealthCheck.too_slow]}
+    return hyp.settings(**{**base, **changes})
+
+
+def shapes(min_dims: int = 0, max_dims: int = 3, min_side: int = 1, max_side: int = 4, *,
+           distinct: int | None = None) -> Any:
+    """Array shapes (0-d included when min_dims is 0; size-0 axes when min_side is 0).
+    `distinct=N`: drawn from N fixed shapes of those bounds (the smallest first, the rest
+    spread over the range), so examples reuse compiled programs."""
+    hnp = _hypothesis().extra.numpy
+    if distinct is None:
+        return hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side,
+                                max_side=max_side)
+    from hypothesis import strategies as st
+    if distinct < 1:
+        raise ValueError(f"shapes: distinct must be at least 1, got {distinct}")
+    rng = np.random.default_rng(distinct)
+    pool = [(min_side,) * min_dims]
+    for _ in range(64 * distinct):
+        if len(pool) == distinct:
+            break
+        shape = tuple(int(s) for s in rng.integers(min_side, max_side + 1,
+                                                   rng.integers(min_dims, max_dims + 1)))
+        if shape not in pool:
+            pool.append(shape)
+    return st.sampled_from(pool)
 
 
 def broadcast_shapes(num_shapes: int = 2, min_dims: int = 0, max_dims: int = 3,
                      min_side: int = 1, max_side: int = 4) -> Any:
     """Tuples of `num_shapes` mutually broadcast-compatible shapes."""
-    from hypothesis.extra import numpy as hnp
+    hnp = _hypothesis().extra.numpy
     return hnp.mutually_broadcastable_shapes(num_shapes=num_shapes, min_dims=min_dims,
                                              max_dims=max_dims, min_side=min_side,
                                              max_side=max_side).map(lambda r: r.input_shapes)
@@ -193,8 +245,8 @@ def broadcast_shapes(num_shapes: int = 2, min_dims: int = 0, max_dims: int = 3,
 def arrays(shape: Any, dtype: Any = np.float64, min_value: float = -3.0, max_value: float = 3.0,
            exclude_zero: bool = False) -> Any:
     """Arrays of a shape (or a shape strategy) with finite values in [min_value, max_value]."""
+    hnp = _hypothesis().extra.numpy
     from hypothesis import strategies as st
-    from hypothesis.extra import numpy as hnp
     dt = np.dtype(dtype)
     if dt.kind == "f":
         elements = st.floats(min_value, max_value, allow_nan=False, allow_infinity=False,
@@ -208,4 +260,4 @@ def arrays(shape: Any, dtype: Any = np.float64, min_value: float = -3.0, max_val
     return hnp.arrays(dt, shape, elements=elements)
 
 
-__all__ = ["check_grads", "shapes", "broadcast_shapes", "arrays"]
+__all__ = ["check_grads", "settings", "shapes", "broadcast_shapes", "arrays"]

@@ -51,3 +51,4 @@ def connect() -> None:
     tensor.FORGET.set(autograd.forget)
     tensor.INPLACE.set(autograd.inplace)
     tensor.SETITEM.set(setitem.tensor_setitem)
+    tensor.IS_RECORDING.set(autograd.is_recording)

@@ -1,6 +1,7 @@
 """Test configuration: float64 for finite differences, hypothesis profiles, `slow` opt-in."""
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import shutil
@@ -59,6 +60,22 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 def _fresh_compile_cache() -> None:
     """Each test starts with an empty compile cache, so that its compilation counts are its own."""
     sg.clear_caches()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Free this process's compiled programs and cycles before it reports that it finished.
+
+    An xdist worker reports `workerfinished` after the sessionfinish hooks; the controller
+    then ends it and waits 10 s, and execnet in the worker, still busy 5 s later, sends
+    itself SIGINT. After a whole suite the worker's remaining teardown (pytest's final
+    `gc.collect()` in unconfigure, over every program, tape and cache the run left) took that
+    long, so the KeyboardInterrupt landed in a weakref callback that the collection ran and
+    a clean pass ended with a PytestUnraisableExceptionWarning on stderr. Done here, the same
+    work runs while the controller waits for the report, with no timeout.
+    """
+    sg.clear_caches()
+    jax.clear_caches()
+    gc.collect()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

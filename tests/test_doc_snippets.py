@@ -1,21 +1,25 @@
-"""Every ```python snippet of README.md and docs/*.md runs.
+"""Every ```python snippet of README.md and docs/*.md runs as a reader runs it.
 
-A page is read top to bottom: its snippets run in order in one namespace that starts with
-`import jax, jax.numpy as jnp, numpy as np, srcgrad as sg` (the README's first lines); a
-snippet may use the names of the snippets above it on the same page. A snippet that cannot run
-here (it needs a package srcgrad does not depend on, or it shows generated source) says so
-in an HTML comment on the line above its fence: `<!-- not run: the reason -->`. Every
-snippet compiles in the default run; README.md's run there too, every other page's under
-`-m slow` (api.md's and imperative.md's take about ten seconds each).
+A page is read top to bottom: its snippets run in order in one fresh namespace, with nothing
+put there beforehand (a page imports what it uses, as a reader pasting it into a new
+interpreter must); a snippet may use the names of the snippets above it on the same page. A
+snippet that cannot run here (it needs a package srcgrad does not depend on, or it shows
+generated source) says so in an HTML comment on the line above its fence: `<!-- not run:
+the reason -->`. A line `print(...)  # 0.1666` (a comment that starts with a value) states
+what the print shows: the numbers of that value must be the ones printed. Every snippet
+compiles in the default run; README.md's run there too, every other page's under `-m slow`
+(api.md's and imperative.md's take about ten seconds each).
 """
 from __future__ import annotations
 
-import contextlib
+import builtins
 import io
 import linecache
 import pathlib
 import re
 import shutil
+import sys
+from typing import Any
 
 import pytest
 
@@ -60,8 +64,16 @@ def test_snippets_run(page: pathlib.Path, tmp_path: pathlib.Path,
     monkeypatch.chdir(tmp_path)  # (snippets that save a file write it here)
     if shutil.which("dot") is None:  # Graphviz is not a dependency: the picture's .dot text
         monkeypatch.setattr(sg, "render", lambda program, path, **kw: sg.to_dot(program))
+    printed: dict[tuple[str, int], str] = {}
+    real_print = builtins.print
+
+    def recording_print(*args: Any, **kwargs: Any) -> None:
+        frame = sys._getframe(1)
+        out = io.StringIO()
+        real_print(*args, **{**kwargs, "file": out})
+        printed[(frame.f_code.co_filename, frame.f_lineno)] = out.getvalue()
+    monkeypatch.setattr(builtins, "print", recording_print)
     ns: dict = {"__name__": f"snippet_{page.stem}"}
-    exec("import jax, jax.numpy as jnp, numpy as np, srcgrad as sg", ns)
     for line, code, why in snippets(page):
         if why is not None:
             continue
@@ -69,9 +81,40 @@ def test_snippets_run(page: pathlib.Path, tmp_path: pathlib.Path,
         # sg.convert reads a function's source, as it reads a file's
         linecache.cache[name] = (len(code), None, code.splitlines(True), name)
         try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                exec(compile(code, name, "exec"), ns)
+            exec(compile(code, name, "exec"), ns)
         except Exception as e:
             pytest.fail(f"{page.name}:{line}: {type(e).__name__}: {e}")
         finally:
             linecache.cache.pop(name, None)
+        for i, text in enumerate(code.splitlines(), 1):
+            stated = _stated_value(text)
+            if stated is not None:
+                got = printed.get((name, i))
+                assert got is not None, f"{page.name}:{line + i}: this print did not run"
+                assert _same_numbers(stated, got), (
+                    f"{page.name}:{line + i}: the page says {stated!r}, the print shows {got!r}")
+
+
+#: `print(...)  # 0.1666 = 1/6`: the comment's value, up to " = ", " ~ ", ": " or ";".
+_STATED = re.compile(r"^\s*print\(.*\)\s+#\s*(-?[\d(\[].*?)(?: = | ~ |: |;|$)")
+_NUMBER = re.compile(r"-?\d+(?:\.\d*)?(?:e[-+]?\d+)?")
+
+
+def _stated_value(line: str) -> str | None:
+    m = _STATED.match(line)
+    return m.group(1).strip() if m else None
+
+
+def _same_numbers(stated: str, printed: str) -> bool:
+    """The numbers of `stated` are the first numbers printed (dtype names aside), each to the
+    digits stated."""
+    want = _NUMBER.findall(stated)
+    got = _NUMBER.findall(re.sub(r"dtype=\w+|float\d+|int\d+", "", printed))
+    if not want or len(got) < len(want):
+        return False
+    for w, g in zip(want, got):
+        decimals = len(w.split(".")[1]) if "." in w and "e" not in w else 0
+        tol = 1e-6 * abs(float(w)) if "e" in w else 0.5 * 10.0 ** -decimals
+        if abs(float(w) - float(g)) > tol * (1 + 1e-9):
+            return False
+    return True

@@ -76,3 +76,22 @@ def test_pip_install_puts_transforms_inside_srcgrad(tmp_path: Path) -> None:
     }
     assert packages <= files, f"subpackages left out of the wheel: {sorted(packages - files)}"
     assert found["grad"] == [0.0, 2.0, 4.0]
+    _check_metadata(record.parent, files)
+    tour = subprocess.run([str(python), "-m", "srcgrad"], cwd=tmp_path, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": ""})
+    assert tour.returncode == 0, tour.stdout + tour.stderr
+    assert tour.stdout.startswith("srcgrad 0.1.0, Python ") and "jax " in tour.stdout
+    assert "0.16666666" in tour.stdout  # the tour's gradient through Newton's loop
+
+
+def _check_metadata(dist_info: Path, files: set[str]) -> None:
+    """The wheel ships the license text and `py.typed`, and says what PyPI shows."""
+    assert "srcgrad/py.typed" in files
+    license_file = dist_info / "licenses" / "LICENSE"
+    assert license_file.exists() and "Apache License" in license_file.read_text()
+    meta = (dist_info / "METADATA").read_text()
+    head = meta.split("\n\n", 1)[0].splitlines()
+    assert "License-Expression: Apache-2.0" in head, head
+    assert "Classifier: Typing :: Typed" in head and "Requires-Python: >=3.10" in head
+    assert "Description-Content-Type: text/markdown" in head
+    assert "pip install srcgrad" in meta  # the long description starts with PyPI's install

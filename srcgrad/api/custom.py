@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 
 import jax
 
-from ..base import dtypes
+from ..base import conversion, dtypes
 from ..core.builder import active_program, as_var, emit
 from ..core import dispatch
 from ..base.errors import GradientError, SrcgradError, user_location
@@ -45,7 +45,7 @@ class Rule:
     fn: Callable[..., Any]
 
     def __call__(self, *args: Any) -> Any:
-        return self.fn(*args)
+        return conversion.user_fn(self.fn)(*args)  # converted while its trace converts
 
     def __repr__(self) -> str:
         return getattr(self.fn, "__name__", "fn")
@@ -76,7 +76,8 @@ def _call(kind: str, fun: Callable[..., Any], body_fn: Callable[..., Any], args:
     blk = prog.create_block(parent)
     params = [blk.add_param(v.name.split("@")[0], v.shape, v.dtype) for v in ins]
     with prog.block_guard(blk):
-        results, out_tree, n_out = n_results(body_fn(*tree_unflatten(in_tree, params)))
+        body = conversion.user_fn(body_fn)
+        results, out_tree, n_out = n_results(body(*tree_unflatten(in_tree, params)))
         blk.results = [as_var(v) for v in results]
     outs = emit(kind, ins + free_vars(blk), dict(attrs, body=blk, n_args=len(ins), n_out=n_out,
                                                  in_tree=in_tree, out_tree=out_tree,
@@ -95,7 +96,7 @@ def _output_types(fun: Callable[..., Any], args: tuple) -> tuple[Any, list[str]]
     try:
         with prog.block_guard(blk):
             params = [blk.add_param("arg", v.shape, v.dtype) for v in map(as_var, leaves)]
-            out, tree = tree_flatten(fun(*tree_unflatten(in_tree, params)))
+            out, tree = tree_flatten(conversion.user_fn(fun)(*tree_unflatten(in_tree, params)))
             return tree, [as_var(v).type_str() for v in out]
     finally:  # forget the scratch block, and the arrays only it captured
         del prog.blocks[n_blocks:]

@@ -19,6 +19,7 @@ from ..base.errors import GradientError, SrcgradError, user_location
 from ..ir.program import Program, Variable
 from ..ops.creation import zeros
 from ..ops.grad_helpers import assign
+from ..ops.linalg_functions import trace as linalg_trace
 from ..base.traceback_filter import api_boundary
 from ..compiled.arguments import arg_names, as_vars, key_type, leaf_dtype, static_positions
 from ..compiled.transformed import Transformed
@@ -235,9 +236,30 @@ def _as_transformed(fun: Callable[..., Any]) -> Transformed:
 
 
 @api_boundary
-def trace(fun: Callable[..., Any], *example_args: Any) -> Program:
+def trace_program(fun: Callable[..., Any], *example_args: Any) -> Program:
     """The IR of `fun` on arguments shaped like `example_args` (grad ops included for sg.grad)."""
     return _as_transformed(fun).trace(*example_args)[0]
+
+
+#: NumPy's matrix-trace parameters, which a traced function cannot take.
+_TRACE_KEYWORDS = ("offset", "axis1", "axis2", "dtype", "out")
+
+
+def trace(a: Any, *args: Any, **kwargs: Any) -> Any:
+    """NumPy's name, two functions: `sg.trace(x, offset=0, axis1=0, axis2=1, dtype=None)` of
+    an array is its matrix trace (`sg.linalg.trace`, as `np.trace` / `jnp.trace`);
+    `sg.trace(fun, *example_args)` of a callable is `sg.trace_program`, the IR."""
+    if not callable(a):
+        return linalg_trace(a, *args, **kwargs)
+    if kwargs:
+        wrong = ", ".join(f"{k}=" for k in kwargs)
+        hint = (" (the matrix trace's parameters: its first argument must be an array, not a "
+                "function)" if set(kwargs) <= set(_TRACE_KEYWORDS) else "")
+        raise SrcgradError(f"sg.trace(fun, *example_args) traces the function "
+                           f"{getattr(a, '__name__', type(a).__name__)} and takes no keyword "
+                           f"arguments, got {wrong}{hint}; sg.trace_program(fun, *example_args) "
+                           "is the same tracer", loc=user_location())
+    return trace_program(a, *args)
 
 
 @api_boundary
@@ -246,5 +268,5 @@ def source(fun: Callable[..., Any], *example_args: Any) -> str:
     return _as_transformed(fun).lower(*example_args)[0].source
 
 
-__all__ = ["argnums_tuple", "grad", "value_and_grad", "vjp", "jit", "trace",
+__all__ = ["argnums_tuple", "grad", "value_and_grad", "vjp", "jit", "trace", "trace_program",
            "source", "append_backward", "gradients", "Transformed"]

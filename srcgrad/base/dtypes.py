@@ -33,6 +33,16 @@ def x64() -> bool:
     return bool(jax.config.read("jax_enable_x64"))
 
 
+def x64_scope(on: bool = True) -> Any:
+    """A scope in which 64-bit types are on (or off) for this thread: `jax.enable_x64` where
+    JAX has it, else `jax.experimental.enable_x64` (JAX 0.4.30)."""
+    scope = getattr(jax, "enable_x64", None)
+    if scope is None:
+        from jax import experimental
+        scope = experimental.enable_x64  # type: ignore[attr-defined]  # JAX 0.4.30 only
+    return scope(on)
+
+
 @lru_cache(maxsize=None)
 def _canonical(dtype: object, wide: bool) -> np.dtype:
     return np.dtype(jax.dtypes.canonicalize_dtype(jnp.dtype(dtype)))

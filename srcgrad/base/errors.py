@@ -36,11 +36,15 @@ def register_internal_dir(path: str) -> None:
         _skipped.clear()
 
 
-def _is_internal(filename: str) -> bool:
+#: srcgrad's file that is user code: `python -m srcgrad`'s tour (its lines are the ones shown).
+_TOUR = os.path.join(_HERE, "__main__.py")
+
+
+def is_internal(filename: str) -> bool:
     """True for srcgrad's own files and the code it generates (memoized per file name)."""
     internal = _internal.get(filename)
     if internal is None:
-        internal = _internal[filename] = (filename.startswith(_PKG_DIRS)
+        internal = _internal[filename] = (filename.startswith(_PKG_DIRS) and filename != _TOUR
                                           or filename.startswith("<srcgrad"))
     return internal
 
@@ -108,7 +112,7 @@ def user_location() -> SourceLoc | None:
         fname = code.co_filename
         skipped = skip.get(fname)
         if skipped is None:
-            skipped = skip[fname] = _is_internal(fname) or fname.startswith(_JAX_DIRS)
+            skipped = skip[fname] = is_internal(fname) or fname.startswith(_JAX_DIRS)
         if not skipped:
             return _source_loc(fname, frame.f_lineno, code.co_name)
         frame = frame.f_back
@@ -142,7 +146,7 @@ def _call_site() -> tuple[str | None, list, SourceLoc | None]:
     """The public srcgrad function the user called, its traced arguments and the user's line."""
     frame, entry = sys._getframe(2), None
     while frame is not None:
-        if not _is_internal(frame.f_code.co_filename):
+        if not is_internal(frame.f_code.co_filename):
             break
         if not frame.f_code.co_name.startswith(("_", "<")):
             entry = frame

@@ -19,7 +19,7 @@ import types
 import weakref
 from typing import Any, Callable
 
-from ..base.errors import SrcgradError, user_location
+from ..base.errors import SrcgradError, is_internal, user_location
 from .analysis import GEN
 from .rewrite import Converter
 
@@ -67,7 +67,7 @@ def is_user_code(code: types.CodeType) -> bool:
     """True for code the user wrote: not srcgrad, JAX, NumPy, the standard library or an
     installed package."""
     f = code.co_filename
-    if f.startswith("<srcgrad") or code in _ours:
+    if code in _ours or is_internal(f):  # srcgrad's files (transforms/ too) and generated code
         return False
     path = os.path.abspath(f) if not f.startswith("<") else f
     return not (path.startswith(_HERE) or path.startswith(_LIBRARY_DIRS)

@@ -11,6 +11,7 @@ Layer L2 (core): see docs/design.md.
 """
 from __future__ import annotations
 
+import keyword
 import linecache
 import os
 import re
@@ -20,10 +21,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..base.errors import SourceLoc, TraceError, user_location
+from ..base.errors import SourceLoc, SrcgradError, TraceError, user_location
 from ..ir.program import Variable
 
 _NAME = re.compile(r"[A-Za-z_][\w.]*$")
+#: A call of a dotted name in a line of source: `np.exp(`.
+_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\(")
 #: NumPy / jax.numpy names whose srcgrad op is spelled differently.
 _ALIASES = {"absolute": "abs", "true_divide": "divide", "mod": "remainder",
             "dot_general": "einsum", "trace": "linalg.trace"}
@@ -65,19 +68,35 @@ def _user_frame() -> FrameType | None:
     return None
 
 
-def _call_text(frame: FrameType) -> str:
-    """The source of the call expression `frame` is executing (Python 3.11 positions)."""
+def _call_text(frame: FrameType) -> str | None:
+    """The source of the call expression `frame` is executing (Python 3.11's positions;
+    None without them)."""
     try:
         pos = list(frame.f_code.co_positions())[frame.f_lasti // 2]  # type: ignore[attr-defined]
     except (AttributeError, IndexError):
-        return linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+        return None
     line, end, col, end_col = pos
     if line is None or col is None:
-        return linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+        return None
     lines = [linecache.getline(frame.f_code.co_filename, n) for n in range(line, (end or line) + 1)]
     if len(lines) == 1:
         return lines[0][col:end_col]
     return lines[0][col:] + "".join(lines[1:])
+
+
+def _called_at(frame: FrameType) -> str | None:
+    """The dotted name of the function `frame` is calling: from the call's own text, or
+    (Python 3.10 has no column positions) the only call on the line whose names the frame's
+    code reads (`sg.jit(lambda a: jnp.exp(a))`: the lambda reads jnp and exp, not jit)."""
+    text = _call_text(frame)
+    if text is not None:
+        return _callee(text)
+    code = frame.f_code
+    known = set(code.co_names + code.co_varnames + code.co_freevars + code.co_cellvars)
+    line = linecache.getline(code.co_filename, frame.f_lineno)
+    names = [n for n in _CALL.findall(line)
+             if not keyword.iskeyword(n) and set(n.split(".")) <= known]
+    return names[0] if len(names) == 1 else None
 
 
 def _callee(call: str) -> str | None:
@@ -94,13 +113,27 @@ def _callee(call: str) -> str | None:
     return None
 
 
-def misuse(value: Variable, fallback: str | None = None) -> TraceError:
-    """The error for `value` handed to a JAX or NumPy function: which sg op to use instead."""
-    from .declare import EXPORTS
+def _user_call(fallback: str | None) -> tuple[SourceLoc | None, str | None]:
+    """The user's file:line and the function called there (`np.exp`), else `fallback`."""
     frame = _user_frame()
     loc = SourceLoc(frame.f_code.co_filename, frame.f_lineno) if frame else user_location()
-    callee = _callee(_call_text(frame)) if frame else None
-    callee = callee or fallback
+    callee = _called_at(frame) if frame else None
+    return loc, callee or fallback
+
+
+def _sg_name(callee: str) -> str | None:
+    """The srcgrad op that takes the place of the JAX or NumPy function `callee`, if any."""
+    from .declare import EXPORTS
+    name = ".".join(callee.split(".")[-2:])  # jnp.linalg.solve: sg.linalg.solve
+    if name not in EXPORTS:
+        name = callee.rsplit(".", 1)[-1]
+        name = name if name in EXPORTS else _ALIASES.get(name, name)
+    return name if name in EXPORTS else None
+
+
+def misuse(value: Variable, fallback: str | None = None) -> TraceError:
+    """The error for `value` handed to a JAX or NumPy function: which sg op to use instead."""
+    loc, callee = _user_call(fallback)
     head = f"the srcgrad value {value!r} was passed to"
     if callee is None:
         return TraceError(f"{head} a JAX or NumPy function, which cannot read it; use the sg.* "
@@ -110,15 +143,35 @@ def misuse(value: Variable, fallback: str | None = None) -> TraceError:
         return TraceError(f"{head} {callee}, which cannot trace srcgrad values; use "
                           f"{_CONTROL[last]} (jax.lax's arguments, differentiable by srcgrad), "
                           "or wrap the whole JAX function with sg.from_jax", loc=loc)
-    name = ".".join(callee.split(".")[-2:])  # jnp.linalg.solve: sg.linalg.solve
-    if name not in EXPORTS:
-        name = callee.rsplit(".", 1)[-1]
-        name = name if name in EXPORTS else _ALIASES.get(name, name)
-    if name in EXPORTS:
+    if callee != last and isinstance(np.sctypeDict.get(last), type):  # np.int64(v): a cast
+        return TraceError(f"{head} {callee}, which cannot read it; to cast it, use "
+                          f"v.astype({callee}) (or sg.astype(v, {callee})) instead of "
+                          f"{callee}(v)", loc=loc)
+    name = _sg_name(callee)
+    if name is not None:
         return TraceError(f"{head} {callee}, which cannot read it; use sg.{name} instead of "
                           f"{callee}", loc=loc)
-    return TraceError(f"{head} {callee}, which cannot read it, and srcgrad has no {name} yet; "
-                      "write it with sg.* ops", loc=loc)
+    return TraceError(f"{head} {callee}, which cannot read it, and srcgrad has no "
+                      f"{callee.rsplit('.', 1)[-1]} yet; write it with sg.* ops", loc=loc)
+
+
+def detached(name: str | None, method: str | None = None) -> SrcgradError:
+    """The error for NumPy reading a Tensor that `record()` differentiates (`name`: the
+    Tensor's, if it has one): NumPy's result would be a constant, and the gradient through it
+    silently lost. `method`: the Tensor method called (`numpy`); else the NumPy function is
+    the one called at the user's line."""
+    loc, callee = _user_call(None)
+    tensor = f"the tensor {name!r}" if name else "a tensor"
+    if method is not None:
+        head, callee = f".{method}() of {tensor} that record() differentiates", None
+    else:
+        head = f"{callee or 'a NumPy function'} read {tensor} that record() differentiates"
+    name_sg = _sg_name(callee) if callee else None
+    fix = (f"use sg.{name_sg} instead of {callee} (it records), or" if name_sg
+           else "compute with sg.* ops instead, or")
+    return SrcgradError(f"{head}, and cannot record it: the gradient through its result "
+                        f"would be silently lost; {fix} take a constant copy with "
+                        "`t.detach().numpy()` (or convert outside record())", loc=loc)
 
 
 def _aval(value: Variable) -> Any:

@@ -7,9 +7,13 @@ recursively from their attributes (re-exported as `sg.nn.Module`, `sg.nn.Linear`
         loss = sg.mean((model(x) - y) ** 2)
     loss.backward(); opt.step(); opt.zero_grad()
 
-A Module's attributes that are Tensors, Modules, or lists / tuples / dicts of them are its
-members, named as PyTorch names them ("0.weight", "blocks.1.norm.bias"). Layers compute
-with srcgrad ops, so a layer's call records onto the tape like any op on Tensors.
+A Module's members are its attributes that are Tensors (its parameters) or Modules, the
+Modules in its lists / tuples / dicts, and the Tensors in its `ParameterList` /
+`ParameterDict`s, named as PyTorch names them ("0.weight", "blocks.1.norm.bias"). As in
+PyTorch, a Tensor in a plain list is not a parameter (a list of states or masks); one that
+requires grad there is an error naming `ParameterList`, so that no parameter goes untrained.
+Layers compute with srcgrad ops, so a layer's call records onto the tape like any op on
+Tensors.
 
 Layer L6 (front ends): see docs/design.md.
 """
@@ -65,18 +69,23 @@ class Module:
         return iter(vars(self).items())
 
     def _walk(self, prefix: str = "") -> Iterator[tuple[str, Any]]:
-        """Every Tensor and Module below this one, depth first, with its dotted name."""
-        def items(name: str, value: Any) -> Iterator[tuple[str, Any]]:
-            if isinstance(value, (Tensor, Module)):
+        """Every member Tensor and Module below this one, depth first, with its dotted name;
+        a Tensor in a plain container comes as `_Stray` (not a member)."""
+        def items(name: str, value: Any, registers: bool) -> Iterator[tuple[str, Any]]:
+            if isinstance(value, Module):
                 yield name, value
+            elif isinstance(value, Tensor):
+                yield name, value if registers else _Stray(value)
             elif isinstance(value, (list, tuple)):
+                inner = isinstance(value, ParameterList)
                 for i, v in enumerate(value):
-                    yield from items(f"{name}.{i}", v)
+                    yield from items(f"{name}.{i}", v, inner)
             elif isinstance(value, dict):
+                inner = isinstance(value, ParameterDict)
                 for k, v in value.items():
-                    yield from items(f"{name}.{k}", v)
+                    yield from items(f"{name}.{k}", v, inner)
         for name, value in self._members():
-            for full, v in items(prefix + name, value):
+            for full, v in items(prefix + name, value, True):
                 yield full, v
                 if isinstance(v, Module):
                     yield from v._walk(full + ".")
@@ -85,7 +94,15 @@ class Module:
         """(dotted name, Tensor) for each parameter, each Tensor once."""
         seen: set[int] = set()
         for name, v in self._walk():
-            if isinstance(v, Tensor) and id(v) not in seen:
+            if isinstance(v, _Stray):
+                if v.tensor.requires_grad:
+                    raise SrcgradError(
+                        f"{type(self).__name__}.{name} is a tensor that requires grad in a "
+                        "plain list / tuple / dict, which is not a parameter (as in PyTorch): "
+                        "hold such tensors in sg.nn.ParameterList([...]) or "
+                        "sg.nn.ParameterDict({...}) so that they are trained and saved",
+                        loc=user_location())
+            elif isinstance(v, Tensor) and id(v) not in seen:
                 seen.add(id(v))
                 yield name, v
 
@@ -143,6 +160,34 @@ class Module:
         return f"{type(self).__name__}({inner})"
 
 
+class _Stray:
+    """A Tensor found in a plain container of a Module: not one of its parameters."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor: Tensor):
+        self.tensor = tensor
+
+
+class ParameterList(list):
+    """A list whose Tensors are parameters of the Module holding it (PyTorch's
+    `nn.ParameterList`; a plain list's Tensors are not)."""
+
+
+class ParameterDict(dict):
+    """A dict whose Tensors are parameters of the Module holding it (PyTorch's
+    `nn.ParameterDict`)."""
+
+
+class ModuleList(list):
+    """PyTorch's `nn.ModuleList`: a list of Modules (a plain list of Modules registers them
+    too)."""
+
+
+class ModuleDict(dict):
+    """PyTorch's `nn.ModuleDict`: a dict of Modules (as a plain dict)."""
+
+
 class Sequential(Module):
     """Calls its layers in turn; a layer is a Module or any function of one value."""
 
@@ -176,8 +221,9 @@ def activations() -> dict[str, Callable[..., Any]]:
 
 
 class Linear(Module):
-    """`act(x @ weight + bias)`: `weight` is (in_dim, out_dim), LeCun-normal, `bias` zeros;
-    both attached. (PyTorch's `nn.Linear` stores the transpose: load its weight as `.T`.)
+    """`act(x @ weight.T + bias)`: `weight` is (out_dim, in_dim) as PyTorch's `nn.Linear`
+    (and MXNet's and DyNet's) stores it, so a PyTorch `state_dict` loads as it is;
+    LeCun-normal; `bias` zeros; both attached.
 
     `act` is None, the name of an activation in `sg.nn` ("relu", "tanh", ...) or a function
     of one Tensor. `seed` fixes the initial weights (default: a new seed per layer).
@@ -195,7 +241,7 @@ class Linear(Module):
         elif act is not None and not callable(act):
             raise SrcgradError(f"sg.nn.Linear: act must be None, a name or a function, got "
                                f"{type(act).__name__}", loc=user_location())
-        w = seeded_rng(seed).standard_normal((in_dim, out_dim)) / np.sqrt(in_dim)
+        w = seeded_rng(seed).standard_normal((out_dim, in_dim)) / np.sqrt(in_dim)
         self.weight = new_parameter(w, f"{name}_w", dtype)
         self.bias = new_parameter(np.zeros((out_dim,), dtype), f"{name}_b") if bias else None
         self.act = act
@@ -208,9 +254,10 @@ class Linear(Module):
 
 
 def _dense(x: Any, w: Any, b: Any, act: Callable[[Any], Any] | None) -> Any:
-    """`act(x @ w + b)` as one eager call: one jitted program computes it, and a recording
-    keeps only its result (its grad reads the result, `x` and `w`; never `x @ w`)."""
-    y = x @ w if b is None else x @ w + b
+    """`act(x @ w.T + b)` as one eager call: one jitted program computes it (XLA folds the
+    transpose into the product), and a recording keeps only its result (its grad reads the
+    result, `x` and `w`; never `x @ w.T`)."""
+    y = x @ w.T if b is None else x @ w.T + b
     return act(y) if act is not None else y
 
 
@@ -276,4 +323,5 @@ class Dropout(Module):
         return x * tensor(jnp.where(keep, scale, jnp.zeros((), x.dtype)))
 
 
-__all__ = ["Module", "Sequential", "Linear", "LayerNorm", "Embedding", "Dropout"]
+__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
+           "Linear", "LayerNorm", "Embedding", "Dropout"]

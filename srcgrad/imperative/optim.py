@@ -249,8 +249,11 @@ def _checked(params: Iterable[Any]) -> list[Tensor]:
     ps = list(params)
     for p in ps:
         if not isinstance(p, Tensor):
+            hint = ("; outside record(), sg.zeros & co. on shapes or arrays give jax.Arrays: "
+                    "make a trainable tensor with sg.tensor(value, requires_grad=True)"
+                    if isinstance(p, jax.Array) else "")
             raise SrcgradError(f"sg.optim: parameters must be sg.Tensors, got a "
-                               f"{type(p).__name__}", loc=user_location())
+                               f"{type(p).__name__}{hint}", loc=user_location())
     return ps
 
 

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..base import dtypes
+from ..core import habits
 from ..base.errors import SrcgradError, user_location
 from ..base.hooks import Hook
 from ..ir.array_methods import ArrayMethods
@@ -38,6 +39,8 @@ INPLACE: Hook[Callable[["Tensor", Any, str], "Tensor"]] = Hook(
     "t -= v and the other in-place operators (imperative/autograd.py)")
 SETITEM: Hook[Callable[["Tensor", Any, Any], None]] = Hook(
     "srcgrad.imperative.tensor.SETITEM", "t[i] = v (imperative/setitem.py)")
+IS_RECORDING: Hook[Callable[[], bool]] = Hook(
+    "srcgrad.imperative.tensor.IS_RECORDING", "whether record() is on (imperative/autograd.py)")
 
 
 class Tensor(ArrayMethods):
@@ -92,15 +95,39 @@ class Tensor(ArrayMethods):
         return self._value
 
     def numpy(self) -> np.ndarray:
-        """A NumPy copy of the array."""
+        """A NumPy copy of the array. Inside `record()` a Tensor that is differentiated
+        refuses (as PyTorch's does): use `t.detach().numpy()` for a constant copy."""
+        if self._differentiated():
+            raise habits.detached(self.name, "numpy")
         return np.asarray(self._value)
 
     def item(self) -> Any:
+        """The one element as a Python number (allowed while recording, as in PyTorch: a
+        number read for logging or a Python `if`, never recorded)."""
         return self._value.item()
 
+    def tolist(self) -> Any:
+        """The elements as nested Python lists of numbers (allowed while recording, as
+        `item`)."""
+        return np.asarray(self._value).tolist()
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """NumPy's conversion (`np.asarray(t)`, `np.exp(t)`): refused inside `record()` for a
+        Tensor that is differentiated, whose gradient NumPy's result would silently drop."""
+        if self._differentiated():
+            raise habits.detached(self.name)
         out = np.asarray(self._value)
         return out if dtype is None else out.astype(dtype)
+
+    def _differentiated(self) -> bool:
+        """Recording now, and this Tensor is attached or a floating result of a live
+        recording: a value NumPy would read as a constant while backward differentiates
+        through it (a bool mask or an int index carries no gradient: NumPy may read it)."""
+        if not IS_RECORDING():
+            return False
+        tape = self._tape
+        return self.grad_req in ("write", "add") or (
+            tape is not None and not tape.freed and dtypes.is_inexact(self.dtype))
 
     def __float__(self) -> float:
         return float(self._value)

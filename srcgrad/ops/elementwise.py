@@ -384,8 +384,16 @@ def mod(x1: ArrayLike, x2: ArrayLike) -> Variable:
 
 
 @public
-def clip(x: ArrayLike, min: ArrayLike | None = None, max: ArrayLike | None = None) -> Variable:
-    """jnp.clip(x, min=None, max=None): maximum with `min`, then minimum with `max`."""
+def clip(x: ArrayLike, min: ArrayLike | None = None, max: ArrayLike | None = None, *,
+         a_min: ArrayLike | None = None, a_max: ArrayLike | None = None) -> Variable:
+    """jnp.clip(x, min=None, max=None): maximum with `min`, then minimum with `max`; NumPy's
+    keywords `a_min` / `a_max` name the same bounds."""
+    for name, new, old in (("min", min, a_min), ("max", max, a_max)):
+        if new is not None and old is not None:
+            raise ShapeError(f"{name}= and a_{name}= are the same bound (a_{name} is NumPy's "
+                             "name): pass one", op="clip")
+    min = a_min if min is None else min
+    max = a_max if max is None else max
     out = as_var(x)
     if min is not None:
         out = maximum(out, min)

@@ -306,7 +306,7 @@ def norm(x: Any, ord: Any = None, axis: int | tuple[int, ...] | None = None,
 def trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
           out: None = None) -> Variable:
     """NumPy's trace: the sum of the `offset` diagonal of the axis1/axis2 planes (also
-    `x.trace()`; `sg.trace` is srcgrad's program tracer)."""
+    `x.trace()`, and `sg.trace(x)` of an array)."""
     what = "linalg.trace"
     if out is not None:
         raise ShapeError("out= is not supported (JAX arrays are immutable)", op=what)

@@ -204,10 +204,25 @@ argmax = _arg("argmax", "index")
 argmin = _arg("argmin", "index")
 
 
+def correction_of(name: str, ddof: float, correction: float | None) -> float:
+    """The number subtracted from the count: `correction` (the Array API's and PyTorch's
+    name) or NumPy's `ddof`, not both."""
+    if correction is None:
+        return ddof
+    if ddof != 0:
+        raise ShapeError(f"ddof={ddof} and correction={correction} were both given; they are "
+                         "one setting (the number subtracted from the count): pass one",
+                         op=name)
+    return correction
+
+
 @public
 def var(x: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
-        keepdims: bool = False) -> Variable:
-    """jnp.var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False)."""
+        keepdims: bool = False, *, correction: float | None = None) -> Variable:
+    """jnp.var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+    the population variance by default (divided by N, as NumPy's and JAX's); `ddof=1` or
+    `correction=1` gives the unbiased estimate (divided by N - 1), PyTorch's default."""
+    ddof = correction_of("var", ddof, correction)
     x, axes, count = _averaged("var", x, axis, dtype, out)
     centered = x - mean(x, axes, keepdims=True)
     return divide(sum(centered * centered, axes, keepdims=keepdims), float(count - ddof))
@@ -215,10 +230,12 @@ def var(x: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: in
 
 @public
 def std(x: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
-        keepdims: bool = False) -> Variable:
-    """jnp.std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False)."""
+        keepdims: bool = False, *, correction: float | None = None) -> Variable:
+    """jnp.std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+    the population standard deviation by default (NumPy's and JAX's); `ddof=1` or
+    `correction=1` gives PyTorch's default, the square root of the unbiased variance."""
     from .elementwise import sqrt
-    return sqrt(var(x, axis, dtype, out, ddof, keepdims))
+    return sqrt(var(x, axis, dtype, out, correction_of("std", ddof, correction), keepdims))
 
 
 @public

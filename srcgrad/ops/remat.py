@@ -31,6 +31,7 @@ from ..base.hooks import Hook
 from ..core.registry import LINEAR, GradFn, OutType, register
 from ..ir.analysis import free_vars
 from .blocks import trace_block, build_while
+from ..base import conversion
 from .creation import arange, full, zeros
 from .elementwise import add, greater, less, logical_and, where
 from .indexing import dynamic_index, dynamic_update_index
@@ -45,7 +46,7 @@ class Retrace:
     tree: Any
 
     def __call__(self, args: Sequence[Variable]) -> Any:
-        return self.fn(*jax.tree_util.tree_unflatten(self.tree, list(args)))
+        return conversion.user_fn(self.fn)(*jax.tree_util.tree_unflatten(self.tree, list(args)))
 
     def __repr__(self) -> str:
         return getattr(self.fn, "__name__", "fn")
@@ -87,7 +88,7 @@ class Treeverse:
     def step(self, leaves: Sequence[Variable]) -> list[Variable]:
         """The body run on `leaves` in the current block: the next state's leaves."""
         state = jax.tree_util.tree_unflatten(self.tree, list(leaves))
-        out = jax.tree_util.tree_leaves(self.fn(state))
+        out = jax.tree_util.tree_leaves(conversion.user_fn(self.fn)(state))
         return [as_var(v, like=a) for v, a in zip(out, leaves)]
 
     def __repr__(self) -> str:

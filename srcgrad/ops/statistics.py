@@ -25,7 +25,7 @@ from .elementwise import (astype, ceil, clip, floor, isnan, logical_not, maximum
 from .manip import moveaxis
 from .shape import ravel
 from .elementwise import where as _where
-from .reduce import refuse_out, Axis, argmax, argmin, max, mean, min, prod, sum
+from .reduce import refuse_out, Axis, correction_of, argmax, argmin, max, mean, min, prod, sum
 from .shape import concatenate, expand_dims, reshape, stack
 from .sorting import searchsorted, sort, take_along_axis
 from .cumulative import cumprod, cumsum, diff
@@ -125,8 +125,11 @@ def nanmean(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
 
 @public
 def nanvar(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
-           keepdims: bool = False, where: Any = None) -> Variable:
-    """jnp.nanvar: the variance of the non-NaN elements."""
+           keepdims: bool = False, where: Any = None, *,
+           correction: float | None = None) -> Variable:
+    """jnp.nanvar: the variance of the non-NaN elements (population by default; `ddof` or
+    `correction` is subtracted from their count)."""
+    ddof = correction_of("nanvar", ddof, correction)
     refuse_out("nanvar", out)
     a = _float(a, dtype)
     zeroed, nan = _nan_to(a, 0.0)
@@ -141,9 +144,10 @@ def nanvar(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof:
 
 @public
 def nanstd(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
-           keepdims: bool = False, where: Any = None) -> Variable:
+           keepdims: bool = False, where: Any = None, *,
+           correction: float | None = None) -> Variable:
     """jnp.nanstd: sqrt(nanvar)."""
-    return sqrt(nanvar(a, axis, dtype, out, ddof, keepdims))
+    return sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, correction=correction))
 
 
 def _nan_extreme(name: str, a: Any, axis: Axis, keepdims: bool, initial: Any, where_: Any

@@ -52,6 +52,24 @@ def test_jax_and_numpy_functions_name_the_srcgrad_op(fn: Callable, callee: str, 
     assert "not a valid JAX type" not in msg
 
 
+def test_numpy_scalar_types_say_how_to_cast() -> None:
+    def f(x: Any) -> Any:
+        y = np.int64(x)  # the only call on its line (Python 3.10 finds the call by its line)
+        return sg.sum(y)
+    with pytest.raises(sg.TraceError, match=r"use v\.astype\(np\.int64\)"):
+        sg.jit(f)(X)
+
+
+def test_clip_takes_numpys_keywords() -> None:
+    want = np.clip(X, a_min=-0.5, a_max=0.5)
+    assert_same(sg.clip(X, a_min=-0.5, a_max=0.5), want, "value")
+    assert_same(sg.jit(lambda x: x.clip(a_min=-0.5, a_max=0.5))(X), want, "value")
+    assert_same(sg.grad(lambda x: sg.sum(sg.clip(x, a_max=0.5) ** 2))(X),
+                jax.grad(lambda x: jnp.sum(jnp.clip(x, max=0.5) ** 2))(jnp.asarray(X)), "gradient")
+    with pytest.raises(sg.SrcgradError, match=r"min= and a_min= are the same bound"):
+        sg.clip(X, 0.0, a_min=1.0)
+
+
 def test_the_call_is_found_on_a_multi_line_statement() -> None:
     def f(x: Any) -> Any:
         return sg.sum(

@@ -347,9 +347,9 @@ def test_compiled_backward_is_keyed_on_structure_not_values() -> None:
 def test_linear_layer() -> None:
     layer = sg.nn.Linear(4, 2, act="tanh", seed=0)
     w, b = layer.params()
-    assert w.shape == (4, 2) and b.shape == (2,) and w.grad_req == b.grad_req == "write"
+    assert w.shape == (2, 4) and b.shape == (2,) and w.grad_req == b.grad_req == "write"
     xv = RNG.standard_normal((3, 4)).astype(np.float32)
-    np.testing.assert_allclose(layer(sg.tensor(xv)).numpy(), np.tanh(xv @ w.numpy() + b.numpy()),
+    np.testing.assert_allclose(layer(sg.tensor(xv)).numpy(), np.tanh(xv @ w.numpy().T + b.numpy()),
                                rtol=1e-6)
     assert sg.nn.relu is sg.relu
     with pytest.raises(SrcgradError, match="unknown activation"):
@@ -368,17 +368,17 @@ def test_linear_layer_is_one_eager_call_and_takes_any_activation() -> None:
         h = l2(l1(x))
         loss = sg.sum(l3(h) ** 2)
     tape = loss._tape
-    recorded = {op.type: op for op in tape.program.global_block().ops[:3]}
-    assert list(recorded) == ["matmul", "add", "tanh"]
+    recorded = {op.type: op for op in tape.program.global_block().ops[:4]}
+    assert list(recorded) == ["transpose", "matmul", "add", "tanh"]  # x @ w.T + b
     assert tape.num_by_var(recorded["matmul"].outputs[0]) is None  # inside l1's one call
     assert tape.num_by_var(recorded["tanh"].outputs[0]) is not None  # its result, recorded
     loss.backward()
-    pre = h.numpy() @ l3.weight.numpy() + l3.bias.numpy()  # what l3's activation looked at
+    pre = h.numpy() @ l3.weight.numpy().T + l3.bias.numpy()  # what l3's activation looked at
     factor = 0.5 if pre.sum() > 0 else 2.0
 
     def f(ps: list) -> jax.Array:
         (w1, b1), (w2, b2), (w3, b3) = ps
-        out = (jnp.tanh(jnp.asarray(xv) @ w1 + b1) @ w2 + b2) @ w3 + b3
+        out = (jnp.tanh(jnp.asarray(xv) @ w1.T + b1) @ w2.T + b2) @ w3.T + b3
         return jnp.sum((out * factor) ** 2)
 
     params = [[jnp.asarray(p.numpy()) for p in layer.params()] for layer in (l1, l2, l3)]

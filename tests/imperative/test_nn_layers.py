@@ -164,13 +164,27 @@ def test_state_dict_round_trip():
         b.load_state_dict({**a.state_dict(), "0.bias": np.zeros(5)})
 
 
+@pytest.mark.parametrize("din,dout", [(3, 3), (4, 2)])
+def test_a_pytorch_state_dict_loads_as_pytorchs_layer(din, dout):
+    """PyTorch's nn.Linear holds weight (out, in) and computes x @ W.T + b: its state_dict
+    gives the same layer here (a square one used to load silently transposed)."""
+    rng = np.random.default_rng(din * 10 + dout)
+    w, b = rng.standard_normal((dout, din)), rng.standard_normal(dout)
+    layer = sg.nn.Linear(din, dout, dtype="float64")
+    assert layer.weight.shape == (dout, din)
+    layer.load_state_dict({"weight": w, "bias": b})
+    x = rng.standard_normal((5, din))
+    np.testing.assert_allclose(layer(sg.tensor(x)).numpy(), x @ w.T + b, rtol=1e-12)
+    np.testing.assert_array_equal(layer.state_dict()["weight"], w)
+
+
 def test_linear_keeps_its_signature():
     a, b = sg.nn.Linear(3, 2, act="relu", seed=4), sg.nn.Linear(3, 2, "relu", seed=4)
     np.testing.assert_array_equal(a.weight.numpy(), b.weight.numpy())
     assert a.params() == [a.weight, a.bias] and isinstance(a, sg.nn.Module)
     x = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
     np.testing.assert_allclose(a(sg.tensor(x)).numpy(),
-                               np.maximum(x @ a.weight.numpy() + a.bias.numpy(), 0), rtol=1e-6)
+                               np.maximum(x @ a.weight.numpy().T + a.bias.numpy(), 0), rtol=1e-6)
     with pytest.raises(sg.SrcgradError, match="unknown activation 'nope'"):
         sg.nn.Linear(3, 2, act="nope")
 

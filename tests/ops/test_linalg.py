@@ -338,11 +338,32 @@ def test_trace_of_ints_and_dtype() -> None:
         assert got.dtype == want.dtype and got == want
 
 
+def test_sg_trace_is_numpys_on_arrays_and_the_tracer_on_functions() -> None:
+    """Code moved from np.trace / jnp.trace to sg.trace gets the matrix trace; a callable
+    first argument still traces it (DESIGN's `sg.trace(fun, *example_args)`)."""
+    x = RNG.standard_normal((3, 4, 3))
+    for args in [(), (1,), (-1, 1, 0)]:
+        want = np.trace(x, *args)
+        same(sg.trace(x, *args), want)
+        same(sg.jit(lambda x: sg.trace(x, *args))(x), want)
+        same(sg.trace(sg.tensor(x), *args).numpy(), want)
+        same(sg.grad(lambda x: sg.sum(sg.trace(x, *args) ** 2))(x),
+             jax.grad(lambda x: jnp.sum(jnp.trace(x, *args) ** 2))(x))
+    same(sg.trace(x, offset=1, axis1=2, axis2=0), np.trace(x, offset=1, axis1=2, axis2=0))
+
+    def f(a):
+        return sg.sum(a * a)
+    prog = sg.trace(f, x)
+    assert isinstance(prog, sg.Program) and str(prog) == str(sg.trace_program(f, x))
+    with pytest.raises(sg.SrcgradError, match=r"traces the function f .*offset=.*must be an array"):
+        sg.trace(f, x, offset=1)
+
+
 # ---------------------------------------------------------------- namespace, eager, errors
 
 def test_namespace() -> None:
     assert "linalg" in sg.__all__
-    assert sg.trace is not sg.linalg.trace  # sg.trace stays the program tracer
+    assert sg.trace is not sg.linalg.trace  # sg.trace: the tracer too, for a function
     for name in sg.linalg.__all__:
         assert callable(getattr(sg.linalg, name)) and not hasattr(sg, name) or name == "trace"
 

@@ -289,7 +289,7 @@ def test_tape_after_create_graph_shows_forward_and_backward_tapes() -> None:
     check_wellformed(g)
     ops = op_nodes(g)
     fwd = [t for n, t in ops.items() if g.node_cluster[n][-1] == "cluster_b0_forward"]
-    assert fwd[:3] == ["matmul", "add", "relu"]
+    assert fwd[:4] == ["transpose", "matmul", "add", "relu"]  # x @ w.T + b
     assert any(g.node_cluster[n][-1] == "cluster_b0_backward" for n in ops)
 
 
