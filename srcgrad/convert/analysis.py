@@ -97,6 +97,7 @@ def _scan(stmts: list[ast.stmt], defined: set[str], found: set[str]) -> set[str]
             defined |= set(assigned([s.target]))
         elif isinstance(s, ast.If):
             found |= _reads(s.test) - defined
+            defined |= set(assigned([s.test]))  # a walrus in the test
             a = _scan(s.body, defined, found)
             b = _scan(s.orelse, defined, found)
             defined |= a & b
@@ -124,3 +125,34 @@ def has_mutation(stmts: list[ast.stmt]) -> bool:
                                        "setdefault", "remove", "clear")):
             return True
     return False
+
+
+class Scope:
+    """The names of one function that converted statements must share with other functions
+    (as cells, not as parameters of the generated branch and loop functions): those nested
+    functions and lambdas read or write (closures), and those declared `nonlocal` or
+    `global`; `nested_writes`: the ones a nested function rebinds (`nonlocal n` in it), which
+    any call can change."""
+
+    def __init__(self, fn: ast.FunctionDef | ast.AsyncFunctionDef):
+        a = fn.args
+        params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+        params |= {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+        self.globals: set[str] = set()
+        declared_nonlocal: set[str] = set()
+        nested: set[str] = set()
+        self.nested_writes: set[str] = set()
+        for node in _walk_scope(fn.body):
+            if isinstance(node, ast.Global):
+                self.globals.update(node.names)
+            elif isinstance(node, ast.Nonlocal):
+                declared_nonlocal.update(node.names)
+            elif isinstance(node, _SCOPES):
+                for n in ast.walk(node):
+                    if isinstance(n, ast.Name):
+                        nested.add(n.id)
+                    elif isinstance(n, ast.Nonlocal):
+                        self.nested_writes.update(n.names)
+        local = (params | set(assigned(fn.body))) - self.globals - declared_nonlocal
+        self.cells = (local & nested) | declared_nonlocal | self.globals
+        self.nested_writes &= local | declared_nonlocal

@@ -48,7 +48,39 @@ def falls_through(stmts: list[ast.stmt]) -> bool:
         return False
     if isinstance(last, ast.If):
         return falls_through(last.body) or falls_through(last.orelse)
+    if isinstance(last, (ast.With, ast.AsyncWith)):
+        return falls_through(last.body)
+    if isinstance(last, ast.Try):
+        if not falls_through(last.finalbody):
+            return False
+        return ((falls_through(last.body) and falls_through(last.orelse))
+                or any(falls_through(h.body) for h in last.handlers))
     return True
+
+
+def _jumps_out(stmts: list[ast.stmt]) -> bool:
+    """True if `stmts` hold a `break` or `continue` of the loop around them."""
+    todo = list(stmts)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (ast.Break, ast.Continue)):
+            return True
+        if not isinstance(n, (ast.For, ast.While, ast.AsyncFor, ast.FunctionDef,
+                              ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def _test_in_body(s: ast.While) -> None:
+    """`while (y := f(x)) < c: body else: tail` -> `while True: if not ((y := f(x)) < c):
+    tail; break` then `body`: a name the test assigns is assigned in the body, where the
+    converted loop carries it."""
+    at = s.test
+    stop = ast.If(test=ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=s.test), at),
+                  body=s.orelse + [ast.copy_location(ast.Break(), at)], orelse=[])
+    s.body = [ast.copy_location(stop, at)] + s.body
+    s.test = ast.copy_location(ast.Constant(True), at)
+    s.orelse = []
 
 
 class Jumps:
@@ -59,13 +91,14 @@ class Jumps:
         self.lower_returns = lower_returns
 
     def function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        falls = falls_through(fn.body)  # (of the source: lowering rewrites the returns)
         body, _ = self.block(fn.body, None)
         if self.lower_returns:
             first, last = fn.body[0], fn.body[-1]
             body = ([ast.copy_location(assign(DID_RET, ast.Constant(False)), first),
                      ast.copy_location(assign(RET, ag("UNDEF_RET")), first)] + body
                     + [ast.copy_location(ast.Return(value=ast.Call(
-                        func=ag("ret"), args=[name(RET), name(DID_RET), ast.Constant(falls_through(fn.body))],
+                        func=ag("ret"), args=[name(RET), name(DID_RET), ast.Constant(falls)],
                         keywords=[])), last)])
         fn.body = body
 
@@ -102,20 +135,26 @@ class Jumps:
             s.body, f = self.block(s.body, loop)
             return [s], f
         if isinstance(s, ast.Try):
-            flags: set[str] = set()
-            for part in ("body", "orelse", "finalbody"):
-                new, f = self.block(getattr(s, part), loop)
-                setattr(s, part, new)
-                flags |= f
+            s.body, flags = self.block(s.body, loop)
+            orelse, fo = self.block(s.orelse, loop)
+            if flags and orelse:  # a lowered jump in the `try` skips its `else`
+                orelse = [ast.copy_location(ast.If(test=not_any(sorted(flags)), body=orelse, orelse=[]),
+                                            orelse[0])]
+            s.orelse = orelse
+            flags |= fo
             for h in s.handlers:
                 h.body, f = self.block(h.body, loop)
                 flags |= f
-            return [s], flags
+            s.finalbody, f = self.block(s.finalbody, loop)
+            return [s], flags | f
         return [s], set()
 
     def loop(self, s: ast.While | ast.For, outer: tuple[str, str] | None) -> tuple[list[ast.stmt], set[str]]:
         k = next(self.counter)
         brk, cont = f"_sg_break_{k}", f"_sg_continue_{k}"
+        if (isinstance(s, ast.While) and any(isinstance(n, ast.NamedExpr) for n in ast.walk(s.test))
+                and not _jumps_out(s.orelse)):
+            _test_in_body(s)
         body, f = self.block(s.body, (brk, cont))
         if cont in f:
             body = [ast.copy_location(assign(cont, ast.Constant(False)), s.body[0])] + body

@@ -64,8 +64,14 @@ def clear() -> None:
 def is_user_code(code: types.CodeType) -> bool:
     """True for code the user wrote: not srcgrad, JAX, NumPy, the standard library or an
     installed package."""
-    f = code.co_filename
-    if f.startswith("<srcgrad") or code in _ours:
+    return code not in _ours and is_user_file(code.co_filename)
+
+
+@functools.lru_cache(maxsize=4096)
+def is_user_file(f: str) -> bool:
+    """True for a file of the user's: not srcgrad's, JAX's, NumPy's, the standard library's
+    or an installed package's."""
+    if f.startswith("<srcgrad"):
         return False
     path = os.path.abspath(f) if not f.startswith("<") else f
     return not (path.startswith(_HERE) or path.startswith(_LIBRARY_DIRS)
@@ -92,6 +98,10 @@ def converted(fn: Callable[..., Any], force: bool = False) -> Callable[..., Any]
         if isinstance(fn, functools.partial):
             f = converted(fn.func, force)
             return fn if f is fn.func else functools.partial(f, *fn.args, **fn.keywords)
+        call = getattr(type(fn), "__call__", None)
+        if isinstance(call, types.FunctionType) and not isinstance(fn, type):
+            f = converted(call, force)  # an object whose class defines __call__
+            return fn if f is call else types.MethodType(f, fn)
         return fn
     done = _functions.get(fn)
     if done is not None:
@@ -118,7 +128,8 @@ def converted(fn: Callable[..., Any], force: bool = False) -> Callable[..., Any]
 
 def converted_call(f: Any) -> Any:
     """The function converted code calls in place of `f`."""
-    if isinstance(f, (types.FunctionType, types.MethodType, functools.partial)):
+    if isinstance(f, (types.FunctionType, types.MethodType, functools.partial)) or (
+            not isinstance(f, type) and isinstance(getattr(type(f), "__call__", None), types.FunctionType)):
         return converted(f)
     return f
 
@@ -129,7 +140,7 @@ def _convert_code(fn: types.FunctionType) -> types.CodeType | None:
         if original in _codes:
             return _codes[original]
     try:
-        src = inspect.getsource(fn)
+        src = inspect.getsource(original)  # (not fn: functools.wraps would lead to the wrapped one)
     except (OSError, TypeError):
         raise SourceUnavailable(f"its source is not available (it was defined in "
                                 f"{original.co_filename}, which cannot be read)") from None
