@@ -28,13 +28,14 @@ def _walk_scope(nodes: Iterable[ast.AST]) -> Iterable[ast.AST]:
         todo.extend(list(ast.iter_child_nodes(node))[::-1])
 
 
-def assigned(nodes: Iterable[ast.AST]) -> list[str]:
-    """Names bound in this scope by `nodes`, in order of first binding."""
+def assigned(nodes: Iterable[ast.AST], items: bool = True) -> list[str]:
+    """Names bound in this scope by `nodes`, in order of first binding (with `items`, also
+    the names whose items are assigned: the conversion rebinds them)."""
     out: dict[str, None] = {}
     for node in _walk_scope(nodes):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             out[node.id] = None
-        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+        elif items and isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
             base = node.value  # `x[i] = v` rebinds x (the conversion makes it `x = setitem(...)`)
             while isinstance(base, ast.Subscript):
                 base = base.value
@@ -153,6 +154,8 @@ class Scope:
                         nested.add(n.id)
                     elif isinstance(n, ast.Nonlocal):
                         self.nested_writes.update(n.names)
-        local = (params | set(assigned(fn.body))) - self.globals - declared_nonlocal
+        local = (params | set(assigned(fn.body, items=False))) - self.globals - declared_nonlocal
         self.cells = (local & nested) | declared_nonlocal | self.globals
         self.nested_writes &= local | declared_nonlocal
+        #: The names this function may rebind (not a closure's or a global it only reads).
+        self.bound = local | declared_nonlocal | self.globals

@@ -19,6 +19,7 @@ import types
 import weakref
 from typing import Any, Callable
 
+from ..cache import CACHE
 from ..errors import SrcgradError, user_location
 from .analysis import GEN
 from .rewrite import Converter
@@ -79,12 +80,14 @@ def is_user_file(f: str) -> bool:
 
 
 def no_convert(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark `fn` so that srcgrad never converts it (also a decorator)."""
+    """Mark `fn` so that srcgrad never converts it (also a decorator). A function converted
+    before is traced again, unconverted, by the transformations made from then on."""
     try:
         fn.__sg_no_convert__ = True  # type: ignore[attr-defined]
     except (AttributeError, TypeError):
         raise SrcgradError(f"sg.no_convert: cannot mark a {type(fn).__name__}", loc=user_location()) from None
-    _functions.pop(fn, None)
+    if _functions.pop(fn, fn) is not fn:
+        CACHE.forget(fn)
     return fn
 
 

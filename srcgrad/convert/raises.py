@@ -105,9 +105,11 @@ def failed_branch(e: BaseException, side: str, what: str, loc: SourceLoc | None)
         return e
     stmt = "`if`" if what == "if" else what
     if isinstance(e, RecursionError):
+        fn = _recursing(e)
+        who = f"`{fn}` calls itself" if fn else "it recurses"
         return SrcgradError(f"the {side} of this {stmt} on a traced value recurses without end "
-                            "when traced: a function that calls itself under a traced condition "
-                            "has no depth known at trace time; write the recursion as a loop "
+                            f"when traced ({who} under a traced condition, whose depth is not "
+                            "known when the program is traced): write the recursion as a loop "
                             f"(while ...) ({e})", op=what, loc=loc)
     where = getattr(e, MARK, None) or _origin(e)
     at = f" at {where}" if where else ""
@@ -115,6 +117,18 @@ def failed_branch(e: BaseException, side: str, what: str, loc: SourceLoc | None)
                         f"({e}){at} while srcgrad traced it; every branch of an `if` on a "
                         "traced value is traced, also the one a run does not take",
                         op=what, loc=loc)
+
+
+def _recursing(e: BaseException) -> str | None:
+    """The user function that appears most often in `e`'s traceback."""
+    counts: dict[str, int] = {}
+    tb = e.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if is_user_file(code.co_filename):
+            counts[code.co_name] = counts.get(code.co_name, 0) + 1
+        tb = tb.tb_next
+    return max(counts, key=counts.__getitem__) if counts else None
 
 
 def _origin(e: BaseException) -> SourceLoc | None:

@@ -156,8 +156,10 @@ class Converter:
             self.depth -= 1
 
     def _shared(self, mod: list[str]) -> list[str]:
-        """`mod` and the names a nested function rebinds (any call may change them)."""
-        return mod + sorted(n for n in self.scope.nested_writes if n not in mod)
+        """The names of `mod` this function can rebind, and those a nested function rebinds
+        (any call may change them)."""
+        return ([n for n in mod if n in self.scope.bound]
+                + sorted(n for n in self.scope.nested_writes if n not in mod))
 
     def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
@@ -210,13 +212,13 @@ class Converter:
                 h.body = self.block(h.body)
             return [s]
         if isinstance(s, ast.Assign) and len(s.targets) == 1 and _subscript_of_name(s.targets[0]):
-            return [_setitem(s.targets[0], self.expr(s.value), None)]
+            return [_setitem(s.targets[0], self.expr(s.value), None, self.scope.bound)]
         if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], (ast.Tuple, ast.List))
                 and any(_subscript_of_name(t) for t in s.targets[0].elts)
                 and not any(isinstance(t, ast.Starred) for t in s.targets[0].elts)):
             return self._unpack(s)
         if isinstance(s, ast.AugAssign) and _subscript_of_name(s.target) and type(s.op) in _OPS:
-            return [_setitem(s.target, self.expr(s.value), _OPS[type(s.op)])]
+            return [_setitem(s.target, self.expr(s.value), _OPS[type(s.op)], self.scope.bound)]
         if isinstance(s, ast.Return) and s.value is not None:
             s.value = _call(ag("checked"), self.expr(s.value))
             return [s]
@@ -342,8 +344,10 @@ def _load(e: ast.expr) -> ast.expr:
     return e
 
 
-def _setitem(target: ast.Subscript, value: ast.expr, op: str | None) -> ast.stmt:
-    """`a[i][j] = v` -> `a = setitem(a, i, setitem(a[i], j, v))` (`op` for `a[i] op= v`)."""
+def _setitem(target: ast.Subscript, value: ast.expr, op: str | None, bound: set[str]) -> ast.stmt:
+    """`a[i][j] = v` -> `a = setitem(a, i, setitem(a[i], j, v))` (`op` for `a[i] op= v`); an
+    `a` this function cannot rebind (a closure's, a global it does not declare) ->
+    `setitem_in_place('a', a, ...)`, which refuses a functional update."""
     expr_ = Exprs()
     idx = expr_.visit(_load(target.slice))
     base = target.value
@@ -354,7 +358,9 @@ def _setitem(target: ast.Subscript, value: ast.expr, op: str | None) -> ast.stmt
     while isinstance(base, ast.Subscript):
         new = _call(ag("setitem"), _load(base.value), expr_.visit(_load(base.slice)), new)
         base = base.value
-    return assign(base.id, new)
+    if base.id in bound:
+        return assign(base.id, new)
+    return ast.Expr(value=_call(ag("setitem_in_place"), ast.Constant(base.id), name(base.id), new))
 
 
 __all__ = ["Converter", "Exprs", "assign"]

@@ -30,7 +30,8 @@ from .undefined import UNDEF_RET, Undefined, undefined
 from .loader import RUNTIME, converted_call
 
 __all__ = ["UNDEF_RET", "LoopInfo", "state", "ret", "checked", "and_", "or_", "not_", "if_exp", "if_stmt",
-           "while_stmt", "for_stmt", "range_", "setitem", "setitem_op", "getitem", "in_", "call",
+           "while_stmt", "for_stmt", "range_", "setitem", "setitem_op", "setitem_in_place", "getitem",
+           "in_", "call",
            "assert_", "raising", "deleted", "options"]
 
 
@@ -407,6 +408,17 @@ def in_(item: Any, container: Any) -> Any:
             found = hit if found is False else logical_or(found, hit)
         return found
     return item in container
+
+
+def setitem_in_place(name: str, x: Any, new: Any) -> None:
+    """`name[...] = v` where `name` is a variable this function cannot rebind (an enclosing
+    function's, or a global it does not declare): `new` (what `setitem` made) must be `x`
+    itself, updated in place."""
+    if new is not x:
+        raise SrcgradError(f"`{name}[...] = ...` updates a traced array, which makes a new array, "
+                           f"but `{name}` is a variable of an enclosing function (or a global) "
+                           "that this function cannot rebind: declare it `nonlocal` (`global`) "
+                           "or return the new array", op="setitem", loc=user_location())
 
 
 def _has_traced(index: Any) -> bool:
