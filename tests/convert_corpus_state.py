@@ -274,6 +274,26 @@ def global_updated_in_loop(x, n):
     return GLOBAL_SUM
 
 
+class Counter:
+    """A callable object that reads its own state."""
+
+    def __init__(self):
+        self.i = 0.0
+
+    def __call__(self):
+        return self.i
+
+
+@case(3.5, max_iters=8)
+def callable_object_reads_loop_state(n):
+    c = Counter()
+    s = 0.0
+    while c.i < n:
+        s = s + c() * n
+        c.i = c.i + 1.0
+    return s
+
+
 # ------------------------------------------------------------------ state carried by loops
 
 @case(1.5, 3, max_iters=8)

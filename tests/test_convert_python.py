@@ -283,3 +283,32 @@ def test_no_convert_after_a_conversion_applies_to_new_transformations() -> None:
     sg.no_convert(f)
     with pytest.raises(sg.TraceError, match="no Python truth value"):
         sg.grad(f)(3.0)
+
+
+def int32_sum(xs):
+    s = sg.zeros((), np.int32)
+    for x in xs:
+        if x < 0:
+            continue
+        s = s + x
+    return s
+
+
+def test_type_change_after_a_lowered_continue_says_so() -> None:
+    """The `if not continue_flag:` the lowering adds is not the user's `if`: the message says
+    what it guards (it named a "true branch" the user never wrote)."""
+    with pytest.raises(sg.SrcgradError, match=r"`s` is f64\[\] where the statements after a "
+                                              r"`break`, `continue` or `return` run and i32\[\]") as e:
+        sg.grad(int32_sum)(np.array([1.0, -2.0]))
+    assert _at(int32_sum, "s = s + x") in str(e.value)
+
+
+def listed_range(x, n):
+    return sum(x * i for i in list(range(n)))
+
+
+def test_traced_range_outside_a_for_is_a_clear_error() -> None:
+    with pytest.raises(sg.SrcgradError, match=r"a range\(\) with a traced bound can only be "
+                                              "looped over by a `for` statement") as e:
+        sg.grad(listed_range)(1.0, np.int32(3))
+    assert _at(listed_range, "return sum") in str(e.value)

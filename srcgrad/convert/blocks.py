@@ -138,7 +138,7 @@ def trace_branch(fn: Callable[..., tuple], state: tuple, objs: O.Objects, parent
 
 def traced_if(pred: Any, true_fn: Callable[..., tuple], false_fn: Callable[..., tuple],
               state: tuple, names: Sequence[str], loc: SourceLoc | None,
-              objs: O.Objects | None = None) -> tuple:
+              objs: O.Objects | None = None, guard: bool = False) -> tuple:
     """`if pred:` on a traced `pred`: one `cond` op, its outputs the names the branches set,
     the object items they change and the flags of the exceptions they stage."""
     p = predicate(pred, "if", loc)
@@ -154,7 +154,7 @@ def traced_if(pred: Any, true_fn: Callable[..., tuple], false_fn: Callable[..., 
                            f"{type(t.raised).__name__}({t.raised}) and {type(f.raised).__name__}"
                            f"({f.raised}); a traced condition would choose which one",
                            op="if", loc=loc)
-    joins = Joins([t, f], objs, loc, names)
+    joins = Joins([t, f], objs, loc, names, guard)
     merged = list(state)
     for i, nm in enumerate(names):
         joins.name(i, nm, state[i], merged)
@@ -171,8 +171,8 @@ class Joins:
     (its label for errors, the two values, and where the merged value goes)."""
 
     def __init__(self, branches: list[Branch], objs: O.Objects, loc: SourceLoc | None,
-                 names: Sequence[str] = ()):
-        self.branches, self.objs, self.loc = branches, objs, loc
+                 names: Sequence[str] = (), guard: bool = False):
+        self.branches, self.objs, self.loc, self.guard = branches, objs, loc, guard
         self.did_ret = list(names).index(DID_RET) if DID_RET in names else None
         self.places: list[tuple[str, Any, Any, Callable[[Any], None]]] = []
         self.pending: list[tuple[Any, Any, raises.Pending]] = []
@@ -314,6 +314,12 @@ class Joins:
                 raise SrcgradError(f"{what} {x.type_str()} on one path and {y.type_str()} on "
                                    "another, and a traced condition chooses between them; give "
                                    "every path the same shape and dtype", op="if", loc=self.loc)
+            if self.guard:
+                raise SrcgradError(f"{label(name)} is {x.type_str()} where the statements after a "
+                                   f"`break`, `continue` or `return` run and {y.type_str()} where "
+                                   "a traced condition skips them; give it its final shape and "
+                                   "dtype before (s = 0.0, not s = 0, for a float sum)",
+                                   op="if", loc=self.loc)
             raise SrcgradError(f"{label(name)} is {x.type_str()} after the true branch and "
                                f"{y.type_str()} after the false branch of this `if` on a traced "
                                "value; both branches must give it the same shape and dtype",

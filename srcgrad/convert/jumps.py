@@ -27,6 +27,13 @@ def ag(attr: str) -> ast.Attribute:
     return ast.Attribute(value=name(AG), attr=attr, ctx=ast.Load())
 
 
+def guard(flags: list[str], body: list[ast.stmt], at: ast.AST) -> ast.If:
+    """`if not (flags): body`, marked as made by the lowering (for its errors' wording)."""
+    node = ast.copy_location(ast.If(test=not_any(flags), body=body, orelse=[]), at)
+    node._sg_guard = True  # type: ignore[attr-defined]
+    return node
+
+
 def not_any(flags: list[str]) -> ast.expr:
     """`not (f1 or f2 ...)`."""
     inner = name(flags[0]) if len(flags) == 1 else ast.BoolOp(op=ast.Or(), values=[name(f) for f in flags])
@@ -110,8 +117,7 @@ class Jumps:
             if flags:
                 rest, more = self.block(stmts[i + 1:], loop)
                 if rest:
-                    out.append(ast.copy_location(ast.If(test=not_any(sorted(flags)), body=rest, orelse=[]),
-                                                 stmts[i + 1]))
+                    out.append(guard(sorted(flags), rest, stmts[i + 1]))
                 return out, flags | more
         return out, set()
 
@@ -138,8 +144,7 @@ class Jumps:
             s.body, flags = self.block(s.body, loop)
             orelse, fo = self.block(s.orelse, loop)
             if flags and orelse:  # a lowered jump in the `try` skips its `else`
-                orelse = [ast.copy_location(ast.If(test=not_any(sorted(flags)), body=orelse, orelse=[]),
-                                            orelse[0])]
+                orelse = [guard(sorted(flags), orelse, orelse[0])]
             s.orelse = orelse
             flags |= fo
             for h in s.handlers:
@@ -170,5 +175,5 @@ class Jumps:
         pre = [assign(brk, ast.Constant(False))] if brk in f else []
         post: list[ast.stmt] = []
         if orelse:
-            post = [ast.If(test=not_any(stop), body=orelse, orelse=[])] if stop else orelse
+            post = [guard(stop, orelse, orelse[0])] if stop else orelse
         return pre + [s] + post, (f & {DID_RET}) | fo

@@ -252,6 +252,8 @@ class Converter:
         t = self._def(f"{GEN}if_true_{k}", mod, body, _names(mod))
         f = self._def(f"{GEN}if_false_{k}", mod, orelse, _names(mod))
         call = _call(ag("if_stmt"), test, name(t.name), name(f.name), self._state(mod), _strs(mod))
+        if getattr(s, "_sg_guard", False):
+            call.keywords = [ast.keyword(arg="guard", value=ast.Constant(True))]
         return [t, f] + self._result(mod, call)
 
     def _loop_info(self, s: ast.While | ast.For, mod: list[str], first: list[ast.AST]) -> ast.expr:

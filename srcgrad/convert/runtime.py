@@ -171,11 +171,13 @@ def if_exp(test: Any, body: Callable[[], Any], orelse: Callable[[], Any]) -> Any
 
 
 def if_stmt(test: Any, true_fn: Callable[..., tuple], false_fn: Callable[..., tuple],
-            values: tuple, names: Sequence[str]) -> tuple:
-    """An `if` statement: the branch functions take and return the names it assigns."""
+            values: tuple, names: Sequence[str], guard: bool = False) -> tuple:
+    """An `if` statement: the branch functions take and return the names it assigns
+    (`guard`: the `if not flag:` that a lowered break, continue or return put around the
+    statements after it)."""
     if not _traced(test):
         return true_fn(*values) if test else false_fn(*values)
-    return traced_if(test, true_fn, false_fn, values, names, user_location(), _objects())
+    return traced_if(test, true_fn, false_fn, values, names, user_location(), _objects(), guard)
 
 
 def _carried(values: tuple, names: Sequence[str], info: LoopInfo) -> tuple[list[int], list[int]]:
@@ -231,6 +233,13 @@ class TracedRange:
             raise SrcgradError(f"range() over traced bounds needs a nonzero Python int step, got "
                                f"{step!r}", op="for", loc=user_location())
         self.lo, self.hi, self.step, self.length = lo, hi, int(step), length
+
+    def _only_for(self, *args: Any) -> Any:
+        raise SrcgradError("a range() with a traced bound can only be looped over by a `for` "
+                           "statement: its length is known only when the program runs",
+                           op="range", loc=user_location())
+
+    __iter__ = __len__ = __getitem__ = __contains__ = __reversed__ = _only_for
 
 
 def range_(range_fn: Callable[..., Any], *args: Any) -> Any:
@@ -404,6 +413,8 @@ def in_(item: Any, container: Any) -> Any:
         for e in container:
             if e is item:
                 return True
+            if not isinstance(e, (Variable, int, float, np.ndarray, np.generic, jax.Array)):
+                continue  # (a string or an object never equals a traced number)
             hit = predicate(equal(item, e), "in", user_location())
             found = hit if found is False else logical_or(found, hit)
         return found
