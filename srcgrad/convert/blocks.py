@@ -17,7 +17,7 @@ from ..builder import active_program, as_var, emit
 from ..errors import SrcgradError, SourceLoc
 from ..ir import Block, Variable
 from ..ops.creation import zeros
-from ..ops.elementwise import astype, not_equal
+from ..ops.elementwise import astype, logical_not, not_equal
 from ..transforms.passes import free_vars
 from . import objects as O
 from . import raises
@@ -176,6 +176,7 @@ class Joins:
         self.did_ret = list(names).index(DID_RET) if DID_RET in names else None
         self.places: list[tuple[str, Any, Any, Callable[[Any], None]]] = []
         self.pending: list[tuple[Any, Any, raises.Pending]] = []
+        self.direct: list[tuple[int, raises.Pending]] = []  # (the side that raises, what)
 
     def add(self, name: str, a: Any, b: Any, sink: Callable[[Any], None]) -> None:
         self.places.append((name, a, b, sink))
@@ -257,6 +258,9 @@ class Joins:
             if br.raised is not None:
                 items.append(raises.Pending(True, br.raised, getattr(br.raised, raises.MARK, None)))
             for pend in items:
+                if pend.flag is True:  # the whole branch raises: the condition is the flag
+                    self.direct.append((side, pend))
+                    continue
                 a, b = (pend.flag, False) if side == 0 else (False, pend.flag)
                 self.pending.append((a, b, pend))
 
@@ -276,14 +280,21 @@ class Joins:
             res_t += va
             res_f += vb
         blocks[0].results, blocks[1].results = res_t, res_f
-        caps = list(dict.fromkeys(free_vars(blocks[0]) + free_vars(blocks[1])))
-        vals = emit("cond", [p] + caps, {"true": blocks[0], "false": blocks[1], "n_operands": 0})
-        blocks[0].owner = blocks[1].owner = parent.ops[-1]
+        vals: list[Variable] = []
+        prog = parent.program
+        if res_t or blocks[0].ops or blocks[1].ops:
+            caps = list(dict.fromkeys(free_vars(blocks[0]) + free_vars(blocks[1])))
+            vals = emit("cond", [p] + caps, {"true": blocks[0], "false": blocks[1], "n_operands": 0})
+            blocks[0].owner = blocks[1].owner = parent.ops[-1]
+        elif prog.blocks[-2:] == blocks:  # nothing to join: no `cond` (only a flag, maybe)
+            del prog.blocks[-2:]
         it = iter(vals)
         for tree, n, sink in outs:
             sink(jax.tree_util.tree_unflatten(tree, [next(it) for _ in range(n)]))
         for _, _, pend in self.pending:
             raises.stage(next(it), pend.error, pend.loc)
+        for side, pend in self.direct:
+            raises.stage(p if side == 0 else logical_not(p), pend.error, pend.loc)
 
     def _pair_values(self, name: str, a: Any, b: Any) -> tuple[list[Variable], list[Variable], Any]:
         blocks = [br.block for br in self.branches]
