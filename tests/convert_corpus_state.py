@@ -94,6 +94,23 @@ def attribute_one_branch(c):
     return x.b * c
 
 
+class Pair:
+    """A user object without a __dict__."""
+
+    __slots__ = ("a", "b")
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+@case(2.0, also=-2.0)
+def slotted_attribute_one_branch(x):
+    p = Pair(x, 1.0)
+    if x > 0:
+        p.b = x * 3.0
+    return p.a * p.b
+
+
 @case(0.8, also=-0.3)
 def method_changes_attribute(c):
     box = Box(c * c)

@@ -54,9 +54,46 @@ def _kind(v: Any) -> str | None:
         return ARRAY if v.flags.writeable and v.dtype != object else None
     if isinstance(v, (Variable, type, types.ModuleType, types.FunctionType, types.MethodType)):
         return None
-    if hasattr(v, "__dict__") and _user_class(type(v)):
+    if (hasattr(v, "__dict__") or _slots(type(v))) and _user_class(type(v)):
         return OBJ
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _slots(t: type) -> tuple[str, ...]:
+    """The attribute names a class keeps in `__slots__` (its own and its bases')."""
+    names: list[str] = []
+    for c in t.__mro__:
+        declared = c.__dict__.get("__slots__", ())
+        for n in ((declared,) if isinstance(declared, str) else declared):
+            if n not in ("__dict__", "__weakref__") and n not in names:
+                names.append(n)
+    return tuple(names)
+
+
+_UNSET = object()
+
+
+def _attributes(obj: Any) -> tuple[tuple[str, Any], ...]:
+    """An object's attributes: its `__dict__` and its slots that are set."""
+    slots = tuple((n, v) for n in _slots(type(obj))
+                  if (v := getattr(obj, n, _UNSET)) is not _UNSET)
+    d = getattr(obj, "__dict__", None)
+    return (tuple(d.items()) if d is not None else ()) + slots
+
+
+def _set_attributes(obj: Any, value: Any) -> None:
+    slots = set(_slots(type(obj)))
+    d = getattr(obj, "__dict__", None)
+    if d is not None:
+        d.clear()
+        d.update((k, v) for k, v in value if k not in slots)
+    kept = dict(value)
+    for n in slots:
+        if n in kept:
+            object.__setattr__(obj, n, kept[n])
+        elif hasattr(obj, n):
+            object.__delattr__(obj, n)
 
 
 def contents(obj: Any, kind: str) -> Any:
@@ -68,7 +105,7 @@ def contents(obj: Any, kind: str) -> Any:
     if kind == SET:
         return frozenset(obj)
     if kind == OBJ:
-        return tuple(vars(obj).items())
+        return _attributes(obj)
     return None  # ARRAY: frozen (read-only) while traced, never changed
 
 
@@ -83,9 +120,7 @@ def write(obj: Any, kind: str, value: Any) -> None:
         set.clear(obj)
         set.update(obj, value)
     elif kind == OBJ:
-        d = vars(obj)
-        d.clear()
-        d.update(value)
+        _set_attributes(obj, value)
 
 
 def same(a: Any, b: Any) -> bool:
@@ -131,7 +166,7 @@ def _children(v: Any, kind: str | None) -> Iterator[tuple[str, Any]]:
     if kind == SET:
         return (("", x) for x in v)
     if kind == OBJ:
-        return ((f".{k}", x) for k, x in vars(v).items())
+        return ((f".{k}", x) for k, x in _attributes(v))
     return iter(())
 
 
