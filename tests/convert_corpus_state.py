@@ -352,6 +352,28 @@ def int_start_with_continue(xs):
 
 
 @case(V5)
+def dict_item_with_continue(xs):
+    stats = {"sum": 0.0, "sq": 0.0}
+    for x in xs:
+        if x < 0:
+            continue
+        stats["sum"] = stats["sum"] + x
+        stats["sq"] = stats["sq"] + x * x
+    return stats["sq"] - stats["sum"]
+
+
+@case(0.3, max_iters=30, also=2.5)
+def attribute_with_break(x):
+    box = Box(x)
+    while box.value < 50.0:
+        if box.value * x > 4.0:
+            break
+        box.value = box.value * 2.0 + x
+        box.scale = box.scale + 1.0
+    return box.value * box.scale
+
+
+@case(V5)
 def int_start_with_break(xs):
     s = 0
     for x in xs:

@@ -77,6 +77,13 @@ def attribute_in_one_branch(a):
     return p.x
 
 
+def tag_positive(x):
+    seen = set()
+    if x > 0:
+        seen.add("positive")
+    return x * 2
+
+
 @pytest.mark.parametrize("fn, args, message, line", [
     (keep_positives, (np.array([1.0, -2.0, 3.0]),),
      r"`v` has 1 item after the true branch and 0 items after the false branch \(list.append at ",
@@ -88,6 +95,7 @@ def attribute_in_one_branch(a):
     (grow_while, (2.0,), r"`l` grows in one iteration \(list.append at ", "l.append(x)"),
     (key_in_one_branch, (1.0,), r"`x` has `x\['b'\]` set or deleted by one branch only", None),
     (attribute_in_one_branch, (1.0,), r"`p` has `p.y` set or deleted by one branch only", None),
+    (tag_positive, (1.0,), r"`seen` gains or loses members \(set.add at ", 'seen.add("positive")'),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_python_state_a_traced_value_decides_is_refused(fn, args, message, line) -> None:
     argnum = 1 if isinstance(args[0], np.int32) else 0

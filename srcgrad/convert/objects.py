@@ -35,12 +35,15 @@ _GLOBAL_READS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
 
 @functools.lru_cache(maxsize=None)
 def _user_class(t: type) -> bool:
-    """True for a class defined in user code (its instances' attributes are state)."""
+    """True for a class defined in user code (its instances' attributes are state): in a
+    user's file, in `__main__`, or by `exec` (a module Python never imported)."""
     if t is types.SimpleNamespace:
         return True
     mod = sys.modules.get(t.__module__)
+    if mod is None or t.__module__ == "__main__":
+        return True
     f = getattr(mod, "__file__", None)
-    return t.__module__ == "__main__" or (isinstance(f, str) and is_user_file(f))
+    return isinstance(f, str) and is_user_file(f)
 
 
 def _kind(v: Any) -> str | None:
@@ -48,7 +51,7 @@ def _kind(v: Any) -> str | None:
         return LIST
     if isinstance(v, dict):
         return DICT
-    if isinstance(v, (set, bytearray)) and not isinstance(v, bytearray):
+    if isinstance(v, set):
         return SET
     if isinstance(v, np.ndarray):
         return ARRAY if v.flags.writeable and v.dtype != object else None
@@ -268,13 +271,6 @@ class _Journal(threading.local):
 journal = _Journal()
 
 
-def record_call(obj: Any, method: str, loc: SourceLoc | None) -> None:
-    """Note `obj.method(...)` made while a traced branch or loop body is traced (for the
-    error that names the line that grew a list)."""
-    if journal.depth:
-        journal.calls.append((id(obj), method, loc))
-
-
 def made_by(obj: Any) -> str:
     """`path.method at file:line` of the calls that changed `obj`, for an error."""
     found = [f"{m} at {loc}" for i, m, loc in journal.calls if i == id(obj) and loc is not None]
@@ -346,7 +342,7 @@ def structure_error(e: Entry, before: Any, after: Any, what: str, loc: SourceLoc
         change = f"gains or loses members{by}"
         advice = "a set whose members depend on a traced value cannot be traced"
     else:
-        ka = [k for k, _ in (after if other is None else after)]
+        ka = [k for k, _ in after]
         kb = [k for k, _ in (before if other is None else other)]
         diff = [k for k in ka if k not in kb] + [k for k in kb if k not in ka]
         names = ", ".join(f"`{e.item_path(k)}`" for k in diff) or f"the order of `{e.path}`'s keys"
@@ -364,7 +360,8 @@ def _items(n: int) -> str:
 
 
 def capture_call(f: Callable[..., Any], loc_fn: Callable[[], SourceLoc | None]) -> None:
-    """Journal `f` if it is a method of a list, dict or set that changes it."""
+    """Note a call of `f` made while a traced branch or loop body is traced, if `f` is a
+    method of a list, dict or set that changes it (for the error that names its line)."""
     owner = getattr(f, "__self__", None)
     if journal.depth and isinstance(owner, (list, dict, set)) and getattr(f, "__name__", "") in MUTATORS:
-        record_call(owner, f"{type(owner).__name__}.{f.__name__}", loc_fn())
+        journal.calls.append((id(owner), f"{type(owner).__name__}.{f.__name__}", loc_fn()))
