@@ -320,3 +320,22 @@ def test_traced_range_outside_a_for_is_a_clear_error() -> None:
                                               "looped over by a `for` statement") as e:
         sg.grad(listed_range)(1.0, np.int32(3))
     assert _at(listed_range, "return sum") in str(e.value)
+
+
+def validated(x, y):
+    if x > 0:
+        if y > 0:
+            raise ValueError("y is positive")
+        else:
+            raise KeyError("y is not positive")
+    return x * 3
+
+
+def test_both_branches_raise_under_a_traced_condition() -> None:
+    """Each path raises its own exception when the program runs, as Python."""
+    g = sg.grad(validated)
+    assert float(g(-1.0, 1.0)) == 3.0
+    with pytest.raises(Exception, match="y is positive"):
+        g(2.0, 1.0)
+    with pytest.raises(Exception, match="y is not positive"):
+        g(2.0, -1.0)

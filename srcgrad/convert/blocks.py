@@ -148,12 +148,7 @@ def traced_if(pred: Any, true_fn: Callable[..., tuple], false_fn: Callable[..., 
     t = trace_branch(true_fn, state, objs, parent, "true branch", "if", loc)
     f = trace_branch(false_fn, state, objs, parent, "false branch", "if", loc)
     if t.raised is not None and f.raised is not None:
-        if type(t.raised) is type(f.raised):
-            raise t.raised
-        raise SrcgradError(f"both branches of this `if` on a traced value raise: "
-                           f"{type(t.raised).__name__}({t.raised}) and {type(f.raised).__name__}"
-                           f"({f.raised}); a traced condition would choose which one",
-                           op="if", loc=loc)
+        _both_raise(p, t, f, objs, parent, loc)
     joins = Joins([t, f], objs, loc, names, guard)
     merged = list(state)
     for i, nm in enumerate(names):
@@ -164,6 +159,25 @@ def traced_if(pred: Any, true_fn: Callable[..., tuple], false_fn: Callable[..., 
     for e, c in contents:
         O.write(e.obj, e.kind, c())
     return tuple(merged)
+
+
+def _both_raise(p: Variable, t: Branch, f: Branch, objs: O.Objects, parent: Block,
+                loc: SourceLoc | None) -> None:
+    """Both branches raise. Inside another traced branch or loop body, each exception is
+    staged under its side of `p` and the rest of that body never runs (`raises.Staged`);
+    outside, the `if` always raises: tracing stops with the true branch's exception when
+    the two are of one type."""
+    if raises.in_frame():
+        joins = Joins([t, f], objs, loc)
+        joins.flags()
+        joins.emit(p, parent)
+        raise raises.Staged()
+    if type(t.raised) is type(f.raised):
+        raise t.raised  # type: ignore[misc]
+    raise SrcgradError(f"both branches of this `if` on a traced value raise: "
+                       f"{type(t.raised).__name__}({t.raised}) and {type(f.raised).__name__}"
+                       f"({f.raised}); a traced condition would choose which one",
+                       op="if", loc=loc)
 
 
 class Joins:
@@ -255,7 +269,7 @@ class Joins:
         t, f = self.branches
         for br, side in ((t, 0), (f, 1)):
             items = list(br.pending)
-            if br.raised is not None:
+            if br.raised is not None and not isinstance(br.raised, raises.Staged):
                 items.append(raises.Pending(True, br.raised, getattr(br.raised, raises.MARK, None)))
             for pend in items:
                 if pend.flag is True:  # the whole branch raises: the condition is the flag

@@ -37,6 +37,15 @@ class Pending:
         self.flag, self.error, self.loc = flag, error, loc
 
 
+class Staged(Exception):
+    """What a branch raises after staging the exceptions of both branches of an `if` in it:
+    the rest of the branch never runs."""
+
+    def __init__(self) -> None:
+        super().__init__("both branches of an `if` on a traced value raise")
+        setattr(self, MARK, None)
+
+
 class Frame:
     """The staged exceptions of one branch or loop body (block `block`) being traced."""
 
@@ -62,6 +71,12 @@ def frame(block: Block) -> Iterator[Frame]:
         yield f
     finally:
         _frames.stack.pop()
+
+
+def in_frame() -> bool:
+    """True while a branch or loop body whose block is being built is traced."""
+    stack = _frames.stack
+    return bool(stack) and stack[-1].block is active_program("raise").current_block()
 
 
 def stage(flag: Any, error: BaseException, loc: SourceLoc | None) -> None:
@@ -93,7 +108,7 @@ def raising(error: Any) -> Any:
 
 def staged(e: BaseException) -> bool:
     """True if `e` was raised by a converted `raise` in a traced branch or loop body."""
-    return getattr(e, MARK, None) is not None
+    return isinstance(e, Staged) or getattr(e, MARK, None) is not None
 
 
 def failed_branch(e: BaseException, side: str, what: str, loc: SourceLoc | None) -> BaseException:
