@@ -77,6 +77,13 @@ def attribute_in_one_branch(a):
     return p.x
 
 
+def concat_n(x, n):
+    out = []
+    for i in range(n):
+        out += [x * i]
+    return sum(out)
+
+
 def tag_positive(x):
     seen = set()
     if x > 0:
@@ -95,10 +102,12 @@ def tag_positive(x):
     (grow_while, (2.0,), r"`l` grows in one iteration \(list.append at ", "l.append(x)"),
     (key_in_one_branch, (1.0,), r"`x` has `x\['b'\]` set or deleted by one branch only", None),
     (attribute_in_one_branch, (1.0,), r"`p` has `p.y` set or deleted by one branch only", None),
+    (concat_n, (1.0, np.int32(3)), r"`out` is a list of 0 items before this loop on a traced "
+     r"value and a list of 1 item after one iteration", None),
     (tag_positive, (1.0,), r"`seen` gains or loses members \(set.add at ", 'seen.add("positive")'),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_python_state_a_traced_value_decides_is_refused(fn, args, message, line) -> None:
-    argnum = 1 if isinstance(args[0], np.int32) else 0
+    argnum = 1 if isinstance(args[0], np.int32) else 0  # (pop_n's count comes first)
     with pytest.raises(sg.SrcgradError, match=message) as e:
         sg.grad(fn, argnums=argnum)(*args)
     if line is not None:

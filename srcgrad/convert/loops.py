@@ -207,11 +207,14 @@ def _build(test: Callable[..., Any], body: Callable[..., tuple], state: list,
         new_vals = (names_out, slots_out, flags_out)
         got, got_tree = jax.tree_util.tree_flatten(new_vals)
         if got_tree != tree:
-            raise SrcgradError(f"the loop changes the structure of its state "
-                               f"{[names[i] for i in keep] + paths}: {tree} before, {got_tree} "
-                               "after one iteration (a list that grows in a loop on a traced "
-                               "value cannot be carried: preallocate an array and assign its "
-                               "items)", op="loop", loc=loc)
+            befores = [state[i] for i in keep] + list(slot_init)
+            for nm, a, b in zip([names[i] for i in keep] + paths, befores, names_out + slots_out):
+                if jax.tree_util.tree_structure(a) != jax.tree_util.tree_structure(b):
+                    raise SrcgradError(
+                        f"{label(nm)} is {_shape_of(a)} before this loop on a traced value and "
+                        f"{_shape_of(b)} after one iteration; a value a loop carries keeps its "
+                        "structure (a list that grows in it cannot be carried: preallocate an "
+                        "array, buf = sg.zeros(n), and assign its items)", op="loop", loc=loc)
         for leaf, (shape, dt, ts), nm in zip(got, kinds, leaf_names):
             if isinstance(leaf, Variable) and (leaf.shape, leaf.dtype) != (shape, dt):
                 raise SrcgradError(
@@ -235,6 +238,17 @@ def _build(test: Callable[..., Any], body: Callable[..., tuple], state: list,
     for i, v in zip(keep, names_done):
         result[i] = v
     return tuple(result)
+
+
+def _shape_of(value: Any) -> str:
+    """A value's structure in words, for an error."""
+    if isinstance(value, list):
+        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)}"
+    if isinstance(value, dict):
+        return f"a dict with keys {sorted(map(repr, value))}"
+    return "an array" if isinstance(value, Variable) else f"a {type(value).__name__}"
 
 
 def _param_name(name: str) -> str:
