@@ -315,7 +315,8 @@ def frozen_array(e: BaseException, objects: Objects, what: str, loc: SourceLoc |
     traced (NumPy raised `e`, since the array was read-only then); None for another error."""
     if not (isinstance(e, ValueError) and "read-only" in str(e)) or not objects.arrays:
         return None
-    names = ", ".join(f"`{p}`" for _, p in objects.arrays)
+    paths = [f"`{p}`" for _, p in objects.arrays]
+    names = ", ".join(paths[:3]) + (f" or one of {len(paths) - 3} more" if len(paths) > 3 else "")
     return SrcgradError(f"a NumPy array ({names}) is changed in place inside this {what} on a "
                         "traced value; its new values would be traced values, which a NumPy "
                         "array cannot hold: make it a traced array first (y = sg.asarray(y)) "
