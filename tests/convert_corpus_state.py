@@ -136,6 +136,43 @@ def helper_writes_argument(x):
     return log[0]
 
 
+WEIGHTS = {"w": 1.0}
+
+
+def _set_weight(v):
+    WEIGHTS["w"] = v
+
+
+def _weight():
+    return WEIGHTS["w"]
+
+
+@case(2.0, also=-2.0)
+def helper_changes_a_global(x):
+    _set_weight(1.0)
+    if x > 0:
+        _set_weight(x * 3.0)
+    return _weight() * x
+
+
+def _accumulator():
+    state = {"n": 0.0}
+
+    def add(v):
+        state["n"] = state["n"] + v
+        return state["n"]
+    return add
+
+
+@case(2.0, 3, max_iters=8)
+def closure_state_in_loop(x, n):
+    add = _accumulator()
+    total = 0.0
+    for i in range(n):
+        total = add(x * i) + total
+    return total
+
+
 @case(1.1, also=-0.4)
 def tuple_rebinding(x):
     pair = (x, 1.0)

@@ -232,12 +232,14 @@ class Joins:
         the `cond` is built)."""
         t, f = self.branches
         live = [b for b in (t, f) if b.raised is None]
-        changed = sorted({i for b in live for i in self.objs.changed(b.after)})
+        n = len(self.objs.entries)
+        changed = sorted({i for b in live
+                          for i in self.objs.changed([self.objs.after(b.after, j) for j in range(n)])})
         out = []
         for i in changed:
             e = self.objs.entries[i]
-            ca = t.after[i] if t.raised is None else None
-            cb = f.after[i] if f.raised is None else None
+            ca = self.objs.after(t.after, i) if t.raised is None else None
+            cb = self.objs.after(f.after, i) if f.raised is None else None
             if ca is not None and cb is not None and not _same_shape(e, ca, cb):
                 raise O.structure_error(e, None, ca, "if", self.loc, other=cb)
             if e.kind == O.SET:

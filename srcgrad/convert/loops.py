@@ -60,7 +60,8 @@ def _changes(objs: O.Objects, start: list, after: list, what: str,
     """The items each object changed between `start` and `after` (a change of length, keys or
     members is an error), with the value each now has."""
     out: dict[Slot, Any] = {}
-    for i, (e, s, a) in enumerate(zip(objs.entries, start, after)):
+    for i, (e, a) in enumerate(zip(objs.entries, after)):
+        s = objs.after(start, i)
         if e.kind == O.SET:
             if s != a:
                 raise O.structure_error(e, s, a, what, loc)

@@ -197,37 +197,36 @@ def frame_roots(frame: types.FrameType) -> dict[str, Any]:
 class Objects:
     """The objects reachable from `roots` (a name -> value map), with their contents now
     (made when a statement on a traced value starts: outside every other one, the journal of
-    list methods starts again)."""
+    list methods starts again). `adopt` adds the objects a function called while a branch
+    is traced can reach through its own globals and closure, before it runs."""
 
     def __init__(self, roots: dict[str, Any]):
         if not journal.depth:
             journal.calls.clear()
         self.entries: list[Entry] = []
         self.arrays: list[tuple[np.ndarray, str]] = []
-        seen: set[int] = set()
-        todo: list[tuple[str, Any]] = [(n, v) for n, v in roots.items() if not n.startswith("ag__")]
+        self._seen: set[int] = set()
+        self.adopt({n: v for n, v in roots.items() if not n.startswith("ag__")})
+
+    def adopt(self, roots: dict[str, Any]) -> list[np.ndarray]:
+        """Note the objects reachable from `roots` that are not noted yet (their contents
+        now are their contents before the statement); returns the new NumPy arrays."""
+        arrays = []
+        todo: list[tuple[str, Any]] = list(roots.items())
         while todo:
             path, v = todo.pop(0)
-            if isinstance(v, _SCALARS) or id(v) in seen:
+            if isinstance(v, _SCALARS) or id(v) in self._seen:
                 continue
-            seen.add(id(v))
+            self._seen.add(id(v))
             kind = _kind(v)
             if kind == ARRAY:
                 self.arrays.append((v, path))
+                arrays.append(v)
             elif kind is not None:
                 self.entries.append(Entry(v, kind, path))
             if kind is not None or isinstance(v, tuple):
                 todo.extend((path + suffix, x) for suffix, x in _children(v, kind))
-        self._index = {id(e.obj): e for e in self.entries}
-
-    def entry(self, obj: Any) -> Entry | None:
-        return self._index.get(id(obj))
-
-    def path(self, obj: Any) -> str | None:
-        e = self._index.get(id(obj))
-        if e is not None:
-            return e.path
-        return next((p for a, p in self.arrays if a is obj), None)
+        return arrays
 
     def now(self) -> list[Any]:
         return [contents(e.obj, e.kind) for e in self.entries]
@@ -235,6 +234,11 @@ class Objects:
     def restore(self) -> None:
         for e in self.entries:
             write(e.obj, e.kind, e.before)
+
+    def after(self, contents_: list[Any], i: int) -> Any:
+        """Entry `i`'s contents in `contents_` (a `now()` taken before it was adopted: its
+        contents before, which nothing changed until then)."""
+        return contents_[i] if i < len(contents_) else self.entries[i].before
 
     def changed(self, after: list[Any]) -> list[int]:
         """The entries whose contents `after` differs from before."""
@@ -266,6 +270,8 @@ class _Journal(threading.local):
     def __init__(self) -> None:
         self.depth = 0
         self.calls: list[tuple[int, str, SourceLoc | None]] = []
+        self.active: list[Objects] = []  # of the branches and loop bodies being traced
+        self.frozen: list[np.ndarray] = []  # NumPy arrays made read-only meanwhile
 
 
 journal = _Journal()
@@ -285,24 +291,49 @@ class traced_body:
 
     def __init__(self, objects: Objects):
         self.objects = objects
-        self.frozen: list[np.ndarray] = []
 
     def __enter__(self) -> "traced_body":
         journal.depth += 1
-        for a, _ in self.objects.arrays:
-            if a.flags.writeable:
-                try:
-                    a.flags.writeable = False
-                except ValueError:
-                    continue
-                self.frozen.append(a)
+        journal.active.append(self.objects)
+        _freeze(a for a, _ in self.objects.arrays)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         journal.depth -= 1
-        for a in self.frozen:
-            a.flags.writeable = True
-        self.frozen.clear()
+        journal.active.pop()
+        if not journal.depth:
+            for a in journal.frozen:
+                a.flags.writeable = True
+            journal.frozen.clear()
+
+
+def _freeze(arrays: Iterator[np.ndarray] | list[np.ndarray]) -> None:
+    for a in arrays:
+        if a.flags.writeable:
+            try:
+                a.flags.writeable = False
+            except ValueError:
+                continue
+            journal.frozen.append(a)
+
+
+def adopt_callee(f: Any) -> None:
+    """Before a user function `f` runs in a traced branch or loop body, note the objects it
+    reaches through the globals it reads and its closure (a helper that changes a global
+    dict the branch never names), in every statement being traced."""
+    fn = getattr(f, "__func__", f)
+    code = getattr(fn, "__code__", None)
+    if not isinstance(code, types.CodeType) or not journal.active or not is_user_file(code.co_filename):
+        return
+    g = fn.__globals__
+    roots = {n: g[n] for n in global_reads(code) if n in g}
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        try:
+            roots[name] = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    for objs in journal.active:
+        _freeze(objs.adopt(roots))
 
 
 def in_body() -> bool:

@@ -93,6 +93,7 @@ def call(f: Any) -> Any:
         return _range
     if objects.in_body():
         objects.capture_call(f, user_location)
+        objects.adopt_callee(f)
     return converted_call(f)
 
 
