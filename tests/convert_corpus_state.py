@@ -155,6 +155,23 @@ def helper_changes_a_global(x):
     return _weight() * x
 
 
+CALLS = 0.0
+
+
+def _count(v):
+    global CALLS
+    CALLS = CALLS + v
+
+
+@case(2.0, also=-2.0)
+def global_rebound_by_a_helper(x):
+    global CALLS
+    CALLS = 1.0
+    if x > 0:
+        _count(x)
+    return x * CALLS
+
+
 def _accumulator():
     state = {"n": 0.0}
 

@@ -24,13 +24,21 @@ from ..ir import Variable
 from .loader import is_user_file
 
 #: The kinds of objects whose contents are state: how to read and write their contents.
-LIST, DICT, SET, OBJ, ARRAY = "list", "dict", "set", "obj", "array"
+LIST, DICT, SET, OBJ, ARRAY, GLOBALS = "list", "dict", "set", "obj", "array", "globals"
 #: Methods of lists, dicts and sets that change them (named in the errors, with their line).
 MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update",
                       "setdefault", "popitem", "add", "discard", "sort", "reverse",
                       "__setitem__", "__delitem__", "__iadd__"})
 _SCALARS = (int, float, complex, bool, str, bytes, type(None), np.generic)
 _GLOBAL_READS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
+_GLOBAL_STORES = frozenset({"STORE_GLOBAL", "DELETE_GLOBAL"})
+
+
+class GlobalNames:
+    """The names of a module's namespace that user functions rebind (`global n` in them)."""
+
+    def __init__(self, ns: dict[str, Any], module: str):
+        self.ns, self.module, self.names = ns, module, set()
 
 
 @functools.lru_cache(maxsize=None)
@@ -109,6 +117,8 @@ def contents(obj: Any, kind: str) -> Any:
         return frozenset(obj)
     if kind == OBJ:
         return _attributes(obj)
+    if kind == GLOBALS:
+        return tuple((n, obj.ns[n]) for n in sorted(obj.names) if n in obj.ns)
     return None  # ARRAY: frozen (read-only) while traced, never changed
 
 
@@ -124,6 +134,13 @@ def write(obj: Any, kind: str, value: Any) -> None:
         set.update(obj, value)
     elif kind == OBJ:
         _set_attributes(obj, value)
+    elif kind == GLOBALS:
+        new = dict(value)
+        for n in obj.names:
+            if n in new:
+                obj.ns[n] = new[n]
+            else:
+                obj.ns.pop(n, None)
 
 
 def same(a: Any, b: Any) -> bool:
@@ -152,6 +169,8 @@ class Entry:
     def item_path(self, key: Any) -> str:
         if self.kind == OBJ:
             return f"{self.path}.{key}"
+        if self.kind == GLOBALS:
+            return str(key)
         return f"{self.path}[{_short_repr(key)}]"
 
 
@@ -174,12 +193,12 @@ def _children(v: Any, kind: str | None) -> Iterator[tuple[str, Any]]:
 
 
 @functools.lru_cache(maxsize=4096)
-def global_reads(code: types.CodeType) -> tuple[str, ...]:
-    """The global names `code` and the functions nested in it read."""
-    names = {i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_READS}
+def global_reads(code: types.CodeType, ops: frozenset[str] = _GLOBAL_READS) -> tuple[str, ...]:
+    """The global names `code` and the functions nested in it read (or, with `ops`, store)."""
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in ops}
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
-            names.update(global_reads(c))
+            names.update(global_reads(c, ops))
     return tuple(sorted(names))
 
 
@@ -206,6 +225,7 @@ class Objects:
         self.entries: list[Entry] = []
         self.arrays: list[tuple[np.ndarray, str]] = []
         self._seen: set[int] = set()
+        self._globals: dict[int, Entry] = {}
         self.adopt({n: v for n, v in roots.items() if not n.startswith("ag__")})
 
     def adopt(self, roots: dict[str, Any]) -> list[np.ndarray]:
@@ -227,6 +247,17 @@ class Objects:
             if kind is not None or isinstance(v, tuple):
                 todo.extend((path + suffix, x) for suffix, x in _children(v, kind))
         return arrays
+
+    def adopt_globals(self, ns: dict[str, Any], module: str, names: tuple[str, ...]) -> None:
+        """Note the global `names` of namespace `ns` that a called function rebinds."""
+        e = self._globals.get(id(ns))
+        if e is None:
+            e = self._globals[id(ns)] = Entry(GlobalNames(ns, module), GLOBALS, f"{module}'s globals")
+            self.entries.append(e)
+        new = set(names) - e.obj.names
+        if new:
+            e.obj.names |= new
+            e.before = tuple(sorted(dict(e.before, **{n: ns[n] for n in new if n in ns}).items()))
 
     def now(self) -> list[Any]:
         return [contents(e.obj, e.kind) for e in self.entries]
@@ -332,8 +363,11 @@ def adopt_callee(f: Any) -> None:
             roots[name] = cell.cell_contents
         except ValueError:  # an empty cell
             continue
+    stores = global_reads(code, _GLOBAL_STORES)
     for objs in journal.active:
         _freeze(objs.adopt(roots))
+        if stores:
+            objs.adopt_globals(g, g.get("__name__", "module"), stores)
 
 
 def in_body() -> bool:
@@ -380,7 +414,7 @@ def structure_error(e: Entry, before: Any, after: Any, what: str, loc: SourceLoc
         names = ", ".join(f"`{e.item_path(k)}`" for k in diff) or f"the order of `{e.path}`'s keys"
         side = "by one branch only" if other is not None else "by one iteration"
         change = f"has {names} set or deleted {side}{by}"
-        what_kind = "attribute" if e.kind == OBJ else "key"
+        what_kind = {OBJ: "attribute", GLOBALS: "global"}.get(e.kind, "key")
         advice = f"set the {what_kind} before the {what}, to a value of the type the {what} gives it"
     cond = "whose condition is a traced value" if what == "if" else "which runs on a traced value"
     stmt = "`if`" if what == "if" else what
