@@ -172,6 +172,31 @@ def global_rebound_by_a_helper(x):
     return x * CALLS
 
 
+def _tally():
+    count = 0.0
+
+    def add(v):
+        nonlocal count
+        count = count + v
+        return count
+
+    def reset():
+        nonlocal count
+        count = 0.0
+    return add, reset
+
+
+_ADD, _RESET = _tally()
+
+
+@case(2.0, also=-2.0)
+def closure_rebound_by_a_helper(x):
+    _RESET()
+    if x > 0:
+        _ADD(x)
+    return _ADD(1.0) * x
+
+
 def _accumulator():
     state = {"n": 0.0}
 

@@ -24,7 +24,7 @@ from ..ir import Variable
 from .loader import is_user_file
 
 #: The kinds of objects whose contents are state: how to read and write their contents.
-LIST, DICT, SET, OBJ, ARRAY, GLOBALS = "list", "dict", "set", "obj", "array", "globals"
+LIST, DICT, SET, OBJ, ARRAY, GLOBALS, CELL = "list", "dict", "set", "obj", "array", "globals", "cell"
 #: Methods of lists, dicts and sets that change them (named in the errors, with their line).
 MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update",
                       "setdefault", "popitem", "add", "discard", "sort", "reverse",
@@ -32,6 +32,7 @@ MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "u
 _SCALARS = (int, float, complex, bool, str, bytes, type(None), np.generic)
 _GLOBAL_READS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
 _GLOBAL_STORES = frozenset({"STORE_GLOBAL", "DELETE_GLOBAL"})
+_CELL_STORES = frozenset({"STORE_DEREF", "DELETE_DEREF"})
 
 
 class GlobalNames:
@@ -119,6 +120,11 @@ def contents(obj: Any, kind: str) -> Any:
         return _attributes(obj)
     if kind == GLOBALS:
         return tuple((n, obj.ns[n]) for n in sorted(obj.names) if n in obj.ns)
+    if kind == CELL:
+        try:
+            return (("value", obj.cell_contents),)
+        except ValueError:  # an empty cell
+            return ()
     return None  # ARRAY: frozen (read-only) while traced, never changed
 
 
@@ -134,6 +140,14 @@ def write(obj: Any, kind: str, value: Any) -> None:
         set.update(obj, value)
     elif kind == OBJ:
         _set_attributes(obj, value)
+    elif kind == CELL:
+        if value:
+            obj.cell_contents = value[0][1]
+        else:
+            try:
+                del obj.cell_contents
+            except ValueError:
+                pass
     elif kind == GLOBALS:
         new = dict(value)
         for n in obj.names:
@@ -169,8 +183,8 @@ class Entry:
     def item_path(self, key: Any) -> str:
         if self.kind == OBJ:
             return f"{self.path}.{key}"
-        if self.kind == GLOBALS:
-            return str(key)
+        if self.kind in (GLOBALS, CELL):
+            return self.path if self.kind == CELL else str(key)
         return f"{self.path}[{_short_repr(key)}]"
 
 
@@ -258,6 +272,12 @@ class Objects:
         if new:
             e.obj.names |= new
             e.before = tuple(sorted(dict(e.before, **{n: ns[n] for n in new if n in ns}).items()))
+
+    def adopt_cell(self, cell: types.CellType, path: str) -> None:
+        """Note a closure cell that a called function rebinds (`nonlocal n` in it)."""
+        if id(cell) not in self._seen:
+            self._seen.add(id(cell))
+            self.entries.append(Entry(cell, CELL, path))
 
     def now(self) -> list[Any]:
         return [contents(e.obj, e.kind) for e in self.entries]
@@ -364,10 +384,14 @@ def adopt_callee(f: Any) -> None:
         except ValueError:  # an empty cell
             continue
     stores = global_reads(code, _GLOBAL_STORES)
+    rebound = set(global_reads(code, _CELL_STORES)) & set(code.co_freevars)
+    cells = [(n, c) for n, c in zip(code.co_freevars, fn.__closure__ or ()) if n in rebound]
     for objs in journal.active:
         _freeze(objs.adopt(roots))
         if stores:
             objs.adopt_globals(g, g.get("__name__", "module"), stores)
+        for n, c in cells:
+            objs.adopt_cell(c, f"{fn.__qualname__.split('.<locals>')[0]}'s `{n}`")
 
 
 def in_body() -> bool:
