@@ -7,6 +7,7 @@ Layer L6 (front ends): see docs/design.md.
 """
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -235,7 +236,7 @@ class Joins:
         n = len(self.objs.entries)
         changed = sorted({i for b in live
                           for i in self.objs.changed([self.objs.after(b.after, j) for j in range(n)])})
-        out = []
+        out: list[tuple[O.Entry, Callable[[], Any]]] = []
         for i in changed:
             e = self.objs.entries[i]
             ca = self.objs.after(t.after, i) if t.raised is None else None
@@ -262,8 +263,8 @@ class Joins:
                     live_br = t if ca is not None else f
                     a = live_br.frozen(x, self.objs)
                     a, b = (a, FILL) if ca is not None else (FILL, a)
-                self.add(e.item_path(key), a, b, lambda v, slot=new[k]: slot.__setitem__(1, v))
-            out.append((e, lambda e=e, new=new: O.rebuild(e, [(k, v) for k, v in new])))
+                self.add(e.item_path(key), a, b, functools.partial(_set_second, new[k]))
+            out.append((e, functools.partial(_rebuilt, e, new)))
         return out
 
     def flags(self) -> None:
@@ -352,6 +353,14 @@ class Joins:
                                "value; both branches must give it the same shape and dtype",
                                op="if", loc=self.loc)
         return va, vb, ta
+
+
+def _set_second(pair: list, value: Any) -> None:
+    pair[1] = value
+
+
+def _rebuilt(e: O.Entry, pairs: list[list]) -> Any:
+    return O.rebuild(e, [(k, v) for k, v in pairs])
 
 
 def _same_shape(e: O.Entry, a: Any, b: Any) -> bool:

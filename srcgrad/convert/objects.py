@@ -39,7 +39,8 @@ class GlobalNames:
     """The names of a module's namespace that user functions rebind (`global n` in them)."""
 
     def __init__(self, ns: dict[str, Any], module: str):
-        self.ns, self.module, self.names = ns, module, set()
+        self.ns, self.module = ns, module
+        self.names: set[str] = set()
 
 
 @functools.lru_cache(maxsize=None)

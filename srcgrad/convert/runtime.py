@@ -31,8 +31,7 @@ from .loader import RUNTIME, converted_call
 
 __all__ = ["UNDEF_RET", "LoopInfo", "state", "ret", "checked", "and_", "or_", "not_", "if_exp", "if_stmt",
            "while_stmt", "for_stmt", "range_", "setitem", "setitem_op", "setitem_in_place", "getitem",
-           "in_", "call",
-           "assert_", "raising", "deleted", "options"]
+           "in_", "call", "assert_", "raising", "deleted", "options"]
 
 
 class _Options(threading.local):
@@ -80,9 +79,9 @@ def assert_(test: Any, message: Any) -> None:
         raise AssertionError(text) if text is not None else AssertionError()
 
 
-def _objects(depth: int = 2) -> objects.Objects:
-    """The objects the statement running in the caller's caller can reach."""
-    return objects.Objects(objects.frame_roots(sys._getframe(depth)))
+def _objects() -> objects.Objects:
+    """The objects the statement that called the caller (converted code) can reach."""
+    return objects.Objects(objects.frame_roots(sys._getframe(2)))
 
 
 def call(f: Any) -> Any:
