@@ -259,6 +259,30 @@ def return_in_finally(x):
     return x
 
 
+@case(3.0, also=1.5)
+def break_in_finally_discards_return(x):
+    for _ in range(2):
+        try:
+            return x * 2
+        finally:
+            if x > 2:
+                break
+    return x * 5
+
+
+@case(3.0, also=0.5)
+def continue_in_finally_discards_return(x):
+    for _ in range(2):
+        try:
+            if x > 0:
+                return x * 2
+        finally:
+            if x > 1:
+                return x * 3
+            continue
+    return x
+
+
 @case(3.0, also=-3.0)
 def try_else_returns(x):
     try:

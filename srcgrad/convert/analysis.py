@@ -108,6 +108,18 @@ def _scan(stmts: list[ast.stmt], defined: set[str], found: set[str]) -> set[str]
             inner = set(defined) | (set(assigned([s.target])) if isinstance(s, ast.For) else set())
             _scan(s.body, inner, found)
             _scan(s.orelse, defined, found)
+        elif isinstance(s, ast.Try):
+            after = _scan(s.body, defined, found)
+            ends = [_scan(s.orelse, after, found)]
+            for h in s.handlers:
+                ends.append(_scan(h.body, defined | ({h.name} if h.name else set()), found))
+            defined = set.intersection(*ends) if s.handlers else ends[0]
+            defined = _scan(s.finalbody, defined, found)
+        elif isinstance(s, (ast.With, ast.AsyncWith)):
+            for item in s.items:
+                found |= _reads(item.context_expr) - defined
+                defined |= set(assigned([item.optional_vars])) if item.optional_vars else set()
+            defined = _scan(s.body, defined, found)
         elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             found |= _reads(s) - defined - {s.name}
             defined.add(s.name)

@@ -57,6 +57,8 @@ def falls_through(stmts: list[ast.stmt]) -> bool:
         return falls_through(last.body) or falls_through(last.orelse)
     if isinstance(last, (ast.With, ast.AsyncWith)):
         return falls_through(last.body)
+    if isinstance(last, ast.While) and isinstance(last.test, ast.Constant) and last.test.value:
+        return _breaks(last.body)  # `while True:` ends by a break only
     if isinstance(last, ast.Try):
         if not falls_through(last.finalbody):
             return False
@@ -65,12 +67,17 @@ def falls_through(stmts: list[ast.stmt]) -> bool:
     return True
 
 
-def _jumps_out(stmts: list[ast.stmt]) -> bool:
-    """True if `stmts` hold a `break` or `continue` of the loop around them."""
+def _breaks(stmts: list[ast.stmt]) -> bool:
+    """True if `stmts` hold a `break` of the loop around them."""
+    return _jumps_out(stmts, (ast.Break,))
+
+
+def _jumps_out(stmts: list[ast.stmt], kinds: tuple[type, ...] = (ast.Break, ast.Continue)) -> bool:
+    """True if `stmts` hold a `break` or `continue` (`kinds`) of the loop around them."""
     todo = list(stmts)
     while todo:
         n = todo.pop()
-        if isinstance(n, (ast.Break, ast.Continue)):
+        if isinstance(n, kinds):
             return True
         if not isinstance(n, (ast.For, ast.While, ast.AsyncFor, ast.FunctionDef,
                               ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
@@ -150,9 +157,31 @@ class Jumps:
             for h in s.handlers:
                 h.body, f = self.block(h.body, loop)
                 flags |= f
-            s.finalbody, f = self.block(s.finalbody, loop)
+            s.finalbody, f = self._finally(s.finalbody, flags, loop)
             return [s], flags | f
         return [s], set()
+
+    def _finally(self, stmts: list[ast.stmt], pending: set[str],
+                 loop: tuple[str, str] | None) -> tuple[list[ast.stmt], set[str]]:
+        """A `finally` after a `try` that may leave the jumps `pending`: it runs whole (its
+        statements are not skipped for them), and a jump of its own discards them, as
+        Python's `break` in `finally` discards a pending `return`."""
+        body, f = self.block(stmts, loop)
+        if not pending or not stmts:
+            return body, f
+        at, end = stmts[0], stmts[-1]
+        saved = {p: f"_sg_pending_{p.lstrip('_')}" for p in sorted(pending)}
+        pre = ([ast.copy_location(assign(t, name(p)), at) for p, t in saved.items()]
+               + [ast.copy_location(assign(p, ast.Constant(False)), at) for p in saved])
+        back = []  # p = p or (saved p and not (the finally's other jumps))
+        for p, t in saved.items():
+            others = sorted(f - {p})
+            resumed: ast.expr = name(t) if not others else ast.BoolOp(
+                op=ast.And(), values=[name(t), not_any(others)])
+            back.append(ast.copy_location(assign(p, ast.BoolOp(op=ast.Or(), values=[name(p), resumed])), end))
+        for n in back:
+            ast.fix_missing_locations(n)
+        return pre + body + back, f
 
     def loop(self, s: ast.While | ast.For, outer: tuple[str, str] | None) -> tuple[list[ast.stmt], set[str]]:
         k = next(self.counter)

@@ -126,6 +126,8 @@ def _pick(v: Variable, rest: Any, is_or: bool) -> Variable:
     `v`'s truth (`logical_or` / `logical_and` when both are bools)."""
     loc = user_location()
     op = "or" if is_or else "and"
+    if v.dtype == np.dtype(bool) and isinstance(rest, bool):  # v or True is True, v or False is v
+        return rest if rest is is_or else v
     truth = predicate(v, f"`{op}`", loc)
     r = as_var(rest, like=v)
     if v.dtype == r.dtype == np.dtype(bool) and r.shape == ():
