@@ -79,6 +79,51 @@ def test_rebinding_a_closed_over_variable_is_seen() -> None:
     assert g.compilations == 2
 
 
+def _cube(x: Any) -> Any:
+    return x * x * x
+
+
+def _converted_cube(x: Any) -> Any:
+    if x > 0:  # a traced `if`: the function is converted (srcgrad.convert)
+        return x * x * x
+    return x
+
+
+def test_a_replaced_code_object_or_default_is_seen_by_every_transformation() -> None:
+    """`f.__code__ = g.__code__` (what IPython's autoreload does when a source is edited) and
+    new default values make every program traced from `f` stale: in a transformed function
+    made before (its fast path too) and in a fresh one."""
+    transforms = {
+        "grad": lambda f: sg.grad(f),
+        "jit": lambda f: sg.jit(f),
+        "value_and_grad": lambda f: lambda x: sg.value_and_grad(f)(x)[1],
+        "vjp": lambda f: lambda x: sg.vjp(f, x)[1](1.0)[0],
+        "jvp": lambda f: lambda x: sg.jvp(f, (x,), (1.0,))[1],
+        "hessian": lambda f: sg.hessian(f),
+        "from_jax": lambda f: sg.grad(sg.from_jax(f)),
+    }
+    x = 1.5
+    for name, transform in transforms.items():
+        # (from_jax traces with JAX, which converts no Python control flow)
+        for cube in (_cube,) if name == "from_jax" else (_cube, _converted_cube):
+            def f(x: Any) -> Any:
+                return x * x
+            old = transform(f)
+            before = old(x), old(x)  # the second call takes the fast path
+            f.__code__ = cube.__code__
+            want = {"jit": x ** 3, "hessian": 6 * x}.get(name, 3 * x * x)
+            for got in (old(x), transform(f)(x), old(x)):
+                np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=name)
+            assert before[0] != want
+
+    def scaled(x: Any, k: float = 2.0) -> Any:
+        return x * k
+    g = sg.grad(scaled)
+    assert g(x) == 2.0
+    scaled.__defaults__ = (5.0,)
+    assert g(x) == sg.grad(scaled)(x) == 5.0
+
+
 def test_captured_arrays_are_inputs_of_the_source_not_constants() -> None:
     big = np.linspace(0.0, 1.0, 1000)
 
