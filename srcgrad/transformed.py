@@ -50,6 +50,12 @@ class _Entry:
     caps: dict[int, int] = field(default_factory=dict)
     watched: tuple = ()  # Program.watched: checks that turn False when it is stale
 
+    @property
+    def transient(self) -> bool:
+        """True if it captured a tracer of the JAX trace it was traced in (an array JAX made
+        while srcgrad traced under jax.jit): it serves that trace alone, never the cache."""
+        return any(isinstance(value, jax.core.Tracer) for value, _, _ in self.captures)
+
     def fed(self) -> list[Any] | None:
         """The captured arrays' current values; None when one changed shape (retrace)."""
         out = []
@@ -291,7 +297,9 @@ class Transformed:
                 caps = dict(entry.caps) if entry is not None and fed is not None else {}
                 for lid, cap in (grow or {}).items():
                     caps[lid] = max(caps.get(lid, 0), cap)
-                entry = slot.entry = self._build(args(), caps, now)
+                entry = self._build(args(), caps, now)
+                if not entry.transient:
+                    slot.entry = entry
                 fed = entry.fed()
                 if fed is None:
                     raise SrcgradError(f"{self._name}: a captured array changes shape while it "
@@ -327,13 +335,10 @@ class Transformed:
                      or entry.lowered.nesting > SHALLOW_NESTING):
             # (a deep program's compile needs the recursion room jitted() makes). An entry
             # that captured this trace's tracers (a constant computed by JAX while srcgrad
-            # traced, as from_jax's key data) goes; one that captured arrays stays.
-            if any(isinstance(value, jax.core.Tracer) for value, _, _ in entry.captures):
-                with slot.lock:
-                    if slot.entry is entry:
-                        slot.entry = None
-                        with self._own_lock:
-                            self.compilations -= 1  # (XLA never compiled it)
+            # traced, as from_jax's key data) was never stored; one that captured arrays stays.
+            if entry.transient:
+                with self._own_lock:
+                    self.compilations -= 1  # (XLA never compiled it)
             raise _NotFast
         if entry.checks and any(isinstance(a, jax.core.Tracer) for a in (*arrays, *fed)):
             op = entry.checks[0][2]

@@ -159,6 +159,38 @@ def test_captured_jax_array_and_float64_array_under_float32_inputs() -> None:
     check_grads(f, [np.array([0.1, 0.2, 0.3])])
 
 
+def _chol_loss(A: Any) -> Any:
+    return jnp.sum(jnp.linalg.cholesky(A @ A.T + jnp.eye(12)) ** 2)
+
+
+def _made_while_traced(A: Any) -> Any:
+    w = jnp.asarray(np.linspace(0.5, 2.0, 12))  # JAX makes it while srcgrad traces
+    return sg.sum(sg.fori_loop(0, 2, lambda i, v: sg.sin(v * w), A))
+
+
+@pytest.mark.parametrize("order", ["jit_first", "eager_first"])
+def test_a_value_made_under_jax_jit_never_outlives_that_trace(order: str) -> None:
+    """One gradient used inside jax.jit and eagerly, in both orders, twice each: the large
+    constants of a program lowered while jax.jit traces (the fast path's pipeline, or an
+    outer jax.jit) are NumPy arrays, not that trace's tracers; an array JAX made while srcgrad
+    traced under jax.jit is captured for that trace only."""
+    A = np.eye(12) + 0.1
+    want = {"from_jax": jax.grad(_chol_loss)(A),
+            "made": jax.grad(lambda a: jnp.sum(jnp.sin(jnp.sin(a * np.linspace(0.5, 2.0, 12))
+                                                        * np.linspace(0.5, 2.0, 12))))(A[0])}
+    grads = {"from_jax": (sg.grad(sg.from_jax(_chol_loss)), A),
+             "plain": (sg.grad(lambda a: sg.sum(sg.linalg.cholesky(a @ a.T + sg.eye(12)) ** 2)),
+                       A),
+             "made": (sg.grad(_made_while_traced), A[0]),
+             "made, jit=False": (sg.grad(_made_while_traced, jit=False), A[0])}
+    for name, (g, x) in grads.items():
+        for _ in range(2):
+            calls = (jax.jit(g), g) if order == "jit_first" else (g, jax.jit(g))
+            for call in calls:
+                np.testing.assert_allclose(call(x), want[name.split(",")[0].replace(
+                    "plain", "from_jax")], rtol=1e-10, err_msg=name)
+
+
 def test_small_constants_are_written_into_the_source() -> None:
     class Small:
         def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
