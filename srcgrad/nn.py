@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from . import initializers
 from .conv_layers import Conv1d, Conv2d, Conv3d
-from .layers import Dropout, Embedding, LayerNorm, Linear, Module, Sequential, activations
+from .layers import (Dropout, Embedding, EmbeddingIndexError, LayerNorm, Linear, Module,
+                     Sequential, activations)
 from .ops.declare import exports_of
 
 globals().update(activations())
 globals().update(exports_of("nn"))
 
 __all__ = ["Module", "Sequential", "Linear", "Conv1d", "Conv2d", "Conv3d", "LayerNorm",
-           "Embedding", "Dropout", "initializers", *sorted(activations()),
+           "Embedding", "EmbeddingIndexError", "Dropout", "initializers", *sorted(activations()),
            *sorted(exports_of("nn"))]

@@ -131,7 +131,10 @@ class Tensor:
     def assign(self, value: Any) -> None:
         """Replace the array in place (an optimizer's update), keeping `attach_grad`; the
         shape and dtype stay. Recorded tapes keep the value they read; a recorded result
-        loses its history (later recordings read its new value as a constant)."""
+        loses its history (later recordings read its new value as a constant). A tensor the
+        recording in progress read is an error (as `t -= ...` there): its backward would
+        differentiate at the old value."""
+        _autograd["check_update"](self, ".assign(...)")
         new = value._value if isinstance(value, Tensor) else _as_array(value, self.dtype)
         if tuple(new.shape) != self.shape:
             raise SrcgradError(f"assign: a value of shape {tuple(new.shape)} for a tensor of "

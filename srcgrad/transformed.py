@@ -54,7 +54,8 @@ class _Entry:
     def transient(self) -> bool:
         """True if it captured a tracer of the JAX trace it was traced in (an array JAX made
         while srcgrad traced under jax.jit): it serves that trace alone, never the cache."""
-        return any(isinstance(value, jax.core.Tracer) for value, _, _ in self.captures)
+        return any(isinstance(leaf, jax.core.Tracer) for value, _, _ in self.captures
+                   for leaf in jax.tree_util.tree_leaves(value))  # (an sg.Tensor holds one)
 
     def fed(self) -> list[Any] | None:
         """The captured arrays' current values; None when one changed shape (retrace)."""
@@ -62,8 +63,12 @@ class _Entry:
         for value, dt, shape in self.captures:
             if tuple(value.shape) != shape:
                 return None
-            out.append(value if isinstance(value, jax.Array) and value.dtype == dt
-                       else np.asarray(value).astype(dt, copy=False))
+            if not isinstance(value, (np.ndarray, jax.Array)):  # an sg.Tensor: its array
+                (value,) = jax.tree_util.tree_leaves(value)
+            if isinstance(value, jax.Array):  # (a tracer too, in a transient entry)
+                out.append(value if value.dtype == dt else value.astype(dt))
+            else:
+                out.append(np.asarray(value).astype(dt, copy=False))
         return out
 
 
