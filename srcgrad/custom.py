@@ -32,7 +32,7 @@ from .ops.creation import zeros
 from .registry import OutType, register
 from .transforms.accumulate import is_zero
 from .transforms.forward import backward_segment, retraced
-from .analysis import free_vars, live_ops
+from .analysis import free_vars, live_ops, walk_blocks
 from .traceback_filter import api_boundary
 
 tree_flatten, tree_unflatten = jax.tree_util.tree_flatten, jax.tree_util.tree_unflatten
@@ -350,6 +350,9 @@ def _custom_jvp_grad(op: Op, gs: list, need: list) -> list:
     start = len(block.ops)
     placeholders = [_tangent_zero(v) for v in op.inputs[:n]]
     t_out = _apply_rule(op, placeholders)
+    rule_ops = block.ops[start:]
+    tangential = _tangential(rule_ops, placeholders)
+    traced_rule = {id(o) for o in rule_ops}
     seeds = [(t, g) for t, g, o in zip(t_out, gs, op.outputs)
              if g is not None and dtypes.is_inexact(o.dtype)]
     wrt = [p for p, v, nd in zip(placeholders, op.inputs, need)
@@ -357,8 +360,40 @@ def _custom_jvp_grad(op: Op, gs: list, need: list) -> list:
     got = backward_segment(block, start, seeds, wrt)
     grads = [got.get(p) if nd else None for p, nd in zip(placeholders, need)]
     block.ops[start:] = live_ops(block.ops[start:], [g for g in grads if g is not None])
+    _require_linear(op, [o for o in block.ops[start:] if id(o) not in traced_rule], tangential)
     _own(block, start, op)
     return grads + [None] * (len(op.inputs) - n)
+
+
+def _reads(op: Op) -> list[Variable]:
+    """What `op` reads: its inputs and what its blocks read from outside them."""
+    return list(op.inputs) + [v for sub in op.sub_blocks() for b in walk_blocks(sub)
+                              for v in free_vars(b)]
+
+
+def _tangential(ops: Sequence[Op], tangents: Sequence[Variable]) -> set[Variable]:
+    """The values of `ops` (a traced jvp rule) that depend on the `tangents`."""
+    out = set(tangents)
+    for o in ops:
+        if any(v in out for v in _reads(o)):
+            out.update(o.outputs)
+    return out
+
+
+def _require_linear(op: Op, ops: Sequence[Op], tangential: set[Variable]) -> None:
+    """JAX's check, by structure: the transpose of a rule linear in the tangents (its
+    backward `ops`) reads no value that depends on them (the gradient of t * t is 2 t g, of
+    sin(t) cos(t) g). A rule that is not is a GradientError naming the rule's op (JAX cannot
+    transpose it either); a `fill_zeros_like` reads only a shape."""
+    for o in ops:
+        if o.type == "fill_zeros_like" or not any(v in tangential for v in _reads(o)):
+            continue
+        culprit = o.origin if o.origin is not None else o
+        where = f" ({culprit.type} at {culprit.loc})" if culprit.loc is not None else ""
+        raise GradientError(f"the rule {op.attrs['jvp']!r} is not linear in the tangents: its "
+                            f"tangent output depends on them through a nonlinear op{where}; "
+                            "reverse mode transposes the rule, which needs it linear (JAX "
+                            "refuses such a rule too)", op="custom_jvp", loc=op.loc)
 
 
 register("custom_vjp", _body_rule, None, _custom_vjp_grad, lower_stmt=_lower_body,

@@ -199,6 +199,48 @@ def test_custom_jvp_errors() -> None:
         sg.jvp(h, (X,), (X,))
 
 
+def _rule_of(tangent: Any) -> Any:
+    @sg.custom_jvp
+    def f(x: Any) -> Any:
+        return sg.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals: Any, tangents: Any) -> Any:
+        return sg.sin(primals[0]), tangent(primals[0], tangents[0])
+    return f
+
+
+@pytest.mark.parametrize("tangent, culprit", [
+    (lambda x, t: t * t, "multiply"), (lambda x, t: sg.sin(t) * x, "sin"),
+    (lambda x, t: sg.abs(t), "abs"), (lambda x, t: x / (t + 1.0), "divide")])
+def test_custom_jvp_rule_not_linear_in_the_tangent_is_refused_in_reverse_mode(
+        tangent: Any, culprit: str) -> None:
+    """JAX cannot transpose such a rule and refuses it; srcgrad returned the gradient at a
+    zero tangent (0.0 for t * t). Forward mode applies the rule as it is, as jax.jvp does."""
+    f = _rule_of(tangent)
+    with pytest.raises(sg.GradientError, match=rf"not linear in the tangents: .*\({culprit} at "
+                                                r".*test_custom.py:\d+\)"):
+        sg.grad(lambda x: sg.sum(f(x)))(X)
+    np.testing.assert_allclose(sg.jvp(f, (X,), (X,))[1], tangent(X, X), rtol=1e-12)
+
+
+def test_custom_jvp_rules_linear_in_the_tangent_give_jaxs_gradient() -> None:
+    """Linear rules (a tangent times primal values, where, a view of a split, a constant
+    tangent, which transposes to zero) pass the check and match jax.grad."""
+    cases = [(lambda x, t: sg.cos(x) * t, lambda x, t: jnp.cos(x) * t),
+             (lambda x, t: sg.where(x > 0, t * 2.0, t / x), lambda x, t: jnp.where(x > 0, t * 2.0, t / x)),
+             (lambda x, t: sg.split(sg.stack([t, t * 3.0]), 2)[1][0],
+              lambda x, t: jnp.split(jnp.stack([t, t * 3.0]), 2)[1][0]),
+             (lambda x, t: sg.ones_like(x), lambda x, t: jnp.ones_like(x))]
+    for ours, theirs in cases:
+        @jax.custom_jvp
+        def g(x: Any) -> Any:
+            return jnp.sin(x)
+        g.defjvp(lambda p, t, theirs=theirs: (jnp.sin(p[0]), theirs(p[0], t[0])))
+        np.testing.assert_allclose(sg.grad(lambda x: sg.sum(_rule_of(ours)(x)))(X),
+                                   jax.grad(lambda x: jnp.sum(g(x)))(X), rtol=1e-12)
+
+
 # ---------------------------------------------------------------- rules jax's types refuse
 
 X32 = X.astype(np.float32)
