@@ -18,6 +18,7 @@ Layer L6 (front ends): see docs/design.md.
 from __future__ import annotations
 
 import functools
+import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -150,12 +151,41 @@ class _Custom:
         raise NotImplementedError
 
     @api_boundary
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not self._defined():
             raise SrcgradError(f"no {self.rule} defined for the function {_name(self.fun)}: "
                                f"call {self.define} first", op=type(self).__name__,
                                loc=user_location())
+        if kwargs or len(args) < self._required:
+            args = self._positional(args, kwargs)
         return dispatch.call(self._emit, args, {})
+
+    @functools.cached_property
+    def _required(self) -> int:
+        """How many arguments a positional call must give for the rules to see them all (a
+        shorter call takes the defaults; -1 for a signature that cannot be read)."""
+        try:
+            params = inspect.signature(self.fun).parameters.values()
+        except (TypeError, ValueError):
+            return -1
+        return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+
+    def _positional(self, args: tuple, kwargs: dict[str, Any]) -> tuple:
+        """Keyword arguments (and the defaults of the parameters left out) in their
+        positions, as JAX's custom rules resolve them; the rules take positional arguments."""
+        kind = type(self).__name__
+        try:
+            bound = inspect.signature(self.fun).bind(*args, **kwargs)
+        except (TypeError, ValueError) as e:
+            raise SrcgradError(f"{_name(self.fun)} called with {sorted(kwargs)}: {e}", op=kind,
+                               loc=user_location()) from None
+        bound.apply_defaults()
+        if bound.kwargs:
+            raise SrcgradError(f"{_name(self.fun)}: the keyword-only arguments "
+                               f"{sorted(bound.kwargs)} cannot be passed to a {kind} function "
+                               "(its rules take positional arguments; JAX refuses them too)",
+                               op=kind, loc=user_location())
+        return bound.args
 
 
 # ---------------------------------------------------------------- custom_vjp

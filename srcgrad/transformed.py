@@ -22,7 +22,7 @@ from .cache import CACHE, Slot, binding_reader, same_bindings, static_key
 from .config import config
 from .dispatch import tracing_leaves
 from .fluid import input_var
-from .errors import SrcgradError, user_location
+from .errors import SrcgradError, located, user_location
 from .ir import Program, current_program, program_guard
 from .traceback_filter import leave_out_internal_frames
 from .verify import check
@@ -196,11 +196,15 @@ class Transformed:
         try:
             bound = inspect.signature(self._fun).bind(*args, **kwargs)
         except (TypeError, ValueError) as e:
-            raise TypeError(f"{self._name}: cannot bind the keyword arguments "
-                            f"{sorted(kwargs)}: {e}") from None
+            raise located(TypeError, f"{self._name}: cannot bind the keyword arguments "
+                          f"{sorted(kwargs)}: {e}") from None
         if bound.kwargs:
-            raise TypeError(f"{self._name}: keyword-only arguments {sorted(bound.kwargs)} are not "
-                            "supported; pass them positionally")
+            name = getattr(self._base, "__name__", "the function")
+            raise located(TypeError, f"{self._name}: {name}'s keyword-only parameters "
+                          f"{sorted(bound.kwargs)} cannot be passed to a transformed function "
+                          "(its inputs are positional): bind them first "
+                          f"(functools.partial({name}, {sorted(bound.kwargs)[0]}=...)), or make "
+                          "them positional (static_argnums for Python values)")
         return bound.args
 
     def _static_positions(self, args: tuple) -> frozenset[int]:

@@ -199,6 +199,37 @@ def test_custom_jvp_errors() -> None:
         sg.jvp(h, (X,), (X,))
 
 
+def test_custom_functions_take_keyword_arguments_as_jax_resolves_them() -> None:
+    """Keywords (and the defaults of parameters left out) go to their positions, as JAX's
+    custom rules resolve them (a TypeError from _Custom.__call__ before); keyword-only
+    parameters are refused with the line, as JAX refuses them."""
+    @sg.custom_vjp
+    def f(x: Any, scale: float = 2.0) -> Any:
+        return x * scale
+
+    f.defvjp(lambda x, scale: (x * scale, (scale,)), lambda res, g: (g * res[0], None))
+
+    @sg.custom_jvp
+    def h(x: Any, scale: float = 2.0) -> Any:
+        return x * scale
+
+    h.defjvp(lambda p, t: (p[0] * p[1], t[0] * p[1]))
+    for fn in (f, h):
+        np.testing.assert_allclose(sg.grad(lambda x: sg.sum(fn(x=x, scale=3.0)))(X), 3.0)
+        np.testing.assert_allclose(sg.grad(lambda x: sg.sum(fn(x)))(X), 2.0)
+        np.testing.assert_allclose(fn(X, scale=0.5), X * 0.5)
+        with pytest.raises(sg.SrcgradError, match=r"called with \['y'\].*test_custom.py"):
+            fn(X, y=1.0)
+
+    @sg.custom_vjp
+    def k(x: Any, *, scale: float) -> Any:
+        return x * scale
+
+    k.defvjp(lambda x, scale: (x * scale, ()), lambda res, g: (g,))
+    with pytest.raises(sg.SrcgradError, match=r"keyword-only arguments \['scale'\].*test_custom"):
+        k(X, scale=1.0)
+
+
 def _rule_of(tangent: Any) -> Any:
     @sg.custom_jvp
     def f(x: Any) -> Any:
