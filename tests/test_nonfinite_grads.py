@@ -138,3 +138,19 @@ def test_cumulative_extreme_ties_go_to_the_first() -> None:
                                   [5 * CT[:4].sum(), 0, 0, 0, 0])
     np.testing.assert_array_equal(sg.grad(lambda x: sg.sum(sg.cummin(x)[3:]))(x),
                                   [0, 0, 0, 2, 0])
+
+
+def test_hypot_gradient_is_jax_grads_at_zero_infinity_and_overflow() -> None:
+    """jnp.hypot's gradient is the derivative of its formula (hi * sqrt(1 + (lo / hi)**2)):
+    half to each input at the origin (maximum's tie), NaN at an infinite input, and what the
+    formula's transposes give where hi * hi would overflow."""
+    vals = [0.0, -0.0, 1.0, -2.0, 3.0, inf, -inf, nan, 1e308, 1e-300, 5e-324]
+    a = np.repeat(vals, len(vals))
+    b = np.tile(vals, len(vals))
+    ours = sg.grad(lambda a, b: sg.sum(sg.hypot(a, b) * 1.5), (0, 1))(a, b)
+    theirs = jax.grad(lambda a, b: jnp.sum(jnp.hypot(a, b) * 1.5), (0, 1))(a, b)
+    for got, want in zip(ours, theirs):
+        _same(got, want, "hypot gradient")
+    for fn, want in ((lambda x: sg.hypot(x, 0.0), 0.5), (lambda x: sg.hypot(x, x), 1.0)):
+        assert sg.grad(fn)(0.0) == want
+        assert sg.jvp(fn, (0.0,), (1.0,))[1] == want

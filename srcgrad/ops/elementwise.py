@@ -151,6 +151,34 @@ def _g_where(op: Op, g: list, need: list) -> Iterator[Variable | None]:
     yield where(c, 0.0, g[0]) if need[2] else None
 
 
+def _g_hypot(op: Op, g: list, need: list) -> Iterator[Variable | None]:
+    """jax.grad's gradient of jnp.hypot, which computes hi * sqrt(1 + (lo / hi)**2) from the
+    larger and smaller magnitude (hi where hi is 0, inf where an input is inf): x / hypot away
+    from the origin, a half to each input at it (maximum's tie), NaN at an infinite input."""
+    x1, x2 = (astype(v, op.outputs[0].dtype) for v in op.inputs)
+    a1, a2 = abs(x1), abs(x2)
+    hi, lo = maximum(a1, a2), minimum(a1, a2)
+    zero = hi == 0.0
+    safe = where(zero, 1.0, hi)
+    q = lo / safe
+    s = sqrt(q * q + 1.0)
+    gx = where(logical_or(a1 == math.inf, a2 == math.inf), 0.0, g[0])
+    g_scaled = where(zero, 0.0, gx)  # the gradient of hi * s
+    # the transposes of sqrt, square and divide in JAX's order (they decide what overflows)
+    g_q = ((g_scaled * hi) * (0.5 / s)) * (q * 2.0)
+    g_safe = negative((g_q * integer_pow(safe, -2)) * lo)
+    g_hi = where(zero, gx, 0.0) + g_scaled * s + where(zero, 0.0, g_safe)
+    g_lo = g_q / safe
+    for x, a, b, n in ((x1, a1, a2, need[0]), (x2, a2, a1, need[1])):
+        if not n:
+            yield None
+            continue
+        # maximum's and minimum's balanced rule (half each on a tie), then abs's (+1 at 0)
+        share = where(a == b, 0.5, 1.0)
+        ga = g_hi * where(a == hi, share, 0.0) + g_lo * where(a == lo, share, 0.0)
+        yield where(x >= 0, ga, negative(ga))
+
+
 def _sum_squares(op: Op) -> Variable:
     x1, x2 = op.inputs
     return x1 * x1 + x2 * x2
@@ -255,9 +283,7 @@ arctan2 = binary("arctan2", "jnp.arctan2({0}, {1})",
                  (lambda op, g: g * op.inputs[1] / _sum_squares(op),
                   lambda op, g: negative(g * op.inputs[0] / _sum_squares(op))), "float",
                  doc="jnp.arctan2(x1, x2): the angle of the point (x2, x1).")
-hypot = binary("hypot", "jnp.hypot({0}, {1})",
-               (lambda op, g: g * op.inputs[0] / op.outputs[0],
-                lambda op, g: g * op.inputs[1] / op.outputs[0]), "float")
+hypot = binary("hypot", "jnp.hypot({0}, {1})", _g_hypot, "float")
 logaddexp = binary("logaddexp", "jnp.logaddexp({0}, {1})",
                    (lambda op, g: g * exp(op.inputs[0] - op.outputs[0]),
                     lambda op, g: g * exp(op.inputs[1] - op.outputs[0])), "float")
