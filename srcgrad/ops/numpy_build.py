@@ -14,10 +14,11 @@ from .. import dtypes
 from ..builder import as_var
 from ..errors import ShapeError
 from ..ir import Variable
-from ._rules import broadcast_shapes
+from ._rules import broadcast_shapes, require_real
 from .creation import arange, full, zeros
 from .declare import public
-from .elementwise import abs, astype, clip, exp, isfinite, isnan, log, logical_and, where
+from .elementwise import (abs, astype, clip, conj, exp, imag, isfinite, isnan, log, logical_and,
+                          real, where)
 from .contraction import einsum, matmul
 from .manip import moveaxis, ravel
 from .numpy_reductions import all
@@ -90,15 +91,15 @@ def array_equiv(a1: Any, a2: Any) -> Variable:
 @public
 def vdot(a: Any, b: Any, *, precision: Any = None,
          preferred_element_type: Any = None) -> Variable:
-    """jnp.vdot: the dot product of the flattened arrays."""
-    return matmul(ravel(a), ravel(b))
+    """jnp.vdot: the dot product of the flattened arrays, the first conjugated."""
+    return matmul(ravel(conj(a)), ravel(b))
 
 
 @public
 def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, precision: Any = None,
            preferred_element_type: Any = None) -> Variable:
-    """jnp.vecdot: the dot product along `axis`, broadcasting the others."""
-    x1, x2 = as_var(x1), as_var(x2)
+    """jnp.vecdot: the dot product along `axis` (`x1` conjugated), broadcasting the others."""
+    x1, x2 = conj(as_var(x1)), as_var(x2)
     x1, x2 = moveaxis(x1, axis, -1), moveaxis(x2, axis, -1)
     return einsum("...i,...i->...", x1, x2)
 
@@ -111,8 +112,9 @@ def matvec(x1: Any, x2: Any, /) -> Variable:
 
 @public
 def vecmat(x1: Any, x2: Any, /) -> Variable:
-    """jnp.vecmat: batched vector-matrix product (..., m) x (..., m, n) -> (..., n)."""
-    return matmul(expand_dims(as_var(x1), -2), as_var(x2))[..., 0, :]
+    """jnp.vecmat: batched vector-matrix product (..., m) x (..., m, n) -> (..., n), the
+    vector conjugated."""
+    return matmul(expand_dims(conj(as_var(x1)), -2), as_var(x2))[..., 0, :]
 
 
 @public
@@ -239,7 +241,9 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     differentiable in x and fp."""
     if period is not None:
         raise ShapeError("interp's period= is not supported", op="interp")
-    x, xp, fp = _promoted(x, xp, fp, inexact=True)
+    x, xp = _promoted(x, xp, inexact=True)
+    (fp,) = _promoted(fp, inexact=True)  # (complex values of fp interpolate, as in JAX)
+    require_real(x, what="interp's x (with xp)")
     n = xp.shape[0]
     i = clip(searchsorted(xp, x, side="right"), 1, n - 1)
     from .indexing import take
@@ -289,9 +293,14 @@ def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: 
 @public
 def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None,
               axis: int = 0) -> Variable:
-    """jnp.geomspace: a geometric sequence from start to stop (same signs)."""
+    """jnp.geomspace: a geometric sequence from start to stop (same signs; complex ones: on
+    the logarithmic spiral from start's direction, as jnp's)."""
     from .construct import linspace
     s, e = _promoted(start, stop, inexact=True)
+    if s.dtype.kind == "c":  # jnp's: sign(s) * exp(linspace(log(s / sign(s)), log(e / sign(s))))
+        turn = s / astype(abs(s), s.dtype)
+        out = turn * exp(linspace(log(s / turn), log(e / turn), num, endpoint, axis=axis))
+        return out if dtype is None else astype(out, dtype)
     lin = linspace(log(abs(s)), log(abs(e)), num, endpoint, axis=axis)
     mag = exp(lin)
     out = where(s < 0, -mag, mag)
@@ -403,20 +412,23 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: in
         x = concatenate([x, yv], 0)
     d = (0 if bias else 1) if ddof is None else ddof
     xc = x - mean(x, 1, keepdims=True)
-    out = matmul(xc, xc.T) / float(x.shape[1] - d)
+    out = matmul(xc, conj(xc).T) / float(x.shape[1] - d)
     return out[0, 0] if out.shape == (1, 1) else out
 
 
 @public
 def corrcoef(x: Any, y: Any = None, rowvar: bool = True) -> Variable:
-    """jnp.corrcoef: the correlation coefficients, cov / sqrt(outer(diag, diag)), clipped."""
+    """jnp.corrcoef: the correlation coefficients, cov / sqrt(outer(diag, diag)), clipped to
+    [-1, 1] (the real and imaginary parts of complex ones apart)."""
     from .construct import diagonal
-    from .elementwise import sqrt
+    from .elementwise import complex_, sqrt
     c = cov(x, y, rowvar)
     if c.ndim == 0:
         return c / c
-    d = sqrt(diagonal(c))
+    d = astype(sqrt(real(diagonal(c))), c.dtype)
     out = c / d[:, None] / d[None, :]
+    if out.dtype.kind == "c":
+        return complex_(clip(real(out), -1.0, 1.0), clip(imag(out), -1.0, 1.0))
     return clip(out, -1.0, 1.0)
 
 
@@ -441,8 +453,10 @@ def _correlate(a: Variable, v: Variable, mode: str, name: str) -> Variable:
 @public
 def correlate(a: Any, v: Any, mode: str = "valid", *, precision: Any = None,
               preferred_element_type: Any = None) -> Variable:
-    """jnp.correlate: the cross-correlation of two 1-D arrays (a 1-D convolution)."""
+    """jnp.correlate: the cross-correlation of two 1-D arrays (a 1-D convolution), `v`
+    conjugated."""
     a, v = _promoted(a, v, inexact=True)
+    v = conj(v)
     if a.shape[0] < v.shape[0]:
         return _correlate(v, a, mode, "correlate")[::-1]
     return _correlate(a, v, mode, "correlate")

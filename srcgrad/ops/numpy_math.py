@@ -13,13 +13,13 @@ import jax.numpy as jnp
 from .. import dtypes
 from ..builder import as_var
 from ..ir import Variable
-from ._rules import jax_dtype
+from ._rules import jax_dtype, require_real
 from .creation import full_like, zeros_like
 from .declare import public
 from .elementwise import (abs, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh,
-                          astype, ceil, conj, divide, equal, exp2, floor, floor_divide, less,
-                          logical_and, logical_not, logical_or, negative, power, remainder, round,
-                          where)
+                          astype, ceil, conj, divide, equal, exp2, floor, floor_divide, imag, less,
+                          logical_and, logical_not, logical_or, negative, not_equal, power, real,
+                          remainder, round, where)
 from .shape import concatenate, swapaxes, transpose
 
 BOOL = dtypes.canonical(bool)
@@ -124,7 +124,7 @@ def positive(x: Any) -> Variable:
 
 @public
 def conjugate(x: Any) -> Variable:
-    """jnp.conjugate: x itself (srcgrad's values are real)."""
+    """jnp.conjugate: the same as conj."""
     return conj(x)
 
 
@@ -132,6 +132,7 @@ def conjugate(x: Any) -> Variable:
 def signbit(x: Any) -> Variable:
     """jnp.signbit: True where the sign bit is set (-0.0 included)."""
     x = as_var(x)
+    require_real(x, what="signbit")
     if x.dtype == BOOL or x.dtype.kind == "u":
         return full_like(x, False, BOOL)
     if x.dtype.kind == "i":
@@ -143,6 +144,7 @@ def signbit(x: Any) -> Variable:
 def copysign(x1: Any, x2: Any) -> Variable:
     """jnp.copysign: |x1| with the sign of x2 (its sign bit)."""
     x1, x2 = _pair(x1, x2)
+    require_real(x1, x2, what="copysign")
     dt = jax_dtype(jnp.copysign, x1.dtype, x2.dtype)
     x1, x2 = astype(x1, dt), astype(x2, dt)
     mag = abs(x1)
@@ -161,6 +163,7 @@ def float_power(x1: Any, x2: Any) -> Variable:
 def isneginf(x: Any, out: None = None) -> Variable:
     """jnp.isneginf: x == -inf."""
     x = as_var(x)
+    require_real(x, what="isneginf")
     return equal(x, -math.inf) if dtypes.is_inexact(x.dtype) else full_like(x, False, BOOL)
 
 
@@ -168,26 +171,34 @@ def isneginf(x: Any, out: None = None) -> Variable:
 def isposinf(x: Any, out: None = None) -> Variable:
     """jnp.isposinf: x == +inf."""
     x = as_var(x)
+    require_real(x, what="isposinf")
     return equal(x, math.inf) if dtypes.is_inexact(x.dtype) else full_like(x, False, BOOL)
 
 
 @public
 def isreal(x: Any) -> Variable:
-    """jnp.isreal: True everywhere (srcgrad's values are real)."""
-    return full_like(x, True, BOOL)
+    """jnp.isreal: imag(x) == 0 (True everywhere for a real `x`)."""
+    x = as_var(x)
+    return equal(imag(x), 0) if x.dtype.kind == "c" else full_like(x, True, BOOL)
 
 
 @public
 def iscomplex(x: Any) -> Variable:
-    """jnp.iscomplex: False everywhere (srcgrad's values are real)."""
-    return full_like(x, False, BOOL)
+    """jnp.iscomplex: imag(x) != 0 (False everywhere for a real `x`)."""
+    x = as_var(x)
+    return not_equal(imag(x), 0) if x.dtype.kind == "c" else full_like(x, False, BOOL)
 
 
 @public
 def angle(z: Any, deg: bool = False) -> Variable:
-    """jnp.angle of a real array: arctan2(0, z) (pi where z < 0 or z is -0.0)."""
-    z = _inexact(z, jnp.angle)
-    out = arctan2(zeros_like(z), z)
+    """jnp.angle: arctan2(imag(z), real(z)) (of a real `z`: arctan2(0, z), pi where z < 0
+    or z is -0.0)."""
+    z = as_var(z)
+    if z.dtype.kind == "c":
+        out = arctan2(imag(z), real(z))
+    else:
+        z = _inexact(z, jnp.angle)
+        out = arctan2(zeros_like(z), z)
     return out * (180.0 / math.pi) if deg else out
 
 
@@ -207,6 +218,7 @@ def logical_xor(x1: Any, x2: Any) -> Variable:
 def ldexp(x1: Any, x2: Any) -> Variable:
     """jnp.ldexp: x1 * 2**x2 (x2 integer), differentiable in x1."""
     x1 = _inexact(x1, jnp.ldexp)
+    require_real(x1, what="ldexp")
     return x1 * exp2(astype(as_var(x2), x1.dtype))
 
 

@@ -323,7 +323,7 @@ def polyfit(x: Any, y: Any, deg: int, rcond: float | None = None, full: bool = F
     scale = E.sqrt(R.sum(E.multiply(lhs, lhs), 0))
     lhs = E.divide(lhs, scale[None, :])
     q, r = qr(lhs)
-    c = solve_triangular(r, q.T @ rhs, lower=False)
+    c = solve_triangular(r, E.conj(q).T @ rhs, lower=False)  # (Q^H: complex x too)
     return E.divide(c, scale[:, None] if c.ndim == 2 else scale)
 
 

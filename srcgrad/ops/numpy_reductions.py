@@ -22,7 +22,7 @@ from .elementwise import (astype, ceil, floor, isnan, logical_not, minimum, maxi
                           where)
 from .manip import moveaxis
 from .elementwise import where as _where
-from .reduce import Axis, _no_out, argmax, argmin, max, min, prod, sum
+from .reduce import Axis, _no_out, argmax, argmin, max, min, prod, squared_magnitude, sum
 from .shape import concatenate, expand_dims, reshape
 from .sort_scan import cumprod, cumsum, sort, take_along_axis
 
@@ -149,8 +149,9 @@ def nanvar(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof:
     centered = zeroed - mean
     if nan is not None:
         centered = _where(nan, 0.0, centered)
-    count = _valid_count(a, nan, axis, keepdims, a.dtype) - float(ddof)
-    out = sum(centered * centered, axis, keepdims=keepdims) / count
+    squared = squared_magnitude(centered)
+    count = _valid_count(a, nan, axis, keepdims, squared.dtype) - float(ddof)
+    out = sum(squared, axis, keepdims=keepdims) / count
     return _where(count <= 0, math.nan, out)
 
 

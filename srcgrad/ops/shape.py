@@ -82,6 +82,7 @@ def _g_broadcast(op: Op, g: list, need: list) -> list:
 
 
 def _g_concat(op: Op, g: list, need: list) -> list:
+    from .elementwise import cast_gradient  # (elementwise's creation ops import this module)
     axis = op.attrs["axis"]
     out, offset = [], 0
     for v, n in zip(op.inputs, need):
@@ -91,7 +92,7 @@ def _g_concat(op: Op, g: list, need: list) -> list:
             hi = list(g[0].shape)
             lo[axis], hi[axis] = offset, offset + size
             part = slice(g[0], lo, hi)
-            out.append(part if part.dtype == v.dtype else part.astype(v.dtype))
+            out.append(part if part.dtype == v.dtype else cast_gradient(part, v.dtype))
         else:
             out.append(None)
         offset += size
