@@ -235,5 +235,44 @@ def bindings(fun: Callable[..., Any]) -> tuple[Any, ...]:
     return read() if read is not None else ()
 
 
+def bindings_check(fun: Callable[..., Any], now: tuple[Any, ...]) -> Callable[[], bool]:
+    """A function that tells whether `bindings(fun)` is still `now` (taken from `fun`), for
+    the fast path of every call: the code object and defaults are compared first, then each
+    global and cell, without building a tuple (a function that reads none checks three
+    attributes)."""
+    if not now:  # not a Python function: nothing to watch
+        return _always
+    f = getattr(fun, "__func__", fun)
+    code, defaults, kwdefaults = now[:3]
+    names, cells = _names(code), f.__closure__ or ()
+    values = now[3:3 + len(names)]
+    contents = now[3 + len(names):]
+    get = f.__globals__.get
+    if not names and not cells:
+        return lambda: (f.__code__ is code and f.__defaults__ is defaults
+                        and f.__kwdefaults__ is kwdefaults)
+
+    def check() -> bool:
+        if f.__code__ is not code or f.__defaults__ is not defaults or (
+                f.__kwdefaults__ is not kwdefaults):
+            return False
+        for name, value in zip(names, values):
+            if get(name, _UNBOUND) is not value:
+                return False
+        for cell, value in zip(cells, contents):
+            try:
+                if cell.cell_contents is not value:
+                    return False
+            except ValueError:  # a cell not yet assigned
+                if value is not _UNBOUND:
+                    return False
+        return True
+    return check
+
+
+def _always() -> bool:
+    return True
+
+
 def same_bindings(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     return len(a) == len(b) and all(map(operator.is_, a, b))

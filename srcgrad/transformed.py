@@ -18,12 +18,12 @@ import numpy as np
 
 from . import dtypes, hooks
 from .builder import as_var
-from .cache import CACHE, Slot, binding_reader, same_bindings, static_key
+from .cache import CACHE, Slot, binding_reader, bindings_check, same_bindings, static_key
 from .config import config
 from .dispatch import tracing_leaves
 from .fluid import input_var
 from .errors import SrcgradError, located, user_location
-from .ir import Program, current_program, program_guard
+from .ir import OPEN_SCOPES, Program, current_program, program_guard
 from .traceback_filter import leave_out_internal_frames
 from .verify import check
 from .arguments import arg_names, as_vars, hashable, leaf_array, leaf_dtype, static_positions
@@ -96,9 +96,11 @@ class Transformed:
         self._own: dict[Any, Slot] = {}
         self._own_lock = threading.Lock()
         #: JAX's dispatch for repeated calls (`_fast_call`): (jax.jit of the pipeline, the
-        #: bindings it was made under); None before the first call, False where it cannot
-        #: serve (captured arrays or loop records sized at run time).
-        self._fast: tuple[Callable[..., Any], tuple] | bool | None = None if jit else False
+        #: bindings it was made under, their check, the pipeline); None before the first
+        #: call, False where it cannot serve (captured arrays or loop records sized at run
+        #: time).
+        self._fast: tuple[Callable[..., Any], tuple, Callable[[], bool], _Pipeline] | bool | None = (
+            None if jit else False)
         self._weak = weakref.ref(self)
         self.compilations = 0
         functools.update_wrapper(self, fun, updated=())
@@ -109,14 +111,14 @@ class Transformed:
         (`_fast_call`) once the function's bindings are seen unchanged."""
         try:
             fast = self._fast
-            if fast.__class__ is tuple and not kwargs and current_program() is None:
+            if fast.__class__ is tuple and not kwargs and (
+                    not OPEN_SCOPES[0] or current_program() is None):
                 for a in args:
                     if a.__class__ not in _FAST_TYPES:
                         break
                 else:
-                    read = self._read
-                    if read is None or same_bindings(fast[1], read()):  # type: ignore[index]
-                        _CALLER.ref = self._weak
+                    if fast[2]():  # type: ignore[index]  (the bindings are unchanged)
+                        fast[3].caller = self._weak  # type: ignore[index]
                         try:
                             return fast[0](*args)  # type: ignore[index]
                         except _NotFast:  # a new signature whose program it cannot serve
@@ -160,15 +162,15 @@ class Transformed:
         for leaf in leaves:
             if type(leaf) not in _FAST_TYPES and not isinstance(leaf, np.generic):
                 return _SLOW
-        now = self._bindings()
         fast = self._fast
-        if fast is None or not same_bindings(fast[1], now):  # type: ignore[index]
+        if fast is None or not fast[2]():  # type: ignore[index]  (the bindings changed)
+            now = self._bindings()
             pipeline = self._pipeline(now)
             if pipeline.slow:
                 self._fast = False
                 return _SLOW
-            fast = self._fast = (pipeline.jitted, now)
-        _CALLER.ref = self._weak
+            fast = self._fast = (pipeline.jitted, now, bindings_check(self._base, now), pipeline)
+        fast[3].caller = self._weak  # type: ignore[index]
         try:
             return fast[0](*args)  # type: ignore[index]
         except _NotFast:
@@ -374,9 +376,6 @@ class _NotFast(Exception):
     """Raised while JAX traces the fast path, for a program it cannot serve."""
 
 
-#: The `Transformed` whose call (in this thread) last went to a `_Pipeline`, weakly: a trace
-#: the call starts runs srcgrad's pipeline on it, so that its `compilations` count the build.
-_CALLER = threading.local()
 #: The cache key, beside the input signatures, of a function and transformation's pipeline.
 _PIPELINE = "jax.jit pipeline"
 
@@ -386,12 +385,15 @@ class _Pipeline:
     kept in the compile cache: a fresh `sg.grad(f)` of the same `f` reuses JAX's compiled
     executable. It holds the `Transformed` objects that call it weakly (never the user's
     function, whose lifetime keys the cache); a trace runs `_run` on the caller, or on any
-    of them (they are alike but for their `compilations`)."""
+    of them (they are alike but for their `compilations`). `caller` is the `Transformed`
+    whose call last went to it, weakly (a plain attribute, not a thread's: with two of them
+    calling it from two threads, a trace may count its build on the other)."""
 
     def __init__(self, bindings: tuple, name: str) -> None:
         self.bindings = bindings
         self.users: weakref.WeakSet[Transformed] = weakref.WeakSet()
         self.slow = False  # a program the fast path cannot serve (`_NotFast`)
+        self.caller: Callable[[], Transformed | None] = lambda: None
 
         def pipeline(*args: Any) -> Any:
             return self.run(args)
@@ -399,8 +401,7 @@ class _Pipeline:
         self.jitted = jax.jit(pipeline)
 
     def run(self, args: tuple) -> Any:
-        ref = getattr(_CALLER, "ref", None)
-        caller = ref() if ref is not None else None
+        caller = self.caller()
         if caller is None or caller not in self.users:
             caller = next(iter(self.users))
         try:
