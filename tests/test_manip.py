@@ -20,7 +20,6 @@ from jax import lax
 import srcgrad as sg
 from srcgrad.errors import ShapeError
 from srcgrad.ops.sort_scan import lax_cumprod
-from srcgrad.testing import check_grads
 from _util import sliced
 from test_op_grads import MIXED, GradCase, check, check_against_jax
 from test_ops import (BOOL, F32, F64, GRID, I32, NUMS, SIDE, Case, Dom, Draw, R, assert_same,
