@@ -82,7 +82,6 @@ def _g_broadcast(op: Op, g: list, need: list) -> list:
 
 
 def _g_concat(op: Op, g: list, need: list) -> list:
-    from .elementwise import cast_gradient  # (elementwise's creation ops import this module)
     axis = op.attrs["axis"]
     out, offset = [], 0
     for v, n in zip(op.inputs, need):
@@ -92,7 +91,7 @@ def _g_concat(op: Op, g: list, need: list) -> list:
             hi = list(g[0].shape)
             lo[axis], hi[axis] = offset, offset + size
             part = slice(g[0], lo, hi)
-            out.append(part if part.dtype == v.dtype else cast_gradient(part, v.dtype))
+            out.append(part)  # (the backward walk casts it to v's dtype: cast_gradient)
         else:
             out.append(None)
         offset += size
