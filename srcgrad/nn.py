@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from .imperative import initializers
 from .imperative.conv_layers import Conv1d, Conv2d, Conv3d
-from .imperative.layers import (Dropout, Embedding, LayerNorm, Linear, Module, ModuleDict,
-                                ModuleList, ParameterDict, ParameterList, Sequential,
-                                activations)
+from .imperative.layers import (Dropout, Embedding, EmbeddingIndexError, LayerNorm, Linear,
+                                Module, ModuleDict, ModuleList, ParameterDict, ParameterList,
+                                Sequential, activations)
 from .ops import exports_of
 
 globals().update(activations())
@@ -28,5 +28,5 @@ globals().update(exports_of("nn"))
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
            "Linear", "Conv1d", "Conv2d", "Conv3d", "LayerNorm",
-           "Embedding", "Dropout", "initializers", *sorted(activations()),
+           "Embedding", "EmbeddingIndexError", "Dropout", "initializers", *sorted(activations()),
            *sorted(exports_of("nn"))]

@@ -25,7 +25,7 @@ from .joining import split
 from .nn import elu, relu6, silu, softmax
 from .reduce import logsumexp
 from .reduce import mean as _mean
-from .rules import norm_axes
+from .rules import norm_axes, require_real
 
 Axis = int | Sequence[int] | None
 
@@ -210,6 +210,7 @@ def dot_product_attention(query: Any, key: Any, value: Any, bias: Any = None, ma
         raise ShapeError(f"implementation {implementation!r}: only 'xla'",
                          op="nn.dot_product_attention")
     q, k, v = as_var(query), as_var(key), as_var(value)
+    require_real(q, k, v, what="nn.dot_product_attention")  # (JAX's refuses them too)
     unbatched = q.ndim == 3
     if unbatched:
         q, k, v = (x.reshape((1,) + x.shape) for x in (q, k, v))

@@ -14,7 +14,9 @@ import math
 from typing import Any, Callable
 
 import jax.numpy as jnp
+import jax.scipy.special as jss
 import numpy as np
+from jax import lax
 
 from ..base import dtypes
 from ..core.builder import as_pair, as_var
@@ -45,9 +47,8 @@ def _unary(name: str, lower: str, grad: GradSpec, doc: str, op: str | None = Non
     def front(x: Any) -> tuple[list[Variable], dict]:
         return [_float(x)], {}
     named(front, name, doc)
-    return defop(op or name, elementwise.unary_rule(jnp.exp, True), lower, grad, namespace=NS)(
-        front
-    )
+    return defop(op or name, elementwise.unary_rule(getattr(jss, name), True), lower, grad,
+                 namespace=NS)(front)
 
 
 def _binary(name: str, lower: str, grad: GradSpec, doc: str, export: bool = True
@@ -60,8 +61,8 @@ def _binary(name: str, lower: str, grad: GradSpec, doc: str, export: bool = True
             dt = jax_dtype(jnp.exp, dt)
         return [elementwise.astype(x, dt), elementwise.astype(y, dt)], {}
     named(front, name, doc)
-    return defop(name, elementwise.binary_rule("float"), lower, grad, namespace=NS,
-                 export=export)(front)
+    return defop(name, elementwise.binary_rule("float", getattr(jss, name)), lower, grad,
+                 namespace=NS, export=export)(front)
 
 
 def _x(op: Op) -> Variable:
@@ -110,7 +111,8 @@ def polygamma(n: int, x: Any) -> Variable:
     return _polygamma(_float(x), n=int(n))
 
 
-@defop("polygamma", elementwise.unary_rule(jnp.exp, True), "jax.scipy.special.polygamma({n}, {0})",
+@defop("polygamma", elementwise.unary_rule(jss.digamma, True),
+       "jax.scipy.special.polygamma({n}, {0})",
        (lambda op, g: g * _polygamma(_x(op), n=op.attrs["n"] + 1),),
        export="scipy.special.polygamma")
 def _polygamma(x: Variable, *, n: int) -> tuple[list[Variable], dict]:
@@ -130,7 +132,7 @@ def _g_igamma_x(op: Op, g: Variable) -> Variable:
     )
 
 
-@defop("igamma_grad_a", elementwise.binary_rule("float"),
+@defop("igamma_grad_a", elementwise.binary_rule("float", lax.igamma_grad_a),
        "lax.igamma_grad_a(*jnp.broadcast_arrays({0}, {1}))", None, export=False)
 def _igamma_grad_a(a: Variable, x: Variable) -> tuple[list[Variable], dict]:
     return [a, x], {}
