@@ -104,6 +104,7 @@ def test_embedding_index_out_of_range():
         with pytest.raises(IndexError, match=f"Embedding: {shown} is out of range for 5 "
                            "embeddings") as info:
             emb(bad)
+        assert isinstance(info.value, sg.nn.EmbeddingIndexError)
         assert isinstance(info.value, sg.SrcgradError) and "test_nn_layers.py" in str(info.value)
     with pytest.raises(IndexError, match="index 7"):
         sg.grad(lambda v: sg.sum(emb(np.array([1, 7])) * v))(np.ones(3))
