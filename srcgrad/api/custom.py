@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import jax
 
@@ -33,7 +33,7 @@ from ..ops.creation import zeros
 from ..core.registry import OutType, register
 from ..ops.grad_helpers import is_known_zero
 from ..transforms.forward import backward_segment, retraced
-from ..ir.analysis import free_vars, live_ops, walk_blocks
+from ..ir.analysis import branch_blocks, free_vars, live_ops, walk_blocks
 from ..base.traceback_filter import api_boundary
 
 tree_flatten, tree_unflatten = jax.tree_util.tree_flatten, jax.tree_util.tree_unflatten
@@ -407,13 +407,30 @@ def _reads(op: Op) -> list[Variable]:
                               for v in free_vars(b)]
 
 
-def _tangential(ops: Sequence[Op], tangents: Sequence[Variable]) -> set[Variable]:
-    """The values of `ops` (a traced jvp rule) that depend on the `tangents`."""
+def _tangential(ops: Sequence[Op], tangents: Iterable[Variable]) -> set[Variable]:
+    """The values of `ops` (a traced jvp rule) that depend on the `tangents`: every output of
+    an op that reads one, but a `cond`'s outputs one by one (a converted `if` returns a flag
+    beside the tangent, and the flag does not depend on it)."""
     out = set(tangents)
     for o in ops:
-        if any(v in out for v in _reads(o)):
+        if o.type == "cond" and o.inputs[0] not in out:
+            out.update(_cond_tangential(o, out))
+        elif any(v in out for v in _reads(o)):
             out.update(o.outputs)
     return out
+
+
+def _cond_tangential(op: Op, tangential: set[Variable]) -> list[Variable]:
+    """The outputs of a `cond` (its index not tangential) that some branch computes from
+    `tangential` values: its operands (the branch's parameters) or what it captures."""
+    n = op.attrs["n_operands"]
+    hit = [False] * len(op.outputs)
+    for blk in branch_blocks(op):
+        inner = tangential | {p for p, v in zip(blk.params, op.inputs[1:1 + n])
+                              if v in tangential}
+        inner = _tangential(blk.ops, inner)
+        hit = [h or r in inner for h, r in zip(hit, blk.results)]
+    return [o for o, h in zip(op.outputs, hit) if h]
 
 
 def _require_linear(op: Op, ops: Sequence[Op], tangential: set[Variable]) -> None:

@@ -275,6 +275,32 @@ def test_custom_jvp_rules_linear_in_the_tangent_give_jaxs_gradient() -> None:
                                    jax.grad(lambda x: jnp.sum(g(x)))(X), rtol=1e-12)
 
 
+def test_custom_jvp_rule_with_a_cond_on_the_primal_is_linear() -> None:
+    """A cond whose predicate is the primal's returns, beside the tangent, a value computed
+    from the primal alone (a converted `if` returns such a flag): that output does not
+    depend on the tangent, so its transpose may read it (it was refused as nonlinear). A
+    predicate computed from the tangent is refused, as JAX refuses it."""
+    def ours(x: Any, t: Any) -> Any:
+        big, u = sg.cond(sg.sum(x) > 0, lambda: (x > 0.5, t * 2.0), lambda: (x < -0.5, t * 3.0))
+        return sg.where(big, u, -u)
+
+    def theirs(x: Any, t: Any) -> Any:
+        big, u = jax.lax.cond(jnp.sum(x) > 0, lambda: (x > 0.5, t * 2.0),
+                              lambda: (x < -0.5, t * 3.0))
+        return jnp.where(big, u, -u)
+
+    @jax.custom_jvp
+    def g(x: Any) -> Any:
+        return jnp.sin(x)
+    g.defjvp(lambda p, t: (jnp.sin(p[0]), theirs(p[0], t[0])))
+    for x in (X, -X):
+        np.testing.assert_allclose(sg.grad(lambda x: sg.sum(_rule_of(ours)(x)))(x),
+                                   jax.grad(lambda x: jnp.sum(g(x)))(x), rtol=1e-12)
+    f = _rule_of(lambda x, t: sg.cond(sg.sum(t) > 0, lambda: t, lambda: -t))
+    with pytest.raises(sg.GradientError, match=r"not linear in the tangents: .*\(cond at "):
+        sg.grad(lambda x: sg.sum(f(x)))(X)
+
+
 # ---------------------------------------------------------------- rules jax's types refuse
 
 X32 = X.astype(np.float32)
