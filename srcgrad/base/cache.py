@@ -79,6 +79,18 @@ class CompileCache:
                 slot = slots[key] = Slot()
             return slot
 
+    def forget(self, fun: Callable[..., Any]) -> None:
+        """Drop `fun`'s entries: its transformations trace it again when next called (a
+        function marked `sg.no_convert` after a converted trace)."""
+        owners = _owners(fun)
+        if owners is None:
+            return
+        with self._lock:
+            held = self._by_fun.pop(tuple(id(o) for o in owners), None)
+        for slot in (held[1].values() if held is not None else ()):
+            with slot.lock:
+                slot.entry = None
+
     def _drop(self, ident: tuple[int, ...]) -> None:
         with self._lock:
             self._by_fun.pop(ident, None)

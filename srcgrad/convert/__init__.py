@@ -73,7 +73,7 @@ def wants_conversion(e: BaseException) -> bool:
         return "has no Python truth value" in msg
     if isinstance(e, ValueError):  # NumPy storing a traced value into an array
         return "setting an array element with a sequence" in msg
-    return isinstance(e, TypeError) and "'Variable' object" in msg
+    return isinstance(e, TypeError) and ("'Variable' object" in msg or "not Variable" in msg)
 
 
 def explain_failure(e: BaseException) -> BaseException | None:

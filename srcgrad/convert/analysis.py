@@ -28,13 +28,14 @@ def walk_scope(nodes: Iterable[ast.AST]) -> Iterable[ast.AST]:
         todo.extend(list(ast.iter_child_nodes(node))[::-1])
 
 
-def assigned(nodes: Iterable[ast.AST]) -> list[str]:
-    """Names bound in this scope by `nodes`, in order of first binding."""
+def assigned(nodes: Iterable[ast.AST], items: bool = True) -> list[str]:
+    """Names bound in this scope by `nodes`, in order of first binding (with `items`, also
+    the names whose items are assigned: the conversion rebinds them)."""
     out: dict[str, None] = {}
     for node in walk_scope(nodes):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             out[node.id] = None
-        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+        elif items and isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
             base = node.value  # `x[i] = v` rebinds x (the conversion makes it `x = setitem(...)`)
             while isinstance(base, ast.Subscript):
                 base = base.value
@@ -97,6 +98,7 @@ def _scan(stmts: list[ast.stmt], defined: set[str], found: set[str]) -> set[str]
             defined |= set(assigned([s.target]))
         elif isinstance(s, ast.If):
             found |= _reads(s.test) - defined
+            defined |= set(assigned([s.test]))  # a walrus in the test
             a = _scan(s.body, defined, found)
             b = _scan(s.orelse, defined, found)
             defined |= a & b
@@ -106,6 +108,18 @@ def _scan(stmts: list[ast.stmt], defined: set[str], found: set[str]) -> set[str]
             inner = set(defined) | (set(assigned([s.target])) if isinstance(s, ast.For) else set())
             _scan(s.body, inner, found)
             _scan(s.orelse, defined, found)
+        elif isinstance(s, ast.Try):
+            after = _scan(s.body, defined, found)
+            ends = [_scan(s.orelse, after, found)]
+            for h in s.handlers:
+                ends.append(_scan(h.body, defined | ({h.name} if h.name else set()), found))
+            defined = set.intersection(*ends) if s.handlers else ends[0]
+            defined = _scan(s.finalbody, defined, found)
+        elif isinstance(s, (ast.With, ast.AsyncWith)):
+            for item in s.items:
+                found |= _reads(item.context_expr) - defined
+                defined |= set(assigned([item.optional_vars])) if item.optional_vars else set()
+            defined = _scan(s.body, defined, found)
         elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             found |= _reads(s) - defined - {s.name}
             defined.add(s.name)
@@ -124,3 +138,36 @@ def has_mutation(stmts: list[ast.stmt]) -> bool:
                                        "setdefault", "remove", "clear")):
             return True
     return False
+
+
+class Scope:
+    """The names of one function that converted statements must share with other functions
+    (as cells, not as parameters of the generated branch and loop functions): those nested
+    functions and lambdas read or write (closures), and those declared `nonlocal` or
+    `global`; `nested_writes`: the ones a nested function rebinds (`nonlocal n` in it), which
+    any call can change."""
+
+    def __init__(self, fn: ast.FunctionDef | ast.AsyncFunctionDef):
+        a = fn.args
+        params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+        params |= {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+        self.globals: set[str] = set()
+        declared_nonlocal: set[str] = set()
+        nested: set[str] = set()
+        self.nested_writes: set[str] = set()
+        for node in walk_scope(fn.body):
+            if isinstance(node, ast.Global):
+                self.globals.update(node.names)
+            elif isinstance(node, ast.Nonlocal):
+                declared_nonlocal.update(node.names)
+            elif isinstance(node, _SCOPES):
+                for n in ast.walk(node):
+                    if isinstance(n, ast.Name):
+                        nested.add(n.id)
+                    elif isinstance(n, ast.Nonlocal):
+                        self.nested_writes.update(n.names)
+        local = (params | set(assigned(fn.body, items=False))) - self.globals - declared_nonlocal
+        self.cells = (local & nested) | declared_nonlocal | self.globals
+        self.nested_writes &= local | declared_nonlocal
+        #: The names this function may rebind (not a closure's or a global it only reads).
+        self.bound = local | declared_nonlocal | self.globals

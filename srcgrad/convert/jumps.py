@@ -4,6 +4,7 @@ break/continue/return canonicalisation). Loops stop on the flags through their t
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import ast
@@ -25,6 +26,13 @@ def assign(id_: str, value: ast.expr) -> ast.Assign:
 
 def ag(attr: str) -> ast.Attribute:
     return ast.Attribute(value=name(AG), attr=attr, ctx=ast.Load())
+
+
+def guard(flags: list[str], body: list[ast.stmt], at: ast.AST) -> ast.If:
+    """`if not (flags): body`, marked as made by the lowering (for its errors' wording)."""
+    node = ast.copy_location(ast.If(test=not_any(flags), body=body, orelse=[]), at)
+    node._sg_guard = True  # type: ignore[attr-defined]
+    return node
 
 
 def not_any(flags: list[str]) -> ast.expr:
@@ -52,7 +60,60 @@ def falls_through(stmts: list[ast.stmt]) -> bool:
         return False
     if isinstance(last, ast.If):
         return falls_through(last.body) or falls_through(last.orelse)
+    if isinstance(last, (ast.With, ast.AsyncWith)):
+        return falls_through(last.body)
+    if isinstance(last, ast.While) and isinstance(last.test, ast.Constant) and last.test.value:
+        return _breaks(last.body)  # `while True:` ends by a break only
+    if isinstance(last, ast.Try):
+        if not falls_through(last.finalbody):
+            return False
+        return (falls_through(last.body) and falls_through(last.orelse)) or any(
+            falls_through(h.body) for h in last.handlers
+        )
     return True
+
+
+def _breaks(stmts: list[ast.stmt]) -> bool:
+    """True if `stmts` hold a `break` of the loop around them."""
+    return _jumps_out(stmts, (ast.Break,))
+
+
+def _jumps_out(stmts: list[ast.stmt], kinds: tuple[type, ...] = (ast.Break, ast.Continue)) -> bool:
+    """True if `stmts` hold a `break` or `continue` (`kinds`) of the loop around them."""
+    todo = list(stmts)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, kinds):
+            return True
+        if not isinstance(
+            n,
+            (
+                ast.For,
+                ast.While,
+                ast.AsyncFor,
+                ast.FunctionDef,
+                ast.AsyncFunctionDef,
+                ast.Lambda,
+                ast.ClassDef,
+            ),
+        ):
+            todo.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def _test_in_body(s: ast.While) -> None:
+    """`while (y := f(x)) < c: body else: tail` -> `while True: if not ((y := f(x)) < c):
+    tail; break` then `body`: a name the test assigns is assigned in the body, where the
+    converted loop carries it."""
+    at = s.test
+    stop = ast.If(
+        test=ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=s.test), at),
+        body=s.orelse + [ast.copy_location(ast.Break(), at)],
+        orelse=[],
+    )
+    s.body = [ast.copy_location(stop, at)] + s.body
+    s.test = ast.copy_location(ast.Constant(True), at)
+    s.orelse = []
 
 
 class Jumps:
@@ -63,15 +124,29 @@ class Jumps:
         self.lower_returns = lower_returns
 
     def function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        falls = falls_through(fn.body)  # (of the source: lowering rewrites the returns)
         body, _ = self.block(fn.body, None)
         if self.lower_returns:
             first, last = fn.body[0], fn.body[-1]
-            body = ([ast.copy_location(assign(DID_RET, ast.Constant(False)), first),
-                     ast.copy_location(assign(RET, ag("UNDEF_RET")), first)] + body
-                    + [ast.copy_location(ast.Return(value=ast.Call(
-                        func=ag("ret"),
-                        args=[name(RET), name(DID_RET), ast.Constant(falls_through(fn.body))],
-                        keywords=[])), last)])
+            body = (
+                [
+                    ast.copy_location(assign(DID_RET, ast.Constant(False)), first),
+                    ast.copy_location(assign(RET, ag("UNDEF_RET")), first),
+                ]
+                + body
+                + [
+                    ast.copy_location(
+                        ast.Return(
+                            value=ast.Call(
+                                func=ag("ret"),
+                                args=[name(RET), name(DID_RET), ast.Constant(falls)],
+                                keywords=[],
+                            )
+                        ),
+                        last,
+                    )
+                ]
+            )
         fn.body = body
 
     def block(
@@ -82,13 +157,9 @@ class Jumps:
             new, flags = self.stmt(s, loop)
             out.extend(ast.copy_location(n, s) for n in new)
             if flags:
-                rest, more = self.block(stmts[i + 1:], loop)
+                rest, more = self.block(stmts[i + 1 :], loop)
                 if rest:
-                    out.append(
-                        ast.copy_location(
-                            ast.If(test=not_any(sorted(flags)), body=rest, orelse=[]), stmts[i + 1]
-                        )
-                    )
+                    out.append(guard(sorted(flags), rest, stmts[i + 1]))
                 return out, flags | more
         return out, set()
 
@@ -112,22 +183,61 @@ class Jumps:
             s.body, f = self.block(s.body, loop)
             return [s], f
         if isinstance(s, ast.Try):
-            flags: set[str] = set()
-            for part in ("body", "orelse", "finalbody"):
-                new, f = self.block(getattr(s, part), loop)
-                setattr(s, part, new)
-                flags |= f
+            s.body, flags = self.block(s.body, loop)
+            orelse, fo = self.block(s.orelse, loop)
+            if flags and orelse:  # a lowered jump in the `try` skips its `else`
+                orelse = [guard(sorted(flags), orelse, orelse[0])]
+            s.orelse = orelse
+            flags |= fo
             for h in s.handlers:
                 h.body, f = self.block(h.body, loop)
                 flags |= f
-            return [s], flags
+            s.finalbody, f = self._finally(s.finalbody, flags, loop)
+            return [s], flags | f
         return [s], set()
+
+    def _finally(
+        self, stmts: list[ast.stmt], pending: set[str], loop: tuple[str, str] | None
+    ) -> tuple[list[ast.stmt], set[str]]:
+        """A `finally` after a `try` that may leave the jumps `pending`: it runs whole (its
+        statements are not skipped for them), and a jump of its own discards them, as
+        Python's `break` in `finally` discards a pending `return`."""
+        body, f = self.block(stmts, loop)
+        if not pending or not stmts:
+            return body, f
+        at, end = stmts[0], stmts[-1]
+        saved = {p: f"_sg_pending_{p.lstrip('_')}" for p in sorted(pending)}
+        pre = [ast.copy_location(assign(t, name(p)), at) for p, t in saved.items()] + [
+            ast.copy_location(assign(p, ast.Constant(False)), at) for p in saved
+        ]
+        back = []  # p = p or (saved p and not (the finally's other jumps))
+        for p, t in saved.items():
+            others = sorted(f - {p})
+            resumed: ast.expr = (
+                name(t)
+                if not others
+                else ast.BoolOp(op=ast.And(), values=[name(t), not_any(others)])
+            )
+            back.append(
+                ast.copy_location(
+                    assign(p, ast.BoolOp(op=ast.Or(), values=[name(p), resumed])), end
+                )
+            )
+        for n in back:
+            ast.fix_missing_locations(n)
+        return pre + body + back, f
 
     def loop(
         self, s: ast.While | ast.For, outer: tuple[str, str] | None
     ) -> tuple[list[ast.stmt], set[str]]:
         k = next(self.counter)
         brk, cont = f"_sg_break_{k}", f"_sg_continue_{k}"
+        if (
+            isinstance(s, ast.While)
+            and any(isinstance(n, ast.NamedExpr) for n in ast.walk(s.test))
+            and not _jumps_out(s.orelse)
+        ):
+            _test_in_body(s)
         body, f = self.block(s.body, (brk, cont))
         if cont in f:
             body = [ast.copy_location(assign(cont, ast.Constant(False)), s.body[0])] + body
@@ -143,5 +253,5 @@ class Jumps:
         pre = [assign(brk, ast.Constant(False))] if brk in f else []
         post: list[ast.stmt] = []
         if orelse:
-            post = [ast.If(test=not_any(stop), body=orelse, orelse=[])] if stop else orelse
+            post = [guard(stop, orelse, orelse[0])] if stop else orelse
         return pre + [s] + post, (f & {DID_RET}) | fo

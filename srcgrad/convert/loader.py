@@ -20,6 +20,7 @@ import types
 import weakref
 from typing import Any, Callable
 
+from ..base.cache import CACHE
 from ..base.errors import SrcgradError, is_internal, user_location
 from .analysis import GEN
 from .rewrite import Converter
@@ -70,8 +71,14 @@ def clear() -> None:
 def is_user_code(code: types.CodeType) -> bool:
     """True for code the user wrote: not srcgrad, JAX, NumPy, the standard library or an
     installed package."""
-    f = code.co_filename
-    if code in _ours or is_internal(f):  # srcgrad's files (transforms/ too) and generated code
+    return code not in _ours and is_user_file(code.co_filename)
+
+
+@functools.lru_cache(maxsize=4096)
+def is_user_file(f: str) -> bool:
+    """True for a file of the user's: not srcgrad's, JAX's, NumPy's, the standard library's
+    or an installed package's."""
+    if f.startswith("<srcgrad") or is_internal(f):  # srcgrad's files (transforms/ too)
         return False
     path = os.path.abspath(f) if not f.startswith("<") else f
     return not (path.startswith(_HERE) or path.startswith(_LIBRARY_DIRS)
@@ -79,14 +86,16 @@ def is_user_code(code: types.CodeType) -> bool:
 
 
 def no_convert(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark `fn` so that srcgrad never converts it (also a decorator)."""
+    """Mark `fn` so that srcgrad never converts it (also a decorator). A function converted
+    before is traced again, unconverted, by the transformations made from then on."""
     try:
         fn.__sg_no_convert__ = True  # type: ignore[attr-defined]
     except (AttributeError, TypeError):
         raise SrcgradError(
             f"sg.no_convert: cannot mark a {type(fn).__name__}", loc=user_location()
         ) from None
-    _functions.pop(fn, None)
+    if _functions.pop(fn, fn) is not fn:
+        CACHE.forget(fn)
     return fn
 
 
@@ -100,6 +109,10 @@ def converted(fn: Callable[..., Any], force: bool = False) -> Callable[..., Any]
         if isinstance(fn, functools.partial):
             f = converted(fn.func, force)
             return fn if f is fn.func else functools.partial(f, *fn.args, **fn.keywords)
+        call = getattr(type(fn), "__call__", None)  # noqa: B004  (the class's function itself)
+        if isinstance(call, types.FunctionType) and not isinstance(fn, type):
+            f = converted(call, force)  # an object whose class defines __call__
+            return fn if f is call else types.MethodType(f, fn)
         return fn
     made_from = (fn.__code__, fn.__defaults__, fn.__kwdefaults__)
     done = _functions.get(fn)
@@ -127,7 +140,9 @@ def converted(fn: Callable[..., Any], force: bool = False) -> Callable[..., Any]
 
 def converted_call(f: Any) -> Any:
     """The function converted code calls in place of `f`."""
-    if isinstance(f, (types.FunctionType, types.MethodType, functools.partial)):
+    call = getattr(type(f), "__call__", None)  # noqa: B004  (the class's function itself)
+    if isinstance(f, (types.FunctionType, types.MethodType, functools.partial)) or (
+            not isinstance(f, type) and isinstance(call, types.FunctionType)):
         return converted(f)
     return f
 
@@ -138,7 +153,7 @@ def _convert_code(fn: types.FunctionType) -> types.CodeType | None:
         if original in _codes:
             return _codes[original]
     try:
-        src = inspect.getsource(fn)
+        src = inspect.getsource(original)  # (not fn: functools.wraps would lead to the wrapped one)
     except (OSError, TypeError):
         raise SourceUnavailable(f"its source is not available (it was defined in "
                                 f"{original.co_filename}, which cannot be read)") from None

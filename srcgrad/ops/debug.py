@@ -1,6 +1,8 @@
 """The effectful ops of `sg.debug`: `debug_print` (jax.debug.print at run time) and
-`debug_breakpoint` (jax.debug.breakpoint). Both are registered with `effect=True`, so dead
-code elimination, loop-invariant hoisting, CSE and recomputation leave them where they are.
+`debug_breakpoint` (jax.debug.breakpoint), and `raise_if` (a Python exception raised at run
+time when a flag is true: a converted `raise` or `assert` under a traced condition). They are
+registered with `effect=True`, so dead code elimination, loop-invariant hoisting, CSE and
+recomputation leave them where they are.
 
 The format string is the user's: it never enters the generated source. The lowering puts it
 in the `_consts` side table and the source reads `_consts[i]`; keyword names are written only
@@ -10,6 +12,7 @@ Layer L3 (the ops): see docs/design.md.
 """
 from __future__ import annotations
 
+import copy
 import keyword
 from typing import Any, Sequence
 
@@ -40,9 +43,33 @@ def _lower_breakpoint(em: Any, op: Op) -> None:
     em.line("jax.debug.breakpoint()")
 
 
+class _Raiser:
+    """The callback of a `raise_if`: raises `error` when any element of the flag is true."""
+
+    def __init__(self, error: BaseException, where: Any):
+        self.error, self.where = error, where
+
+    def __call__(self, flag: Any) -> None:
+        if np.any(np.asarray(flag)):
+            error = copy.copy(self.error)
+            error.__traceback__ = None
+            if hasattr(error, "add_note"):  # Python >= 3.11
+                error.add_note(f"raised when the compiled program ran: srcgrad staged this "
+                               f"exception (at {self.where}) because a traced condition chooses "
+                               "whether it is raised")
+            raise error
+
+
+def _lower_raise(em: Any, op: Op) -> None:
+    """`jax.debug.callback(_consts[i], flag)`: the exception lives in the side table."""
+    em.consts.append(_Raiser(op.attrs["error"], op.attrs["where"]))
+    em.line(f"jax.debug.callback(_consts[{len(em.consts) - 1}], {em.name(op.inputs[0])})")
+
+
 register("debug_print", _no_outputs, None, ZERO, lower_stmt=_lower_print, effect=True)
 register("debug_breakpoint", _no_outputs, None, ZERO, lower_stmt=_lower_breakpoint,
          effect=True)
+register("raise_if", _no_outputs, None, ZERO, lower_stmt=_lower_raise, effect=True)
 
 
 def emit_print(fmt: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> None:
@@ -70,6 +97,12 @@ def check_format(fmt: str, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
         raise TraceError(f"sg.debug.print: the format string {fmt!r} does not fit its "
                          f"arguments ({given}): {type(e).__name__}: {e}", op="debug_print",
                          loc=user_location()) from None
+
+
+def emit_raise_if(flag: Variable, error: BaseException, where: Any) -> None:
+    """Append a `raise_if`: the compiled program raises `error` where `flag` (a bool) is
+    true (`where`: the user's line of the `raise`, for the note on the exception)."""
+    emit("raise_if", [flag], {"error": error, "where": where})
 
 
 def emit_breakpoint() -> None:

@@ -1,8 +1,10 @@
 """The conversion corpus (tests/support/convert_corpus*.py): each function differentiated by srcgrad
 with no hand rewrite -- sg.grad (first and second order), sg.jvp and jax.jit(sg.grad(...)) --
-against jax.grad / jax.jvp of its JAX twin run eagerly, and float64 finite differences.
+against jax.grad / jax.jvp of its JAX twin run eagerly, and float64 finite differences; its
+value also against the function itself run on NumPy values (Python's own result).
 
-A representative slice runs by default; the whole corpus with `-m slow`."""
+A representative slice runs by default; the whole corpus with
+`python -m pytest -q -n 2 -m slow tests/convert/test_convert_corpus.py` (docs/testing.md)."""
 from __future__ import annotations
 
 import inspect
@@ -18,9 +20,10 @@ import srcgrad as sg
 from support import convert_corpus
 from support import convert_corpus_items
 from support import convert_corpus_loops
+from support import convert_corpus_state
 
 _IMPORT = "import srcgrad as sg  # the twin replaces this line: import jax.numpy as sg"
-MODULES = (convert_corpus, convert_corpus_loops, convert_corpus_items)
+MODULES = (convert_corpus, convert_corpus_loops, convert_corpus_items, convert_corpus_state)
 
 
 def _twins(module: Any) -> dict[str, Any]:
@@ -36,12 +39,16 @@ def _twins(module: Any) -> dict[str, Any]:
 CASES = {name: (case, _twins(m)) for m in MODULES for name, case in m.CASES.items()}
 FAST = ["relu_square", "piecewise3", "cond_expression", "newton_cbrt", "bisection_sqrt",
         "sum_until_exceeds", "first_crossing", "traced_range_bound", "fill_buffer", "mask_assign",
-        "append_then_stack", "deep_nesting"]
+        "append_then_stack", "deep_nesting", "dict_item_each_branch", "attribute_one_branch",
+        "helper_writes_argument@2", "or_returns_an_operand", "closure_reads_loop_variable",
+        "nonlocal_counter_in_branch", "attribute_in_traced_loop", "int_start_with_continue",
+        "list_indexed_by_traced_counter", "del_in_branch"]
 SLOW = [n for n in CASES if n not in FAST]
 
 
 def _twin(name: str) -> Callable[..., Any]:
     twins = CASES[name][1]
+    name = name.split("@")[0]  # `f@2`: f at its second point
     return twins.get(name + "_jax") or twins[name]
 
 
@@ -64,6 +71,12 @@ def _close(a: Any, b: Any, what: str, rtol: float = 1e-6) -> None:
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=1e-9, err_msg=what)
 
 
+#: Corpus functions that fill a buffer made by sg.zeros / sg.zeros_like of a NumPy value:
+#: outside a trace that is a JAX array, which cannot be assigned into (no Python run).
+JAX_BUFFERS = {"fill_buffer", "manual_cumsum", "assign_2d", "prefix_product", "stencil",
+               "thomas_solve"}
+
+
 def check_case(name: str) -> None:
     fn, args, max_iters, second = CASES[name][0]
     twin = _twin(name)
@@ -84,6 +97,8 @@ def check_case(name: str) -> None:
     out, tangent = sg.jvp(f_of_x, (x,), (v,))
     jout, jtangent = jax.jvp(lambda x: twin(x, *jrest), (jnp.asarray(x),), (jnp.asarray(v),))
     _close(out, jout, f"{name}: value")
+    if name.split("@")[0] not in JAX_BUFFERS:  # the function itself on NumPy values
+        _close(fn(x, *jrest), out, f"{name}: value vs the function run on NumPy values")
     _close(tangent, jtangent, f"{name}: sg.jvp vs jax.jvp")
 
     f_jit = sg.jit(f_of_x)
@@ -124,7 +139,7 @@ def test_corpus_full(name: str) -> None:
 EAGER_BUFFERS = {"fill_buffer", "assign_2d", "prefix_product", "stencil", "thomas_solve",
                  "numpy_buffer"}
 IMPERATIVE_FAST = ["relu_square", "first_crossing", "mask_assign", "swap_items",
-                   "append_then_stack"]
+                   "append_then_stack", "dict_item_each_branch", "closure_reads_loop_variable"]
 
 
 def check_imperative(name: str) -> None:

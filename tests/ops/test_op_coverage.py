@@ -51,6 +51,7 @@ INTERNAL = {
     "complex": "the gradient of sg.imag (test_complex)",
     "debug_print": "sg.debug.print (test_debug)",
     "debug_breakpoint": "sg.debug.breakpoint (test_debug)",
+    "raise_if": "a converted raise / assert under a traced condition (test_convert_python)",
 }
 #: Control-flow rows: test_control_flow.py, test_checkpoint.py and the while/cond goldens;
 #: the custom-rule rows: test_custom.py.
