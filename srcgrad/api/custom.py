@@ -15,6 +15,7 @@ Forward mode through a `custom_vjp` op differentiates `fwd`'s ops (jax refuses j
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import functools
@@ -64,11 +65,20 @@ def _refuse_closure(op: Op, need: Sequence[bool]) -> None:
             raise GradientError(
                 f"the {op.type} function {op.attrs['fun']!r} closes over {v.name} "
                 f"({v.type_str()}), which is being differentiated; its rule cannot see it: "
-                "pass it as an argument", op=op.type, loc=op.loc)
+                "pass it as an argument",
+                op=op.type,
+                loc=op.loc,
+            )
 
 
-def _call(kind: str, fun: Callable[..., Any], body_fn: Callable[..., Any], args: tuple,
-          attrs: dict[str, Any], n_results: Callable[[Any], tuple[list[Any], Any, int]]) -> Any:
+def _call(
+    kind: str,
+    fun: Callable[..., Any],
+    body_fn: Callable[..., Any],
+    args: tuple,
+    attrs: dict[str, Any],
+    n_results: Callable[[Any], tuple[list[Any], Any, int]],
+) -> Any:
     """Emit a `kind` op whose body is `body_fn(*args)`; returns the user-visible outputs."""
     prog = active_program(kind)
     parent = prog.current_block()
@@ -80,9 +90,19 @@ def _call(kind: str, fun: Callable[..., Any], body_fn: Callable[..., Any], args:
         body = conversion.user_fn(body_fn)
         results, out_tree, n_out = n_results(body(*tree_unflatten(in_tree, params)))
         blk.results = [as_var(v) for v in results]
-    outs = emit(kind, ins + free_vars(blk), dict(attrs, body=blk, n_args=len(ins), n_out=n_out,
-                                                 in_tree=in_tree, out_tree=out_tree,
-                                                 fun=Rule(fun)))
+    outs = emit(
+        kind,
+        ins + free_vars(blk),
+        dict(
+            attrs,
+            body=blk,
+            n_args=len(ins),
+            n_out=n_out,
+            in_tree=in_tree,
+            out_tree=out_tree,
+            fun=Rule(fun),
+        ),
+    )
     blk.owner = parent.ops[-1]
     return tree_unflatten(out_tree, outs[:n_out])
 
@@ -122,7 +142,7 @@ def _body_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutTyp
 
 def _lower_body(em: Any, op: Op) -> None:
     fname = em.block_function(op.attrs["body"], "custom")
-    em.assign(op.outputs, f"{fname}({em.tuple(op.inputs[:op.attrs['n_args']])})", unpack=True)
+    em.assign(op.outputs, f"{fname}({em.tuple(op.inputs[: op.attrs['n_args']])})", unpack=True)
 
 
 def _own(block: Block, start: int, op: Op) -> None:
@@ -145,8 +165,11 @@ class _Custom:
     def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()):
         kind = type(self).__name__
         if nondiff_argnums:
-            raise SrcgradError("nondiff_argnums is not supported; close over "
-                               "non-differentiable values instead", op=kind, loc=user_location())
+            raise SrcgradError(
+                "nondiff_argnums is not supported; close over non-differentiable values instead",
+                op=kind,
+                loc=user_location(),
+            )
         functools.update_wrapper(self, fun)
         self.fun = fun
 
@@ -159,9 +182,12 @@ class _Custom:
     @api_boundary
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not self._defined():
-            raise SrcgradError(f"no {self.rule} defined for the function {_name(self.fun)}: "
-                               f"call {self.define} first", op=type(self).__name__,
-                               loc=user_location())
+            raise SrcgradError(
+                f"no {self.rule} defined for the function {_name(self.fun)}: "
+                f"call {self.define} first",
+                op=type(self).__name__,
+                loc=user_location(),
+            )
         if kwargs or len(args) < self._required:
             args = self._positional(args, kwargs)
         return dispatch.call(self._emit, args, {})
@@ -183,18 +209,23 @@ class _Custom:
         try:
             bound = inspect.signature(self.fun).bind(*args, **kwargs)
         except (TypeError, ValueError) as e:
-            raise SrcgradError(f"{_name(self.fun)} called with {sorted(kwargs)}: {e}", op=kind,
-                               loc=user_location()) from None
+            raise SrcgradError(
+                f"{_name(self.fun)} called with {sorted(kwargs)}: {e}", op=kind, loc=user_location()
+            ) from None
         bound.apply_defaults()
         if bound.kwargs:
-            raise SrcgradError(f"{_name(self.fun)}: the keyword-only arguments "
-                               f"{sorted(bound.kwargs)} cannot be passed to a {kind} function "
-                               "(its rules take positional arguments; JAX refuses them too)",
-                               op=kind, loc=user_location())
+            raise SrcgradError(
+                f"{_name(self.fun)}: the keyword-only arguments "
+                f"{sorted(bound.kwargs)} cannot be passed to a {kind} function "
+                "(its rules take positional arguments; JAX refuses them too)",
+                op=kind,
+                loc=user_location(),
+            )
         return bound.args
 
 
 # ---------------------------------------------------------------- custom_vjp
+
 
 class custom_vjp(_Custom):
     """jax.custom_vjp: `f.defvjp(fwd, bwd)` gives `f` the gradient rule `bwd`.
@@ -220,12 +251,16 @@ class custom_vjp(_Custom):
 
         def split(res: Any) -> tuple[list[Any], Any, int]:
             if not isinstance(res, (tuple, list)) or len(res) != 2:
-                raise SrcgradError(f"fwd {_name(self.fwd)} must return a pair "
-                                   "(output, residuals)", op="custom_vjp", loc=user_location())
+                raise SrcgradError(
+                    f"fwd {_name(self.fwd)} must return a pair (output, residuals)",
+                    op="custom_vjp",
+                    loc=user_location(),
+                )
             out, out_tree = tree_flatten(res[0])
             self._check_primal(out_tree, [as_var(v).type_str() for v in out], want_tree, want)
             resid, attrs["res_tree"] = tree_flatten(res[1])
             return out + resid, out_tree, len(out)
+
         return _call("custom_vjp", self.fun, self.fwd, args, attrs, split)
 
     def _check_primal(self, tree: Any, got: list[str], want_tree: Any, want: list[str]) -> None:
@@ -233,15 +268,21 @@ class custom_vjp(_Custom):
         every call of the function gives, differentiated or not."""
         fwd, fun = _name(self.fwd), _name(self.fun)
         if tree != want_tree:
-            raise SrcgradError(f"fwd {fwd} returned a primal output of structure {tree}, the "
-                               f"function {fun} returns {want_tree}", op="custom_vjp",
-                               loc=user_location())
+            raise SrcgradError(
+                f"fwd {fwd} returned a primal output of structure {tree}, the "
+                f"function {fun} returns {want_tree}",
+                op="custom_vjp",
+                loc=user_location(),
+            )
         for path, g, w in zip(_paths(tree), got, want):
             if g != w:
-                raise SrcgradError(f"fwd {fwd} returned a primal output{path} of {g}, the "
-                                   f"function {fun} returns {w} there; fwd must return the "
-                                   "function's output (shapes and dtypes equal)",
-                                   op="custom_vjp", loc=user_location())
+                raise SrcgradError(
+                    f"fwd {fwd} returned a primal output{path} of {g}, the "
+                    f"function {fun} returns {w} there; fwd must return the "
+                    "function's output (shapes and dtypes equal)",
+                    op="custom_vjp",
+                    loc=user_location(),
+                )
 
 
 def _custom_vjp_grad(op: Op, gs: list, need: list) -> list:
@@ -256,8 +297,10 @@ def _custom_vjp_grad(op: Op, gs: list, need: list) -> list:
     else:
         a["differentiated"] = True
         grads = _bwd(op, gs[:k])
-    return [g if nd and dtypes.is_inexact(v.dtype) else None
-            for v, g, nd in zip(op.inputs, grads + [None] * (len(op.inputs) - n), need)]
+    return [
+        g if nd and dtypes.is_inexact(v.dtype) else None
+        for v, g, nd in zip(op.inputs, grads + [None] * (len(op.inputs) - n), need)
+    ]
 
 
 def _bwd(op: Op, gs: list) -> list:
@@ -270,9 +313,13 @@ def _bwd(op: Op, gs: list) -> list:
     primals = tree_unflatten(a["in_tree"], op.inputs[:n])
     got = a["bwd"](tree_unflatten(a["res_tree"], list(res)), tree_unflatten(a["out_tree"], cts))
     if not isinstance(got, (tuple, list)) or len(got) != len(primals):
-        raise GradientError(f"bwd {a['bwd']!r} must return a tuple of "
-                            f"{len(primals)} cotangents (one per argument), got "
-                            f"{type(got).__name__}", op="custom_vjp", loc=op.loc)
+        raise GradientError(
+            f"bwd {a['bwd']!r} must return a tuple of "
+            f"{len(primals)} cotangents (one per argument), got "
+            f"{type(got).__name__}",
+            op="custom_vjp",
+            loc=op.loc,
+        )
     grads: list = []
     for i, (p, g) in enumerate(zip(primals, got)):
         p_leaves, p_tree = tree_flatten(p)
@@ -293,9 +340,12 @@ def _typed_like(g: Any, v: Variable, rule: str, what: str, op: Op) -> Variable:
     weak = isinstance(g, (int, float)) and not isinstance(g, bool)
     gv = as_var(g, like=v) if weak else as_var(g)
     if gv.shape != v.shape or (dtypes.is_inexact(v.dtype) and not weak and gv.dtype != v.dtype):
-        raise GradientError(f"{rule} returned {gv.type_str()} for {what}, which is "
-                            f"{v.type_str()}: it must have the same shape and dtype",
-                            op=op.type, loc=op.loc)
+        raise GradientError(
+            f"{rule} returned {gv.type_str()} for {what}, which is "
+            f"{v.type_str()}: it must have the same shape and dtype",
+            op=op.type,
+            loc=op.loc,
+        )
     return gv
 
 
@@ -306,8 +356,10 @@ def _through_fwd(op: Op, gs: list, need: list) -> list:
     n = a["n_args"]
     block = op.block.program.current_block()
     start = len(block.ops)
-    copies = [as_var(v) for v in tree_flatten(tuple(a["fwd"](*tree_unflatten(
-        a["in_tree"], op.inputs[:n]))))[0]]
+    copies = [
+        as_var(v)
+        for v in tree_flatten(tuple(a["fwd"](*tree_unflatten(a["in_tree"], op.inputs[:n]))))[0]
+    ]
     seeds = [(c, g) for c, g in zip(copies, gs) if g is not None and not is_known_zero(g)]
     wrt = list(dict.fromkeys(v for v, nd in zip(op.inputs[:n], need) if nd))
     got = backward_segment(block, start, seeds, wrt) if seeds else {}
@@ -317,11 +369,12 @@ def _through_fwd(op: Op, gs: list, need: list) -> list:
 
 def _jvp_custom_vjp(op: Op, ts: list, tangents: Any) -> list:
     a = op.attrs
-    res = a["fwd"](*tree_unflatten(a["in_tree"], op.inputs[:a["n_args"]]))
+    res = a["fwd"](*tree_unflatten(a["in_tree"], op.inputs[: a["n_args"]]))
     return retraced(op, [as_var(v) for v in tree_flatten(tuple(res))[0]], tangents)
 
 
 # ---------------------------------------------------------------- custom_jvp
+
 
 class custom_jvp(_Custom):
     """jax.custom_jvp: `f.defjvp(jvp)` gives `f` the forward rule
@@ -342,6 +395,7 @@ class custom_jvp(_Custom):
         def split(out: Any) -> tuple[list[Any], Any, int]:
             leaves, tree = tree_flatten(out)
             return leaves, tree, len(leaves)
+
         return _call("custom_jvp", self.fun, self.fun, args, {"jvp": Rule(self.jvp)}, split)
 
 
@@ -352,29 +406,40 @@ def _apply_rule(op: Op, tangents: list[Variable]) -> list[Variable]:
     primals = tree_unflatten(a["in_tree"], op.inputs[:n])
     got = a["jvp"](primals, tree_unflatten(a["in_tree"], tangents))
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise GradientError(f"the rule {a['jvp']!r} must return a pair "
-                            "(primal_out, tangent_out)", op="custom_jvp", loc=op.loc)
+        raise GradientError(
+            f"the rule {a['jvp']!r} must return a pair (primal_out, tangent_out)",
+            op="custom_jvp",
+            loc=op.loc,
+        )
     rule = f"the rule {a['jvp']!r}"
     for part, what in ((got[0], "primal outputs"), (got[1], "tangents")):
         tree = tree_flatten(part, is_leaf=lambda x: x is None)[1]  # None: a zero tangent
         if tree != a["out_tree"]:
-            raise GradientError(f"{rule} returned {what} of structure {tree}, the function's "
-                                f"output is {a['out_tree']}", op="custom_jvp", loc=op.loc)
+            raise GradientError(
+                f"{rule} returned {what} of structure {tree}, the function's "
+                f"output is {a['out_tree']}",
+                op="custom_jvp",
+                loc=op.loc,
+            )
     paths = _paths(a["out_tree"])
     for path, o, p in zip(paths, op.outputs, tree_flatten(got[0])[0]):
         _typed_like(p, o, rule, f"the primal output{path}", op)
     outs = []
     for path, o, t in zip(paths, op.outputs, tree_flatten(got[1], is_leaf=lambda x: x is None)[0]):
-        outs.append(zeros(o.shape, o.dtype) if t is None
-                    else _typed_like(t, o, rule, f"the tangent of output{path}", op))
+        outs.append(
+            zeros(o.shape, o.dtype)
+            if t is None
+            else _typed_like(t, o, rule, f"the tangent of output{path}", op)
+        )
     return outs
 
 
 def _jvp_custom_jvp(op: Op, ts: list, tangents: Any) -> list:
     n = op.attrs["n_args"]
     _refuse_closure(op, [False] * n + [t is not None for t in ts[n:]])
-    return _apply_rule(op, [t if t is not None else _tangent_zero(v)
-                            for v, t in zip(op.inputs[:n], ts)])
+    return _apply_rule(
+        op, [t if t is not None else _tangent_zero(v) for v, t in zip(op.inputs[:n], ts)]
+    )
 
 
 def _custom_jvp_grad(op: Op, gs: list, need: list) -> list:
@@ -389,10 +454,14 @@ def _custom_jvp_grad(op: Op, gs: list, need: list) -> list:
     rule_ops = block.ops[start:]
     tangential = _tangential(rule_ops, placeholders)
     traced_rule = {id(o) for o in rule_ops}
-    seeds = [(t, g) for t, g, o in zip(t_out, gs, op.outputs)
-             if g is not None and dtypes.is_inexact(o.dtype)]
-    wrt = [p for p, v, nd in zip(placeholders, op.inputs, need)
-           if nd and dtypes.is_inexact(v.dtype)]
+    seeds = [
+        (t, g)
+        for t, g, o in zip(t_out, gs, op.outputs)
+        if g is not None and dtypes.is_inexact(o.dtype)
+    ]
+    wrt = [
+        p for p, v, nd in zip(placeholders, op.inputs, need) if nd and dtypes.is_inexact(v.dtype)
+    ]
     got = backward_segment(block, start, seeds, wrt)
     grads = [got.get(p) if nd else None for p, nd in zip(placeholders, need)]
     block.ops[start:] = live_ops(block.ops[start:], [g for g in grads if g is not None])
@@ -403,8 +472,9 @@ def _custom_jvp_grad(op: Op, gs: list, need: list) -> list:
 
 def _reads(op: Op) -> list[Variable]:
     """What `op` reads: its inputs and what its blocks read from outside them."""
-    return list(op.inputs) + [v for sub in op.sub_blocks() for b in walk_blocks(sub)
-                              for v in free_vars(b)]
+    return list(op.inputs) + [
+        v for sub in op.sub_blocks() for b in walk_blocks(sub) for v in free_vars(b)
+    ]
 
 
 def _tangential(ops: Sequence[Op], tangents: Iterable[Variable]) -> set[Variable]:
@@ -426,8 +496,9 @@ def _cond_tangential(op: Op, tangential: set[Variable]) -> list[Variable]:
     n = op.attrs["n_operands"]
     hit = [False] * len(op.outputs)
     for blk in branch_blocks(op):
-        inner = tangential | {p for p, v in zip(blk.params, op.inputs[1:1 + n])
-                              if v in tangential}
+        inner = tangential | {
+            p for p, v in zip(blk.params, op.inputs[1 : 1 + n]) if v in tangential
+        }
         inner = _tangential(blk.ops, inner)
         hit = [h or r in inner for h, r in zip(hit, blk.results)]
     return [o for o, h in zip(op.outputs, hit) if h]
@@ -443,15 +514,21 @@ def _require_linear(op: Op, ops: Sequence[Op], tangential: set[Variable]) -> Non
             continue
         culprit = o.origin if o.origin is not None else o
         where = f" ({culprit.type} at {culprit.loc})" if culprit.loc is not None else ""
-        raise GradientError(f"the rule {op.attrs['jvp']!r} is not linear in the tangents: its "
-                            f"tangent output depends on them through a nonlinear op{where}; "
-                            "reverse mode transposes the rule, which needs it linear (JAX "
-                            "refuses such a rule too)", op="custom_jvp", loc=op.loc)
+        raise GradientError(
+            f"the rule {op.attrs['jvp']!r} is not linear in the tangents: its "
+            f"tangent output depends on them through a nonlinear op{where}; "
+            "reverse mode transposes the rule, which needs it linear (JAX "
+            "refuses such a rule too)",
+            op="custom_jvp",
+            loc=op.loc,
+        )
 
 
-register("custom_vjp", _body_rule, None, _custom_vjp_grad, lower_stmt=_lower_body,
-         jvp=_jvp_custom_vjp)
-register("custom_jvp", _body_rule, None, _custom_jvp_grad, lower_stmt=_lower_body,
-         jvp=_jvp_custom_jvp)
+register(
+    "custom_vjp", _body_rule, None, _custom_vjp_grad, lower_stmt=_lower_body, jvp=_jvp_custom_vjp
+)
+register(
+    "custom_jvp", _body_rule, None, _custom_jvp_grad, lower_stmt=_lower_body, jvp=_jvp_custom_jvp
+)
 
 __all__ = ["custom_vjp", "custom_jvp"]

@@ -16,6 +16,7 @@ threads making the same first call compile once and wait for it.
 
 Layer L0 (base): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import collections
@@ -87,7 +88,7 @@ class CompileCache:
             return
         with self._lock:
             held = self._by_fun.pop(tuple(id(o) for o in owners), None)
-        for slot in (held[1].values() if held is not None else ()):
+        for slot in held[1].values() if held is not None else ():
             with slot.lock:
                 slot.entry = None
 
@@ -236,6 +237,7 @@ def binding_reader(fun: Callable[..., Any]) -> Callable[[], tuple[Any, ...]] | N
             except ValueError:  # a cell not yet assigned
                 out.append(_UNBOUND)
         return tuple(out)
+
     return read
 
 
@@ -263,16 +265,20 @@ def bindings_check(fun: Callable[..., Any], now: tuple[Any, ...]) -> Callable[[]
     f = getattr(fun, "__func__", fun)
     code, defaults, kwdefaults = now[:3]
     names, cells = _names(code), f.__closure__ or ()
-    values = now[3:3 + len(names)]
-    contents = now[3 + len(names):]
+    values = now[3 : 3 + len(names)]
+    contents = now[3 + len(names) :]
     get = f.__globals__.get
     if not names and not cells:
-        return lambda: (f.__code__ is code and f.__defaults__ is defaults
-                        and f.__kwdefaults__ is kwdefaults)
+        return lambda: (
+            f.__code__ is code and f.__defaults__ is defaults and f.__kwdefaults__ is kwdefaults
+        )
 
     def check() -> bool:
-        if f.__code__ is not code or f.__defaults__ is not defaults or (
-                f.__kwdefaults__ is not kwdefaults):
+        if (
+            f.__code__ is not code
+            or f.__defaults__ is not defaults
+            or (f.__kwdefaults__ is not kwdefaults)
+        ):
             return False
         for name, value in zip(names, values):
             if get(name, _UNBOUND) is not value:
@@ -285,6 +291,7 @@ def bindings_check(fun: Callable[..., Any], now: tuple[Any, ...]) -> Callable[[]
                 if value is not _UNBOUND:
                     return False
         return True
+
     return check
 
 

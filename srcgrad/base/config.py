@@ -2,6 +2,7 @@
 
 Layer L0 (base): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,13 +33,18 @@ class Config:
         vjp kernel, where the whole backward is one. Default True.
     """
 
-    __slots__ = ("_max_loop_records", "_traceback_filtering", "_tape_compile_after",
-                 "_tape_compile_cold")
+    __slots__ = (
+        "_max_loop_records",
+        "_traceback_filtering",
+        "_tape_compile_after",
+        "_tape_compile_cold",
+    )
 
     def __init__(self) -> None:
-        self._max_loop_records = 2 ** 20
+        self._max_loop_records = 2**20
         self._traceback_filtering = os.environ.get(
-            "SRCGRAD_TRACEBACK_FILTERING", "on").strip().lower() not in ("off", "0", "false", "no")
+            "SRCGRAD_TRACEBACK_FILTERING", "on"
+        ).strip().lower() not in ("off", "0", "false", "no")
         self._tape_compile_after = 2
         self._tape_compile_cold = True
 
@@ -48,9 +54,10 @@ class Config:
 
     @max_loop_records.setter
     def max_loop_records(self, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2 ** 31 - 1:
-            raise ValueError("sg.config.max_loop_records must be an int in [1, 2**31 - 2], "
-                             f"got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**31 - 1:
+            raise ValueError(
+                f"sg.config.max_loop_records must be an int in [1, 2**31 - 2], got {value!r}"
+            )
         self._max_loop_records = value
 
     @property
@@ -84,10 +91,12 @@ class Config:
         self._tape_compile_cold = value
 
     def __repr__(self) -> str:
-        return (f"Config(max_loop_records={self.max_loop_records}, "
-                f"traceback_filtering={self.traceback_filtering}, "
-                f"tape_compile_after={self.tape_compile_after}, "
-                f"tape_compile_cold={self.tape_compile_cold})")
+        return (
+            f"Config(max_loop_records={self.max_loop_records}, "
+            f"traceback_filtering={self.traceback_filtering}, "
+            f"tape_compile_after={self.tape_compile_after}, "
+            f"tape_compile_cold={self.tape_compile_cold})"
+        )
 
 
 config = Config()

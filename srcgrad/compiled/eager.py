@@ -12,6 +12,7 @@ program, fed its value -- and any other value (axes, shapes, flags) by type and 
 
 Layer L5 (compiled): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
@@ -67,8 +68,9 @@ def run(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
     return jax.tree_util.tree_unflatten(out_tree, outs)
 
 
-def evaluate(fn: Callable[..., Any], leaves: list, tree: Any, parts: tuple, arrays: list,
-             weak: list) -> tuple[Any, Any, list[tuple[int, np.dtype, jax.Array]]]:
+def evaluate(
+    fn: Callable[..., Any], leaves: list, tree: Any, parts: tuple, arrays: list, weak: list
+) -> tuple[Any, Any, list[tuple[int, np.dtype, jax.Array]]]:
     """`fn` on leaves whose `signature` is given: its result leaves, their tree, and each
     weak number the program lifted (its index among the weak ones, dtype and device value)."""
     key = (fn, tree, parts, dtypes.x64())
@@ -109,6 +111,7 @@ def _program(key: tuple, fn: Callable[..., Any], leaves: list, tree: Any) -> _Pr
 def _lower(fn: Callable[..., Any], leaves: list, tree: Any) -> _Program:
     """Trace `fn` on fresh inputs in place of the array leaves and lower the one-call Program."""
     from ..transforms.lower_jax import lower_program
+
     prog = Program()
     block = prog.global_block()
     order = {id(leaf): i for i, leaf in enumerate(l for l in leaves if type(l) is Weak)}
@@ -121,13 +124,19 @@ def _lower(fn: Callable[..., Any], leaves: list, tree: Any) -> _Program:
         prog.inputs.append(v)  # after the arrays' inputs, which are made before the trace
         lifted.append((order[id(w)], dt))
         return v
+
     prog.lift_weak = lift
     traced = []
     for leaf in leaves:
         if is_array(leaf) or type(leaf) is jax.ShapeDtypeStruct:
-            v = block.new_var(f"x{len(prog.inputs)}", tuple(leaf.shape),
-                              dtypes.canonical(np.dtype(leaf.dtype)), kind="data",
-                              stop_gradient=True, exact_name=True)
+            v = block.new_var(
+                f"x{len(prog.inputs)}",
+                tuple(leaf.shape),
+                dtypes.canonical(np.dtype(leaf.dtype)),
+                kind="data",
+                stop_gradient=True,
+                exact_name=True,
+            )
             prog.inputs.append(v)
             leaf = v
         traced.append(leaf)
@@ -138,10 +147,10 @@ def _lower(fn: Callable[..., Any], leaves: list, tree: Any) -> _Program:
         outs = [as_var(v) for v in out_leaves]
     avals = tuple(jax.ShapeDtypeStruct(v.shape, v.dtype) for v in outs)
     name = getattr(fn, "__name__", "op")
-    lowered = lower_program(prog, list(prog.inputs) + prog.captures, outs, [],
-                            name=f"eager_{name}")
-    captured = tuple(np.asarray(value, v.dtype) if not isinstance(value, jax.Array) else value
-                     for v, value in zip(prog.captures, prog.capture_values))
+    lowered = lower_program(prog, list(prog.inputs) + prog.captures, outs, [], name=f"eager_{name}")
+    captured = tuple(
+        np.asarray(value, v.dtype) if not isinstance(value, jax.Array) else value
+        for v, value in zip(prog.captures, prog.capture_values)
+    )
     prog.dispose()
     return _Program(lowered.jitted(), out_tree, tuple(lifted), captured, avals)
-

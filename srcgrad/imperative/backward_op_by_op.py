@@ -14,6 +14,7 @@ differentiated again (a kernel replayed into a Program is ordinary srcgrad ops).
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -37,8 +38,14 @@ from ..transforms.backward import gradients
 _KERNELS: dict[tuple, tuple[Callable[..., Any], Any]] = register("tape_vjp", {})
 
 
-def kernel(fn: Callable[..., Any], tree: Any, n_leaves: int, groups: tuple[tuple[int, ...], ...],
-           outs: tuple[int, ...], acc: tuple[bool, ...]) -> tuple[Callable[..., Any], Any]:
+def kernel(
+    fn: Callable[..., Any],
+    tree: Any,
+    n_leaves: int,
+    groups: tuple[tuple[int, ...], ...],
+    outs: tuple[int, ...],
+    acc: tuple[bool, ...],
+) -> tuple[Callable[..., Any], Any]:
     """The vjp kernel of `fn` and the tree of its arguments: the call's leaves, one cotangent
     per seeded result (`outs`), then the cotangent gathered so far of each group whose `acc`
     is set. A group is the leaf positions that read one tape value (`x * x` reads one value
@@ -58,9 +65,10 @@ def kernel(fn: Callable[..., Any], tree: Any, n_leaves: int, groups: tuple[tuple
         args, kwargs = jax.tree_util.tree_unflatten(tree, leaves)
         results = [as_var(v) for v in jax.tree_util.tree_leaves(fn(*args, **kwargs))]
         reads = [leaves[i] for group in groups for i in group]
-        gs = iter(gradients([results[j] for j in outs], reads,
-                            list(xs[n_leaves:n_leaves + n_outs])))
-        gathered = iter(xs[n_leaves + n_outs:])
+        gs = iter(
+            gradients([results[j] for j in outs], reads, list(xs[n_leaves : n_leaves + n_outs]))
+        )
+        gathered = iter(xs[n_leaves + n_outs :])
         out = []
         for group, has in zip(groups, acc):
             parts = [g for g in (next(gs) for _ in group) if g is not None]
@@ -71,6 +79,7 @@ def kernel(fn: Callable[..., Any], tree: Any, n_leaves: int, groups: tuple[tuple
                 total = add(total, g)
             out.append(total)
         return tuple(out)
+
     vjp.__name__ = f"{getattr(fn, '__name__', 'op')}_vjp"
     vjp.__qualname__ = vjp.__name__
     n_args = n_leaves + n_outs + sum(acc)
@@ -78,8 +87,9 @@ def kernel(fn: Callable[..., Any], tree: Any, n_leaves: int, groups: tuple[tuple
     return hit
 
 
-def active_values(entries: Sequence[Entry], values: Sequence[Any], xs: Sequence[int | None]
-                  ) -> set[int]:
+def active_values(
+    entries: Sequence[Entry], values: Sequence[Any], xs: Sequence[int | None]
+) -> set[int]:
     """The values (by number) that depend on the inputs `xs` through inexact results: the
     ones whose cotangents backward carries."""
     active = {x for x in xs if x is not None}
@@ -96,8 +106,9 @@ def active_values(entries: Sequence[Entry], values: Sequence[Any], xs: Sequence[
 KernelRunner = Callable[[Entry, Callable[..., Any], Any, list], Sequence[Any]]
 
 
-def reverse(entries: Sequence[Entry], active: set[int], cts: dict[int, Any],
-            run: KernelRunner) -> None:
+def reverse(
+    entries: Sequence[Entry], active: set[int], cts: dict[int, Any], run: KernelRunner
+) -> None:
     """Carry the cotangents `cts` (by number) back through `entries`, newest first: each
     entry with a cotangent on some result runs its vjp kernel (by `run`), which returns the
     cotangents of the active values it read, each with what was gathered so far added."""
@@ -112,8 +123,9 @@ def reverse(entries: Sequence[Entry], active: set[int], cts: dict[int, Any],
         if by_num:
             nums = list(by_num)
             acc = tuple(n in cts for n in nums)
-            fn, ktree = kernel(e.fn, e.tree, len(e.leaves), tuple(map(tuple, by_num.values())),
-                               outs, acc)
+            fn, ktree = kernel(
+                e.fn, e.tree, len(e.leaves), tuple(map(tuple, by_num.values())), outs, acc
+            )
             extra = [cts[e.outs[i]] for i in outs] + [cts[n] for n, has in zip(nums, acc) if has]
             cts.update(zip(nums, run(e, fn, ktree, extra)))
         for i in outs:
@@ -131,15 +143,19 @@ def seeded(tape: Tape, heads: list[int], seeds: list, create_graph: bool) -> dic
 
 def recording_runner(tape: Tape) -> KernelRunner:
     """Kernels recorded onto `tape` (create_graph): their results are Tensors there."""
+
     def run(e: Entry, fn: Callable[..., Any], tree: Any, extra: list) -> Sequence[Any]:
         return tape.record(fn, [_leaf(tape, r) for r in e.leaves] + extra, tree)
+
     return run
 
 
 def eager_runner(tape: Tape) -> KernelRunner:
     """Kernels run by the eager interpreter on the tape's recorded values."""
+
     def run(e: Entry, fn: Callable[..., Any], tree: Any, extra: list) -> Sequence[Any]:
         return _run_kernel(tape, e, fn, tree, extra)
+
     return run
 
 
@@ -148,8 +164,9 @@ def _run_kernel(tape: Tape, e: Entry, fn: Callable[..., Any], tree: Any, extra: 
     interpreter; the entry's signature was taken when it was recorded."""
     leaves, arrays, weak = tape.call_leaves(e)
     parts, more, more_weak = eager.signature(extra)
-    outs, _, _ = eager.evaluate(fn, leaves + extra, tree, e.parts + parts, arrays + more,
-                                weak + more_weak)
+    outs, _, _ = eager.evaluate(
+        fn, leaves + extra, tree, e.parts + parts, arrays + more, weak + more_weak
+    )
     return outs
 
 
@@ -175,5 +192,12 @@ def _seed(tape: Tape, head: int, seed: Any, create_graph: bool) -> Any:
     return Tensor(seed)
 
 
-__all__ = ["KernelRunner", "active_values", "eager_runner", "kernel", "recording_runner",
-           "reverse", "seeded"]
+__all__ = [
+    "KernelRunner",
+    "active_values",
+    "eager_runner",
+    "kernel",
+    "recording_runner",
+    "reverse",
+    "seeded",
+]

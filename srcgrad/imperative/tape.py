@@ -16,6 +16,7 @@ only when something asks for it: a first compile of the whole backward,
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import re
@@ -179,10 +180,10 @@ class Tape:
         if prog.weak:
             weak_refs = [r for r in refs if type(r) is WeakRef]
             for i, dt in prog.weak:
-                weak_refs[i].nums[dt] = self.input(on_device(weak[i], dt), "data", "c",
-                                                   keyed=False)
-        nums = self.add(fn, tree, tuple(refs), list(prog.avals), (fn, tree, tuple(key)),
-                        user_location(), sig)
+                weak_refs[i].nums[dt] = self.input(on_device(weak[i], dt), "data", "c", keyed=False)
+        nums = self.add(
+            fn, tree, tuple(refs), list(prog.avals), (fn, tree, tuple(key)), user_location(), sig
+        )
         pending = self.pending
         outs = []
         for v, n in zip(prog.avals, nums):
@@ -205,8 +206,11 @@ class Tape:
                 e = self.producer[stack.pop()]
                 if e not in need:
                     need.add(e)
-                    stack.extend(r.num for r in self.entries[e].leaves
-                                 if type(r) is Ref and type(values[r.num]) is PENDING)
+                    stack.extend(
+                        r.num
+                        for r in self.entries[e].leaves
+                        if type(r) is Ref and type(values[r.num]) is PENDING
+                    )
             for e in sorted(need):
                 self._evaluate(self.entries[e])
         return values[num]
@@ -252,8 +256,9 @@ class Tape:
         for n, v in zip(nums, outs):
             if type(values[n]) is PENDING:
                 values[n] = v
-        self.uncomputed = sum(1 for e in self.entries
-                              if e.outs and type(values[e.outs[0]]) is PENDING)
+        self.uncomputed = sum(
+            1 for e in self.entries if e.outs and type(values[e.outs[0]]) is PENDING
+        )
 
     def wanted(self, every: bool) -> tuple[int, ...] | None:
         """The recorded results that a backward computing the forward must return: every one
@@ -263,8 +268,11 @@ class Tape:
         if every:
             return None
         values, producer, entries = self.values, self.producer, self.entries
-        live = {producer[t._num] for t in (r() for r in self.pending)
-                if t is not None and t._tape is self and type(values[t._num]) is PENDING}
+        live = {
+            producer[t._num]
+            for t in (r() for r in self.pending)
+            if t is not None and t._tape is self and type(values[t._num]) is PENDING
+        }
         return tuple(n for e in sorted(live) for n in entries[e].outs)
 
     def cold(self) -> bool:
@@ -286,8 +294,16 @@ class Tape:
         """True while some recorded call has not been computed."""
         return self.uncomputed > 0
 
-    def add(self, fn: Callable[..., Any], tree: Any, refs: tuple, outs: list, key: tuple,
-            loc: Any = None, parts: tuple = ()) -> range:
+    def add(
+        self,
+        fn: Callable[..., Any],
+        tree: Any,
+        refs: tuple,
+        outs: list,
+        key: tuple,
+        loc: Any = None,
+        parts: tuple = (),
+    ) -> range:
         """Append an entry computing `outs` (their values) and step the structure by `key`."""
         start = len(self.values)
         nums = range(start, start + len(outs))
@@ -330,9 +346,11 @@ class Tape:
                     n = mapped.get(r.num)
                     if n is None:  # an input of `src`: its Tensor's number here, or its value
                         t = by_num.get(r.num)
-                        n = mapped[r.num] = (self.num_of(t) if t is not None else
-                                             self.input(src.values[r.num], "data",
-                                                        src.names[r.num]))
+                        n = mapped[r.num] = (
+                            self.num_of(t)
+                            if t is not None
+                            else self.input(src.values[r.num], "data", src.names[r.num])
+                        )
                     refs.append(Ref(n))
                     key.append(n)
                 elif type(r) is WeakRef:
@@ -344,8 +362,15 @@ class Tape:
                 else:
                     refs.append(r)
                     key.append(static_key(r))
-            nums = self.add(entry.fn, entry.tree, tuple(refs), [src.values[o] for o in entry.outs],
-                            (entry.fn, entry.tree, tuple(key)), entry.loc, entry.parts)
+            nums = self.add(
+                entry.fn,
+                entry.tree,
+                tuple(refs),
+                [src.values[o] for o in entry.outs],
+                (entry.fn, entry.tree, tuple(key)),
+                entry.loc,
+                entry.parts,
+            )
             mapped.update(zip(entry.outs, nums))
         return mapped[num]
 
@@ -358,7 +383,7 @@ class Tape:
         prog = self._program
         if self._done < len(self.entries):
             with program_guard(prog):
-                for entry in self.entries[self._done:]:
+                for entry in self.entries[self._done :]:
                     self._replay(prog, entry)
             self._done = len(self.entries)
         return prog
@@ -370,11 +395,16 @@ class Tape:
         if v is None:
             prog = self._program if self._program is not None else self.program
             kind = self.kinds[num]
-            shape, dtype = (self._avals[num] if self.freed else
-                            (self.values[num].shape, self.values[num].dtype))
-            v = prog.global_block().new_var(_base(self.names[num]), tuple(shape),
-                                            dtypes.canonical(np.dtype(dtype)), kind=kind,
-                                            stop_gradient=kind != "param")
+            shape, dtype = (
+                self._avals[num] if self.freed else (self.values[num].shape, self.values[num].dtype)
+            )
+            v = prog.global_block().new_var(
+                _base(self.names[num]),
+                tuple(shape),
+                dtypes.canonical(np.dtype(dtype)),
+                kind=kind,
+                stop_gradient=kind != "param",
+            )
             prog.inputs.append(v)
             self._know(num, v)
         return v
@@ -409,9 +439,12 @@ class Tape:
         def lift(w: Weak, dt: np.dtype) -> Variable:
             n = lifts[id(w)].nums.get(dt)
             if n is None:
-                raise SrcgradError(f"{entry.fn.__name__}: replaying the tape gave a number "
-                                   f"{w.value!r} the dtype {dt}, which the recorded call did not")
+                raise SrcgradError(
+                    f"{entry.fn.__name__}: replaying the tape gave a number "
+                    f"{w.value!r} the dtype {dt}, which the recorded call did not"
+                )
             return self.var(n)
+
         prog.lift_weak, prog.loc = lift, entry.loc
         try:
             args, kwargs = jax.tree_util.tree_unflatten(entry.tree, leaves)

@@ -2,6 +2,7 @@
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,8 +18,16 @@ from ..base import dtypes
 from ..core.builder import as_pair, as_var, emit
 from ..base.errors import ShapeError
 from ..ir.program import Op, Variable
-from ..core.registry import (LINEAR, MULTILINEAR, REGISTRY, REMAT_INDEX, ZERO, GradSpec, OutType,
-                             f32_f64)
+from ..core.registry import (
+    LINEAR,
+    MULTILINEAR,
+    REGISTRY,
+    REMAT_INDEX,
+    ZERO,
+    GradSpec,
+    OutType,
+    f32_f64,
+)
 from .rules import broadcast_shapes, jax_dtype, require_real, same
 from .creation import zeros_like
 from ..core.declare import defop, named, public
@@ -49,30 +58,35 @@ BOOL = np.dtype(bool)
 
 # ---------------------------------------------------------------- shape/dtype rules
 
+
 def _jax_says(jfn: Callable[..., Any], *xs: Variable) -> np.dtype:
     """JAX's result dtype for `jfn` on these inputs' dtypes, or its refusal as a ShapeError."""
     try:
         return jax_dtype(jfn, *(x.dtype for x in xs))
     except (TypeError, ValueError):
         name = getattr(jfn, "__name__", "the function")
-        raise ShapeError(f"JAX's {name} does not take "
-                         f"{' and '.join(x.type_str() for x in xs)}") from None
+        raise ShapeError(
+            f"JAX's {name} does not take {' and '.join(x.type_str() for x in xs)}"
+        ) from None
 
 
 def unary_rule(jfn: Callable[..., Any], float_only: bool) -> Callable[..., list[OutType]]:
     """The shape/dtype rule of a unary elementwise op whose jnp twin is `jfn`."""
+
     def infer(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
         x = inputs[0]
         if dtypes.is_float(x.dtype) or not (float_only or x.dtype.kind in "bc"):
             return [(x.shape, x.dtype)]
         # JAX's dtype for an integer (floating ops), bool or complex input, or its refusal
         return [(x.shape, _jax_says(jfn, x))]
+
     return infer
 
 
 def binary_rule(kind: str, jfn: Callable[..., Any]) -> Callable[..., list[OutType]]:
     """The shape/dtype rule of a broadcasting binary op of `kind` (arith, divide, ...) whose
     jnp twin is `jfn`."""
+
     def infer(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
         x, y = inputs
         shape = broadcast_shapes(x.shape, y.shape)
@@ -90,6 +104,7 @@ def binary_rule(kind: str, jfn: Callable[..., Any]) -> Callable[..., list[OutTyp
         if kind in ("power", "intdiv") and dt == BOOL:  # jnp computes these on bools as ints
             dt = jax_dtype(jnp.power, dt, dt)
         return [(shape, dt)]
+
     return infer
 
 
@@ -106,9 +121,16 @@ def _cast_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutTyp
 
 # ---------------------------------------------------------------- the two op families
 
-def unary(name: str, lower: str, grad: GradSpec, floating: bool = False,
-          like: Callable[..., Any] | None = None, fast: bool = False,
-          **knobs: Any) -> Callable[[ArrayLike], Variable]:
+
+def unary(
+    name: str,
+    lower: str,
+    grad: GradSpec,
+    floating: bool = False,
+    like: Callable[..., Any] | None = None,
+    fast: bool = False,
+    **knobs: Any,
+) -> Callable[[ArrayLike], Variable]:
     """Declare an elementwise op of one argument.
 
     `floating`: integer and bool inputs are cast to the float dtype JAX gives `like` (default
@@ -117,35 +139,59 @@ def unary(name: str, lower: str, grad: GradSpec, floating: bool = False,
     that agrees with it on complex values. `fast`: float32/float64 inputs lower to
     `lax.<name>`. `knobs`: defop's jvp and remat.
     """
+
     def front(x: ArrayLike) -> tuple[list[Variable], dict]:
         x = as_var(x)
         # An inexact input keeps its dtype under every unary rule; others are cast first.
         if not dtypes.is_inexact(x.dtype):
             x = astype(x, REGISTRY[name].infer([x], {})[0][1])
         return [x], {}
+
     named(front, name, f"Elementwise {name} (jax.numpy semantics).")
     if fast:
         knobs["fast"] = (f"lax.{name}({{0}})", f32_f64)
-    return defop(name, unary_rule(like or getattr(jnp, name), floating), lower, grad,
-                 operands=("x",), **knobs)(front)
+    return defop(
+        name,
+        unary_rule(like or getattr(jnp, name), floating),
+        lower,
+        grad,
+        operands=("x",),
+        **knobs,
+    )(front)
 
 
-def binary(name: str, lower: str, grad: GradSpec, kind: str = "arith", doc: str | None = None,
-           export: bool | str = True, **knobs: Any) -> Callable[[ArrayLike, ArrayLike], Variable]:
+def binary(
+    name: str,
+    lower: str,
+    grad: GradSpec,
+    kind: str = "arith",
+    doc: str | None = None,
+    export: bool | str = True,
+    **knobs: Any,
+) -> Callable[[ArrayLike, ArrayLike], Variable]:
     """Declare an elementwise op of two broadcasting arguments (`kind` picks the dtype rule).
 
     A Python scalar takes the other argument's dtype, as JAX's weak types do.
     """
+
     def front(x: ArrayLike, y: ArrayLike) -> tuple[list[Variable], dict]:
         x, y = as_pair(x, y)
         return [x, y], {}
+
     named(front, name, doc or f"Elementwise {name} with NumPy broadcasting (jax.numpy semantics).")
-    return defop(name, binary_rule(kind, getattr(jnp, name)), lower, grad, export=export,
-                 operands=("x", "y"),
-                 **knobs)(front)
+    return defop(
+        name,
+        binary_rule(kind, getattr(jnp, name)),
+        lower,
+        grad,
+        export=export,
+        operands=("x", "y"),
+        **knobs,
+    )(front)
 
 
 # ---------------------------------------------------------------- grad makers shared by rows
+
 
 def _g_integer_pow(op: Op, g: Variable) -> Variable:
     y = op.attrs["y"]
@@ -238,52 +284,99 @@ def _sum_squares(op: Op) -> Variable:
 negative = unary("negative", "-{0}", (lambda op, g: negative(g),), jvp=LINEAR, remat=REMAT_INDEX)
 exp = unary("exp", "jnp.exp({0})", (lambda op, g: g * op.outputs[0],), floating=True, fast=True)
 log = unary("log", "jnp.log({0})", (lambda op, g: g / op.inputs[0],), floating=True, fast=True)
-log1p = unary("log1p", "jnp.log1p({0})", (lambda op, g: g / (op.inputs[0] + 1.0),), floating=True,
-              fast=True)
-expm1 = unary("expm1", "jnp.expm1({0})", (lambda op, g: g * (op.outputs[0] + 1.0),), floating=True,
-              fast=True)
-sqrt = unary("sqrt", "jnp.sqrt({0})", (lambda op, g: g * 0.5 / op.outputs[0],), floating=True,
-             fast=True)
-rsqrt = unary("rsqrt", "lax.rsqrt({0})",
-              (lambda op, g: g * (op.outputs[0] / op.inputs[0]) * -0.5,), floating=True,
-              like=jnp.sqrt)
-tanh = unary("tanh", "jnp.tanh({0})",
-             (lambda op, g: g * (1.0 - op.outputs[0] * op.outputs[0]),), floating=True, fast=True)
+log1p = unary(
+    "log1p", "jnp.log1p({0})", (lambda op, g: g / (op.inputs[0] + 1.0),), floating=True, fast=True
+)
+expm1 = unary(
+    "expm1", "jnp.expm1({0})", (lambda op, g: g * (op.outputs[0] + 1.0),), floating=True, fast=True
+)
+sqrt = unary(
+    "sqrt", "jnp.sqrt({0})", (lambda op, g: g * 0.5 / op.outputs[0],), floating=True, fast=True
+)
+rsqrt = unary(
+    "rsqrt",
+    "lax.rsqrt({0})",
+    (lambda op, g: g * (op.outputs[0] / op.inputs[0]) * -0.5,),
+    floating=True,
+    like=jnp.sqrt,
+)
+tanh = unary(
+    "tanh",
+    "jnp.tanh({0})",
+    (lambda op, g: g * (1.0 - op.outputs[0] * op.outputs[0]),),
+    floating=True,
+    fast=True,
+)
 sin = unary("sin", "jnp.sin({0})", (lambda op, g: g * cos(op.inputs[0]),), floating=True, fast=True)
-cos = unary("cos", "jnp.cos({0})", (lambda op, g: negative(g * sin(op.inputs[0])),), floating=True,
-            fast=True)
+cos = unary(
+    "cos",
+    "jnp.cos({0})",
+    (lambda op, g: negative(g * sin(op.inputs[0])),),
+    floating=True,
+    fast=True,
+)
 abs = unary("abs", "jnp.abs({0})", (_g_abs,), fast=True)
 sign = unary("sign", "jnp.sign({0})", ZERO)
 floor = unary("floor", "jnp.floor({0})", ZERO)
 ceil = unary("ceil", "jnp.ceil({0})", ZERO)
 round = unary("round", "jnp.round({0})", ZERO)
 square = unary("square", "jnp.square({0})", (lambda op, g: g * (op.inputs[0] * 2.0),))
-reciprocal = unary("reciprocal", "jnp.reciprocal({0})",
-                   (lambda op, g: negative(g * (op.outputs[0] * op.outputs[0])),), floating=True)
-sigmoid = unary("sigmoid", "jax.nn.sigmoid({0})",
-                (lambda op, g: g * (op.outputs[0] * (1.0 - op.outputs[0])),), floating=True,
-                like=jnp.exp)
-relu = unary("relu", "jax.nn.relu({0})", (lambda op, g: where(op.inputs[0] > 0, g, 0.0),),
-             like=jax.nn.relu)
-softplus = unary("softplus", "jax.nn.softplus({0})", (lambda op, g: g * sigmoid(op.inputs[0]),),
-                 floating=True, like=jnp.exp)
-erf = unary("erf", "jax.scipy.special.erf({0})",
-            (lambda op, g: g * (exp(negative(op.inputs[0] * op.inputs[0]))
-                                * (2.0 / math.sqrt(math.pi))),), floating=True,
-            like=jax.scipy.special.erf)
+reciprocal = unary(
+    "reciprocal",
+    "jnp.reciprocal({0})",
+    (lambda op, g: negative(g * (op.outputs[0] * op.outputs[0])),),
+    floating=True,
+)
+sigmoid = unary(
+    "sigmoid",
+    "jax.nn.sigmoid({0})",
+    (lambda op, g: g * (op.outputs[0] * (1.0 - op.outputs[0])),),
+    floating=True,
+    like=jnp.exp,
+)
+relu = unary(
+    "relu", "jax.nn.relu({0})", (lambda op, g: where(op.inputs[0] > 0, g, 0.0),), like=jax.nn.relu
+)
+softplus = unary(
+    "softplus",
+    "jax.nn.softplus({0})",
+    (lambda op, g: g * sigmoid(op.inputs[0]),),
+    floating=True,
+    like=jnp.exp,
+)
+erf = unary(
+    "erf",
+    "jax.scipy.special.erf({0})",
+    (lambda op, g: g * (exp(negative(op.inputs[0] * op.inputs[0])) * (2.0 / math.sqrt(math.pi))),),
+    floating=True,
+    like=jax.scipy.special.erf,
+)
 
-add = binary("add", "{0} + {1}", (lambda op, g: g, lambda op, g: g), jvp=_jvp_add,
-             remat=REMAT_INDEX)
-subtract = binary("subtract", "{0} - {1}", (lambda op, g: g, lambda op, g: negative(g)),
-                  jvp=_jvp_add, remat=REMAT_INDEX)
-multiply = binary("multiply", "{0} * {1}",
-                  (lambda op, g: g * op.inputs[1], lambda op, g: g * op.inputs[0]),
-                   jvp=MULTILINEAR, remat=REMAT_INDEX)
+add = binary(
+    "add", "{0} + {1}", (lambda op, g: g, lambda op, g: g), jvp=_jvp_add, remat=REMAT_INDEX
+)
+subtract = binary(
+    "subtract",
+    "{0} - {1}",
+    (lambda op, g: g, lambda op, g: negative(g)),
+    jvp=_jvp_add,
+    remat=REMAT_INDEX,
+)
+multiply = binary(
+    "multiply",
+    "{0} * {1}",
+    (lambda op, g: g * op.inputs[1], lambda op, g: g * op.inputs[0]),
+    jvp=MULTILINEAR,
+    remat=REMAT_INDEX,
+)
 divide = binary("divide", "{0} / {1}", _g_divide, "divide", jvp=_jvp_divide)
-remainder = binary("remainder", "jnp.remainder({0}, {1})",
-                   (lambda op, g: g,
-                    lambda op, g: negative(g * floor(op.inputs[0] / op.inputs[1]))), "intdiv",
-                   doc="jnp.remainder (Python's `%`: the result takes the sign of `y`).")
+remainder = binary(
+    "remainder",
+    "jnp.remainder({0}, {1})",
+    (lambda op, g: g, lambda op, g: negative(g * floor(op.inputs[0] / op.inputs[1]))),
+    "intdiv",
+    doc="jnp.remainder (Python's `%`: the result takes the sign of `y`).",
+)
 floor_divide = binary("floor_divide", "jnp.floor_divide({0}, {1})", ZERO, "intdiv")
 maximum = binary("maximum", "jnp.maximum({0}, {1})", _g_chooser)
 minimum = binary("minimum", "jnp.minimum({0}, {1})", _g_chooser)
@@ -296,53 +389,114 @@ not_equal = binary("not_equal", "{0} != {1}", None, "compare", remat=REMAT_INDEX
 logical_and = binary("logical_and", "jnp.logical_and({0}, {1})", None, "logic", remat=REMAT_INDEX)
 logical_or = binary("logical_or", "jnp.logical_or({0}, {1})", None, "logic", remat=REMAT_INDEX)
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
-tan = unary("tan", "jnp.tan({0})", (lambda op, g: g * (1.0 + op.outputs[0] * op.outputs[0]),),
-            floating=True, fast=True)
+tan = unary(
+    "tan",
+    "jnp.tan({0})",
+    (lambda op, g: g * (1.0 + op.outputs[0] * op.outputs[0]),),
+    floating=True,
+    fast=True,
+)
 sinh = unary("sinh", "jnp.sinh({0})", (lambda op, g: g * cosh(op.inputs[0]),), floating=True)
 cosh = unary("cosh", "jnp.cosh({0})", (lambda op, g: g * sinh(op.inputs[0]),), floating=True)
-arcsin = unary("arcsin", "jnp.arcsin({0})",
-               (lambda op, g: g * rsqrt(1.0 - op.inputs[0] * op.inputs[0]),), floating=True)
-arccos = unary("arccos", "jnp.arccos({0})",
-               (lambda op, g: negative(g * rsqrt(1.0 - op.inputs[0] * op.inputs[0])),),
-               floating=True)
-arctan = unary("arctan", "jnp.arctan({0})",
-               (lambda op, g: g / (1.0 + op.inputs[0] * op.inputs[0]),), floating=True)
-arcsinh = unary("arcsinh", "jnp.arcsinh({0})",
-                (lambda op, g: g * rsqrt(op.inputs[0] * op.inputs[0] + 1.0),), floating=True)
-arccosh = unary("arccosh", "jnp.arccosh({0})",
-                (lambda op, g: g * rsqrt(op.inputs[0] * op.inputs[0] - 1.0),), floating=True)
-arctanh = unary("arctanh", "jnp.arctanh({0})",
-                (lambda op, g: g / (1.0 - op.inputs[0] * op.inputs[0]),), floating=True)
+arcsin = unary(
+    "arcsin",
+    "jnp.arcsin({0})",
+    (lambda op, g: g * rsqrt(1.0 - op.inputs[0] * op.inputs[0]),),
+    floating=True,
+)
+arccos = unary(
+    "arccos",
+    "jnp.arccos({0})",
+    (lambda op, g: negative(g * rsqrt(1.0 - op.inputs[0] * op.inputs[0])),),
+    floating=True,
+)
+arctan = unary(
+    "arctan",
+    "jnp.arctan({0})",
+    (lambda op, g: g / (1.0 + op.inputs[0] * op.inputs[0]),),
+    floating=True,
+)
+arcsinh = unary(
+    "arcsinh",
+    "jnp.arcsinh({0})",
+    (lambda op, g: g * rsqrt(op.inputs[0] * op.inputs[0] + 1.0),),
+    floating=True,
+)
+arccosh = unary(
+    "arccosh",
+    "jnp.arccosh({0})",
+    (lambda op, g: g * rsqrt(op.inputs[0] * op.inputs[0] - 1.0),),
+    floating=True,
+)
+arctanh = unary(
+    "arctanh",
+    "jnp.arctanh({0})",
+    (lambda op, g: g / (1.0 - op.inputs[0] * op.inputs[0]),),
+    floating=True,
+)
 log2 = unary("log2", "jnp.log2({0})", (lambda op, g: g / (op.inputs[0] * _LN2),), floating=True)
-log10 = unary("log10", "jnp.log10({0})", (lambda op, g: g / (op.inputs[0] * _LN10),),
-              floating=True)
+log10 = unary("log10", "jnp.log10({0})", (lambda op, g: g / (op.inputs[0] * _LN10),), floating=True)
 exp2 = unary("exp2", "jnp.exp2({0})", (lambda op, g: g * (op.outputs[0] * _LN2),), floating=True)
-cbrt = unary("cbrt", "jnp.cbrt({0})",
-             (lambda op, g: g / (op.outputs[0] * op.outputs[0] * 3.0),), floating=True)
-deg2rad = unary("deg2rad", "jnp.deg2rad({0})", (lambda op, g: g * (math.pi / 180.0),),
-                floating=True)
-radians = unary("radians", "jnp.radians({0})", (lambda op, g: g * (math.pi / 180.0),),
-                floating=True, jvp=LINEAR)
-rad2deg = unary("rad2deg", "jnp.rad2deg({0})", (lambda op, g: g * (180.0 / math.pi),),
-                floating=True)
-degrees = unary("degrees", "jnp.degrees({0})", (lambda op, g: g * (180.0 / math.pi),),
-                floating=True, jvp=LINEAR)
-fabs = unary("fabs", "jnp.fabs({0})", (lambda op, g: where(op.inputs[0] >= 0, g, negative(g)),),
-             floating=True)
-arctan2 = binary("arctan2", "jnp.arctan2({0}, {1})",
-                 (lambda op, g: g * op.inputs[1] / _sum_squares(op),
-                  lambda op, g: negative(g * op.inputs[0] / _sum_squares(op))), "float",
-                 doc="jnp.arctan2(x1, x2): the angle of the point (x2, x1).")
+cbrt = unary(
+    "cbrt",
+    "jnp.cbrt({0})",
+    (lambda op, g: g / (op.outputs[0] * op.outputs[0] * 3.0),),
+    floating=True,
+)
+deg2rad = unary(
+    "deg2rad", "jnp.deg2rad({0})", (lambda op, g: g * (math.pi / 180.0),), floating=True
+)
+radians = unary(
+    "radians", "jnp.radians({0})", (lambda op, g: g * (math.pi / 180.0),), floating=True, jvp=LINEAR
+)
+rad2deg = unary(
+    "rad2deg", "jnp.rad2deg({0})", (lambda op, g: g * (180.0 / math.pi),), floating=True
+)
+degrees = unary(
+    "degrees", "jnp.degrees({0})", (lambda op, g: g * (180.0 / math.pi),), floating=True, jvp=LINEAR
+)
+fabs = unary(
+    "fabs",
+    "jnp.fabs({0})",
+    (lambda op, g: where(op.inputs[0] >= 0, g, negative(g)),),
+    floating=True,
+)
+arctan2 = binary(
+    "arctan2",
+    "jnp.arctan2({0}, {1})",
+    (
+        lambda op, g: g * op.inputs[1] / _sum_squares(op),
+        lambda op, g: negative(g * op.inputs[0] / _sum_squares(op)),
+    ),
+    "float",
+    doc="jnp.arctan2(x1, x2): the angle of the point (x2, x1).",
+)
 hypot = binary("hypot", "jnp.hypot({0}, {1})", _g_hypot, "float")
-logaddexp = binary("logaddexp", "jnp.logaddexp({0}, {1})",
-                   (lambda op, g: g * exp(op.inputs[0] - op.outputs[0]),
-                    lambda op, g: g * exp(op.inputs[1] - op.outputs[0])), "float")
-logaddexp2 = binary("logaddexp2", "jnp.logaddexp2({0}, {1})",
-                    (lambda op, g: g * exp2(op.inputs[0] - op.outputs[0]),
-                     lambda op, g: g * exp2(op.inputs[1] - op.outputs[0])), "float")
-heaviside = binary("heaviside", "jnp.heaviside({0}, {1})",
-                   (None, lambda op, g: where(op.inputs[0] == 0, g, 0.0)), "float",
-                   doc="jnp.heaviside(x1, x2): 0 below zero, 1 above, x2 at x1 == 0.")
+logaddexp = binary(
+    "logaddexp",
+    "jnp.logaddexp({0}, {1})",
+    (
+        lambda op, g: g * exp(op.inputs[0] - op.outputs[0]),
+        lambda op, g: g * exp(op.inputs[1] - op.outputs[0]),
+    ),
+    "float",
+)
+logaddexp2 = binary(
+    "logaddexp2",
+    "jnp.logaddexp2({0}, {1})",
+    (
+        lambda op, g: g * exp2(op.inputs[0] - op.outputs[0]),
+        lambda op, g: g * exp2(op.inputs[1] - op.outputs[0]),
+    ),
+    "float",
+)
+heaviside = binary(
+    "heaviside",
+    "jnp.heaviside({0}, {1})",
+    (None, lambda op, g: where(op.inputs[0] == 0, g, 0.0)),
+    "float",
+    doc="jnp.heaviside(x1, x2): 0 below zero, 1 above, x2 at x1 == 0.",
+)
 _power = binary("power", "jnp.power({0}, {1})", _g_power, "power", export="power")
 
 
@@ -387,8 +541,14 @@ def cast_gradient(g: Variable, dtype: np.dtype) -> Variable:
     return astype(g, dtype)
 
 
-@defop("convert", _cast_rule, "{0}.astype({dtype})",
-       (lambda op, g: cast_gradient(g, op.inputs[0].dtype),), jvp=LINEAR, remat=REMAT_INDEX)
+@defop(
+    "convert",
+    _cast_rule,
+    "{0}.astype({dtype})",
+    (lambda op, g: cast_gradient(g, op.inputs[0].dtype),),
+    jvp=LINEAR,
+    remat=REMAT_INDEX,
+)
 def astype(x: ArrayLike, dtype: Any) -> Variable | tuple[list[Variable], dict]:
     """`x` converted to `dtype` (x.astype(dtype))."""
     x = as_var(x)
@@ -413,11 +573,14 @@ def stop_gradient(x: ArrayLike) -> Variable:
 
 def _is(name: str) -> Callable[[ArrayLike], Variable]:
     """Declare an elementwise test of a float value (bool result, no gradient)."""
+
     def front(x: ArrayLike) -> tuple[list[Variable], dict]:
         return [as_var(x)], {}
+
     named(front, name, f"jnp.{name}(x): elementwise, a bool array.")
-    return defop(name, lambda inputs, attrs: [(inputs[0].shape, BOOL)], f"jnp.{name}({{0}})",
-                 None)(front)
+    return defop(name, lambda inputs, attrs: [(inputs[0].shape, BOOL)], f"jnp.{name}({{0}})", None)(
+        front
+    )
 
 
 isnan = _is("isnan")
@@ -444,14 +607,22 @@ def mod(x1: ArrayLike, x2: ArrayLike) -> Variable:
 
 
 @public
-def clip(x: ArrayLike, min: ArrayLike | None = None, max: ArrayLike | None = None, *,
-         a_min: ArrayLike | None = None, a_max: ArrayLike | None = None) -> Variable:
+def clip(
+    x: ArrayLike,
+    min: ArrayLike | None = None,
+    max: ArrayLike | None = None,
+    *,
+    a_min: ArrayLike | None = None,
+    a_max: ArrayLike | None = None,
+) -> Variable:
     """jnp.clip(x, min=None, max=None): maximum with `min`, then minimum with `max`; NumPy's
     keywords `a_min` / `a_max` name the same bounds."""
     for name, new, old in (("min", min, a_min), ("max", max, a_max)):
         if new is not None and old is not None:
-            raise ShapeError(f"{name}= and a_{name}= are the same bound (a_{name} is NumPy's "
-                             "name): pass one", op="clip")
+            raise ShapeError(
+                f"{name}= and a_{name}= are the same bound (a_{name} is NumPy's name): pass one",
+                op="clip",
+            )
     min = a_min if min is None else min
     max = a_max if max is None else max
     out = as_var(x)
@@ -480,23 +651,41 @@ def _is_complex(x: Variable) -> bool:
 
 # JAX's transposes (cotangents of a complex value are d/dre - i d/dim): real's is
 # complex(g, 0), imag's complex(0, -g), conj's conj(g), complex(re, im)'s (real g, -imag g).
-@defop("complex", _complex_rule, "lax.complex({0}, {1})",
-       (lambda op, g: real(g), lambda op, g: negative(imag(g))), export=False, jvp=LINEAR)
+@defop(
+    "complex",
+    _complex_rule,
+    "lax.complex({0}, {1})",
+    (lambda op, g: real(g), lambda op, g: negative(imag(g))),
+    export=False,
+    jvp=LINEAR,
+)
 def complex_(re: Variable, im: Variable) -> tuple[list[Variable], dict]:
     """lax.complex(re, im): the complex value re + i im of two real values."""
     return [re, im], {}
 
 
-@defop("real", _part_rule, "jnp.real({0})", (lambda op, g: astype(g, op.inputs[0].dtype),),
-       jvp=LINEAR, operands=("x",))
+@defop(
+    "real",
+    _part_rule,
+    "jnp.real({0})",
+    (lambda op, g: astype(g, op.inputs[0].dtype),),
+    jvp=LINEAR,
+    operands=("x",),
+)
 def real(x: ArrayLike) -> Variable | tuple[list[Variable], dict]:
     """jnp.real: the real part of a complex `x`; a real `x` itself."""
     x = as_var(x)
     return ([x], {}) if _is_complex(x) else x
 
 
-@defop("imag", _part_rule, "jnp.imag({0})",
-       (lambda op, g: complex_(zeros_like(g), negative(g)),), jvp=LINEAR, operands=("x",))
+@defop(
+    "imag",
+    _part_rule,
+    "jnp.imag({0})",
+    (lambda op, g: complex_(zeros_like(g), negative(g)),),
+    jvp=LINEAR,
+    operands=("x",),
+)
 def imag(x: ArrayLike) -> Variable | tuple[list[Variable], dict]:
     """jnp.imag: the imaginary part of a complex `x`; zeros like a real `x`."""
     x = as_var(x)
@@ -512,13 +701,19 @@ def conj(x: ArrayLike) -> Variable | tuple[list[Variable], dict]:
 
 # ---------------------------------------------------------------- fmod, sinc, fmax/fmin, nan_to_num
 
+
 def _g_fmod_y(op: Op, g: Variable) -> Variable:
     q = op.inputs[0] / op.inputs[1]
     return negative(g * (sign(q) * floor(abs(q))))  # -g * trunc(x / y), as lax.rem's rule
 
 
-fmod = binary("fmod", "jnp.fmod({0}, {1})", (lambda op, g: g, _g_fmod_y), "intdiv",
-              doc="jnp.fmod(x1, x2): C's remainder (the result takes the sign of `x1`).")
+fmod = binary(
+    "fmod",
+    "jnp.fmod({0}, {1})",
+    (lambda op, g: g, _g_fmod_y),
+    "intdiv",
+    doc="jnp.fmod(x1, x2): C's remainder (the result takes the sign of `x1`).",
+)
 
 
 def _maclaurin_value(k: int) -> float:
@@ -526,8 +721,13 @@ def _maclaurin_value(k: int) -> float:
     return 0.0 if k % 2 else (-1.0) ** (k // 2) / (k + 1)
 
 
-@defop("sinc_maclaurin", same, "jnp.full_like({0}, {value})",
-       (lambda op, g: g * sinc_maclaurin(op.inputs[0], op.attrs["k"] + 1),), export="sinc")
+@defop(
+    "sinc_maclaurin",
+    same,
+    "jnp.full_like({0}, {value})",
+    (lambda op, g: g * sinc_maclaurin(op.inputs[0], op.attrs["k"] + 1),),
+    export="sinc",
+)
 def sinc_maclaurin(t: Variable, k: int) -> tuple[list[Variable], dict]:
     """The k-th derivative of sin(t)/t at 0, shaped like `t`; its gradient is the (k+1)-th,
     so that sinc has its true derivatives of every order at 0 (JAX's construction)."""
@@ -572,8 +772,13 @@ def fmin(x1: ArrayLike, x2: ArrayLike) -> Variable:
 
 
 @public
-def nan_to_num(x: ArrayLike, copy: bool = True, nan: float = 0.0, posinf: float | None = None,
-               neginf: float | None = None) -> Variable:
+def nan_to_num(
+    x: ArrayLike,
+    copy: bool = True,
+    nan: float = 0.0,
+    posinf: float | None = None,
+    neginf: float | None = None,
+) -> Variable:
     """jnp.nan_to_num: NaN, +inf and -inf replaced (by default with 0 and the dtype's largest
     and lowest values); integer and bool inputs are returned as they are."""
     x = as_var(x)

@@ -14,6 +14,7 @@ convention for complex cotangents). Every fourth case runs by default, all of th
 `-m slow` (docs/testing.md); test_the_parts_of_complex_values covers the parts (real, imag,
 conj, angle, ...) always.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -39,12 +40,10 @@ from support.util import sliced
 #: srcgrad's refusals of complex values that jax.numpy takes (by the text of the error), and
 #: why; docs/api.md says the same.
 REFUSED: dict[str, str] = {
-    "sort of complex values is not supported":
-        "sort and what is built on it (argsort, unique, the set functions) do not order "
-        "complex values (JAX's order is lexicographic)",
-    "of complex matrices":
-        "the gradients of cholesky, eigh, svd and qr (and of what is built on them) are for "
-        "real matrices; their values are JAX's",
+    "sort of complex values is not supported": "sort and what is built on it (argsort, unique, the set functions) do not order "
+    "complex values (JAX's order is lexicographic)",
+    "of complex matrices": "the gradients of cholesky, eigh, svd and qr (and of what is built on them) are for "
+    "real matrices; their values are JAX's",
 }
 
 
@@ -53,8 +52,9 @@ def complexify(a: Any, k: int) -> Any:
     if isinstance(a, np.ndarray) and a.dtype.kind == "f":
         dt = np.complex64 if a.dtype == np.float32 else np.complex128
         finite = np.isfinite(a)
-        return (a + 1j * np.where(finite, np.cos(3.0 * np.where(finite, a, 0.0) + k), 0.5)
-                ).astype(dt)
+        return (a + 1j * np.where(finite, np.cos(3.0 * np.where(finite, a, 0.0) + k), 0.5)).astype(
+            dt
+        )
     return a
 
 
@@ -72,7 +72,8 @@ def _leaves(out: Any) -> list[np.ndarray]:
 def _assert_refused(got: Any, what: str) -> None:
     assert isinstance(got, sg.SrcgradError), (
         f"{what}: expected srcgrad's refusal of a complex input, got "
-        + (f"{type(got).__name__}: {got}" if isinstance(got, Exception) else "a value"))
+        + (f"{type(got).__name__}: {got}" if isinstance(got, Exception) else "a value")
+    )
     assert "c64" in str(got) or "c128" in str(got) or "complex" in str(got), f"{what}: {got}"
     assert " (at " in str(got), f"{what}: no user location in {got}"
 
@@ -88,7 +89,8 @@ def _assert_same(got: Any, want: Any, what: str) -> None:
     assert len(got) == len(want), what
     for a, b in zip(got, want):
         assert (a.dtype, a.shape) == (b.dtype, b.shape), (
-            f"{what}: srcgrad gives {a.dtype}{list(a.shape)}, jax.numpy {b.dtype}{list(b.shape)}")
+            f"{what}: srcgrad gives {a.dtype}{list(a.shape)}, jax.numpy {b.dtype}{list(b.shape)}"
+        )
         if a.dtype.kind in "biu":
             np.testing.assert_array_equal(a, b, err_msg=what)
         else:
@@ -99,14 +101,20 @@ def _assert_same(got: Any, want: Any, what: str) -> None:
 def _scalar(m: Any, out: Any, cts: list[tuple[np.ndarray, np.ndarray]]) -> Any:
     """sum(real(out) * a + imag(out) * b) over the floating-point leaves of `out`."""
     total = 0.0
-    for leaf, (a, b) in zip([x for x in jax.tree_util.tree_leaves(out)
-                             if jnp.dtype(x.dtype).kind in "fc"], cts):
+    for leaf, (a, b) in zip(
+        [x for x in jax.tree_util.tree_leaves(out) if jnp.dtype(x.dtype).kind in "fc"], cts
+    ):
         total = total + m.sum(m.real(leaf) * a) + m.sum(m.imag(leaf) * b)
     return total
 
 
-def check(name: str, ours: Callable[..., Any], ref: Callable[..., Any], args: list[Any],
-          eager: bool = True) -> None:
+def check(
+    name: str,
+    ours: Callable[..., Any],
+    ref: Callable[..., Any],
+    args: list[Any],
+    eager: bool = True,
+) -> None:
     """Values and declared dtypes (sg.jit, and eagerly unless `eager` is False), refusals,
     then gradients (see the module doc). `ours` and `ref` take `args`; the value and the
     gradient compile as one program."""
@@ -120,8 +128,11 @@ def check(name: str, ours: Callable[..., Any], ref: Callable[..., Any], args: li
         return
     _assert_same(got_once, want, f"{name} ({'eager' if eager else 'sg.jit'})")
     rng = np.random.default_rng(0)
-    cts = [(rng.standard_normal(x.shape), rng.standard_normal(x.shape))
-           for x in _leaves(want) if x.dtype.kind in "fc"]
+    cts = [
+        (rng.standard_normal(x.shape), rng.standard_normal(x.shape))
+        for x in _leaves(want)
+        if x.dtype.kind in "fc"
+    ]
     parts = [p for i in spots for p in (np.real(cargs[i]), np.imag(cargs[i]))]
     nums = tuple(range(len(parts)))
 
@@ -135,7 +146,9 @@ def check(name: str, ours: Callable[..., Any], ref: Callable[..., Any], args: li
         def both(*parts: Any) -> Any:
             loss = lambda *p: _scalar(m, fn(*full(p)), cts)
             return fn(*full(parts)), (grad(loss, nums)(*parts) if cts else ())
+
         return both
+
     theirs = _outcome(lambda: jax.jit(with_grad(jnp, ref, jax.grad))(*parts))
     if isinstance(theirs, Exception):  # JAX has no gradient here: values only
         theirs, ours_jit = (want, ()), sg.jit(lambda *p: (ours(*cargs), ()))
@@ -149,25 +162,32 @@ def check(name: str, ours: Callable[..., Any], ref: Callable[..., Any], args: li
     _assert_same(got[0], theirs[0], f"{name} (sg.jit)")
     declared = [v.dtype for v in ours_jit.trace(*parts)[2]]
     assert declared == [x.dtype for x in _leaves(theirs)], (
-        f"{name}: the program declares {declared}")
+        f"{name}: the program declares {declared}"
+    )
     _assert_same(got[1], theirs[1], f"{name} gradient")
 
 
 # ---------------------------------------------------------------- the tables
 
+
 def _has_float(case: Any) -> bool:
     return any(any(d.kind == "f" for d in dts) for dts in case.variants)
 
 
-DRAWN = [c for c in test_ops.CASES + test_manip.CASES + test_special.CASES
-         if _has_float(c) and c.ours is not shape_ops.lax_pad]  # (internal: no eager call)
+DRAWN = [
+    c
+    for c in test_ops.CASES + test_manip.CASES + test_special.CASES
+    if _has_float(c) and c.ours is not shape_ops.lax_pad
+]  # (internal: no eager call)
 
 
 def _variant(case: Any) -> tuple[np.dtype, ...]:
     """The case's dtype variant with the most float64 arguments (complex128: the tolerances
     stay tight)."""
-    return max((v for v in case.variants if any(d.kind == "f" for d in v)),
-               key=lambda v: sum(d == np.float64 for d in v))
+    return max(
+        (v for v in case.variants if any(d.kind == "f" for d in v)),
+        key=lambda v: sum(d == np.float64 for d in v),
+    )
 
 
 @pytest.mark.parametrize("case", sliced(DRAWN, 4), ids=str)
@@ -175,9 +195,13 @@ def _variant(case: Any) -> tuple[np.dtype, ...]:
 @given(data=st.data())
 def test_drawn_ops_on_complex_values(case: Any, data: st.DataObject) -> None:
     params, args = case.draw(data, _variant(case))
-    check(case.name, lambda *xs: case.ours(*xs, **params),
-          lambda *xs: case.ref(*xs, **params), args,
-          eager=not case.name.startswith("methods"))  # (on arrays: NumPy's methods)
+    check(
+        case.name,
+        lambda *xs: case.ours(*xs, **params),
+        lambda *xs: case.ref(*xs, **params),
+        args,
+        eager=not case.name.startswith("methods"),
+    )  # (on arrays: NumPy's methods)
 
 
 def _fixed(table: str, case: Any) -> tuple[str, Callable, Callable, list]:
@@ -197,33 +221,43 @@ def _fixed(table: str, case: Any) -> tuple[str, Callable, Callable, list]:
             for i, x in zip(arrays, xs):
                 full[i] = x
             return fn(m, *full)
+
         return call
+
     return case.name, bind(ours_m), bind(ref_m), [args[i] for i in arrays]
 
 
-FIXED = [_fixed(t, c) for t, cases in (
-    ("jnp_extra", test_jnp_extra.CASES),
-    ("nn", test_nn_functions.CASES + test_nn_functions.ELEMENTWISE),
-    ("conv", test_conv.CASES)) for c in cases]
+FIXED = [
+    _fixed(t, c)
+    for t, cases in (
+        ("jnp_extra", test_jnp_extra.CASES),
+        ("nn", test_nn_functions.CASES + test_nn_functions.ELEMENTWISE),
+        ("conv", test_conv.CASES),
+    )
+    for c in cases
+]
 FIXED = [f for f in FIXED if any(a.dtype.kind == "f" for a in f[3])]
 
 
-@pytest.mark.parametrize("name,ours,ref,args", sliced(FIXED, 4, unpack=True),
-                         ids=[f[0] for f in FIXED])
-def test_fixed_ops_on_complex_values(name: str, ours: Callable, ref: Callable,
-                                     args: list) -> None:
+@pytest.mark.parametrize(
+    "name,ours,ref,args", sliced(FIXED, 4, unpack=True), ids=[f[0] for f in FIXED]
+)
+def test_fixed_ops_on_complex_values(name: str, ours: Callable, ref: Callable, args: list) -> None:
     check(name, ours, ref, args)
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64", "complex64",
-                                   "int32", "bool"])
+@pytest.mark.parametrize(
+    "dtype", ["float16", "bfloat16", "float32", "float64", "complex64", "int32", "bool"]
+)
 def test_python_complex_numbers_are_weakly_typed(dtype: str) -> None:
     """x OP 1.5j and 1.5j OP x take the complex type of x's precision (float32 -> complex64
     under x64 too), as jax.numpy's weak types do."""
     x = np.ones(3, jnp.dtype(dtype))
     for op in ("+", "-", "*", "/"):
-        for fn in (lambda v: test_ops.BINARY_OPERATORS[op](v, 1.5j),
-                   lambda v: test_ops.BINARY_OPERATORS[op](1.5j, v)):
+        for fn in (
+            lambda v: test_ops.BINARY_OPERATORS[op](v, 1.5j),
+            lambda v: test_ops.BINARY_OPERATORS[op](1.5j, v),
+        ):
             want = jax.eval_shape(fn, jax.ShapeDtypeStruct(x.shape, x.dtype)).dtype
             assert sg.jit(fn).trace(x)[2][0].dtype == want, (dtype, op)
 
@@ -248,9 +282,12 @@ def test_the_parts_of_complex_values() -> None:
     def loss(m: Any) -> Callable[..., Any]:
         def f(x: Any, y: Any) -> Any:
             z = x + y * 1j
-            return (m.sum(m.real(z * z) * 2.0 + m.imag(z) * m.real(z) + m.angle(z * x))
-                    + m.sum(m.imag(m.conj(z) * (1 + 2j)) + m.abs(m.conjugate(z * z))))
+            return m.sum(m.real(z * z) * 2.0 + m.imag(z) * m.real(z) + m.angle(z * x)) + m.sum(
+                m.imag(m.conj(z) * (1 + 2j)) + m.abs(m.conjugate(z * z))
+            )
+
         return f
+
     ours = sg.grad(loss(sg), (0, 1))(x, y)
     theirs = jax.grad(loss(jnp), (0, 1))(x, y)
     for g, w in zip(ours, theirs):
