@@ -40,10 +40,14 @@ from support.util import sliced
 #: srcgrad's refusals of complex values that jax.numpy takes (by the text of the error), and
 #: why; docs/api.md says the same.
 REFUSED: dict[str, str] = {
-    "sort of complex values is not supported": "sort and what is built on it (argsort, unique, the set functions) do not order "
-    "complex values (JAX's order is lexicographic)",
-    "of complex matrices": "the gradients of cholesky, eigh, svd and qr (and of what is built on them) are for "
-    "real matrices; their values are JAX's",
+    "sort of complex values is not supported": (
+        "sort and what is built on it (argsort, unique, the set functions) do not order "
+        "complex values (JAX's order is lexicographic)"
+    ),
+    "of complex matrices": (
+        "the gradients of cholesky, eigh, svd and qr (and of what is built on them) are for "
+        "real matrices; their values are JAX's"
+    ),
 }
 
 
