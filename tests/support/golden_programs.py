@@ -4,7 +4,6 @@ The goldens quote this file's name and line numbers (every op records the user l
 made it, and the ops `sg.grad` adds record the line that traced it), so edits here change
 the goldens: rerun the tests with SRCGRAD_UPDATE_GOLDEN=1 and review the diff.
 """
-
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -23,36 +22,30 @@ def mlp_loss(params: dict, x: Any, y: Any) -> Any:
 
 def newton_sqrt(a: Any) -> Any:
     """sqrt(a) by Newton's method: the trip count depends on `a`."""
-
     def not_converged(x: Any) -> Any:
         return sg.abs(x * x - a) > 1e-12
 
     def step(x: Any) -> Any:
         return 0.5 * (x + a / x)
-
     return sg.while_loop(not_converged, step, a)
 
 
 def nested_cond(x: Any, y: Any) -> Any:
     """A cond inside a cond branch; the predicates depend on the data."""
-
     def outer_true(x: Any, y: Any) -> Any:
         return sg.cond(y > 0.0, lambda v: sg.sin(v) * y, lambda v: v * v, x)
 
     def outer_false(x: Any, y: Any) -> Any:
         return sg.exp(x) - y
-
     return sg.sum(sg.cond(sg.sum(x) > 0.0, outer_true, outer_false, x, y))
 
 
 def mlp_args() -> tuple:
     rng = np.random.default_rng(0)
-    params = {
-        "w1": rng.standard_normal((3, 4)).astype(np.float32),
-        "b1": np.zeros(4, np.float32),
-        "w2": rng.standard_normal((4, 1)).astype(np.float32),
-        "b2": np.zeros(1, np.float32),
-    }
+    params = {"w1": rng.standard_normal((3, 4)).astype(np.float32),
+              "b1": np.zeros(4, np.float32),
+              "w2": rng.standard_normal((4, 1)).astype(np.float32),
+              "b2": np.zeros(1, np.float32)}
     return params, np.ones((8, 3), np.float32), np.ones((8, 1), np.float32)
 
 
