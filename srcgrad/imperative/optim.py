@@ -240,11 +240,13 @@ def _hyper_key(value: Any) -> Any:
     return float(value) if isinstance(value, (int, float, np.number)) else id(value)
 
 
-def _as_hyper(value: Any) -> jax.Array:
-    """A hyperparameter as a weakly typed float array (a tuple as one array): a number of
-    any Python or NumPy type gives the same program."""
+def _as_hyper(value: Any) -> Any:
+    """A hyperparameter as a weakly typed float array (a tuple, such as Adam's betas, as a
+    tuple of them): a number of any Python or NumPy type gives the same program, and a
+    float32 parameter's update stays in float32 under jax_enable_x64 (a strongly typed
+    float64 array would promote its state, and the next step would compile again)."""
     if isinstance(value, (tuple, list)):
-        return jnp.asarray([float(v) for v in value])
+        return tuple(_as_hyper(v) for v in value)
     if isinstance(value, (int, float, np.number)):
         return jnp.asarray(float(value))
     return jnp.asarray(value)
