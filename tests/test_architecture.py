@@ -152,6 +152,7 @@ def test_every_folder_is_a_layer_or_a_front_end() -> None:
         "autograd",
         "optim",
         "nn",
+        "distributions",
     }
     folders = {
         p.name for p in PACKAGES["srcgrad"].iterdir() if p.is_dir() and (p / "__init__.py").exists()

@@ -91,7 +91,8 @@ def parse_to(args: tuple, kwargs: dict[str, Any]) -> tuple[jax.Device | None, np
             device, dtype = next(iter(_value(a).devices())), a.dtype
         else:
             raise SrcgradError(
-                f".to(): expected a device, a dtype or an array, got {type(a).__name__}",
+                f".to(): expected a device ('cpu', 'cuda', 'cuda:k', 'tpu', a jax.Device), a "
+                f"dtype or an array, got {repr(a) if isinstance(a, str) else type(a).__name__}",
                 loc=user_location(),
             )
     dev = None if device is None else device_of(device)

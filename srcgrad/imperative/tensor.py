@@ -24,6 +24,7 @@ from ..base import dtypes
 from ..core import habits
 from ..base.errors import SrcgradError, user_location
 from ..base.hooks import Hook
+from ..base.traceback_filter import api_boundary
 from .devices import parse_to, placed
 from ..ir.array_methods import ArrayMethods
 
@@ -292,6 +293,7 @@ class Tensor(ArrayMethods):
         """The same array as a new Tensor that is not recorded."""
         return Tensor(self._value, self.name)
 
+    @api_boundary
     def backward(
         self, head_grad: Any = None, retain_graph: bool = False, create_graph: bool = False
     ) -> None:

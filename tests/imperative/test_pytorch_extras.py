@@ -1,0 +1,137 @@
+"""PyTorch users' smaller needs: sg.save / sg.load (.npz, no pickle), sg.distributions.
+Categorical, .to(device) / .cuda(), and the messages a PyTorch habit meets (dim=, a loop
+called on Tensors) with tracebacks that show the user's frames only."""
+
+from __future__ import annotations
+
+import io
+import traceback
+
+import jax
+import numpy as np
+import pytest
+
+import srcgrad as sg
+
+
+def _srcgrad_frames(e: BaseException) -> list[str]:
+    return [
+        f.filename
+        for f in traceback.extract_tb(e.__traceback__)
+        if "/srcgrad/" in f.filename.replace("\\", "/")
+    ]
+
+
+@pytest.mark.parametrize("call", ["sum", "mean", "max", "method"])
+def test_pytorch_dim_keyword_suggests_axis(call) -> None:
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'dim'.*use axis=1") as info:
+        if call == "method":
+            sg.tensor(x).sum(dim=1)
+        else:
+            getattr(sg, call)(x, dim=1)
+    assert "test_pytorch_extras.py" in str(info.value)
+    if call != "method":  # (a Tensor method's own frame stays: it is the user's call site)
+        assert _srcgrad_frames(info.value) == []
+    with pytest.raises(TypeError, match=r"use keepdims=True"):
+        sg.sum(x, axis=0, keepdim=True)
+
+
+@pytest.mark.parametrize("loop", ["while_loop", "fori_loop"])
+def test_loop_on_tensors_says_to_write_a_python_loop(loop) -> None:
+    c = sg.tensor(np.float32(0))
+    with pytest.raises(
+        sg.TraceError, match=rf"sg.{loop} builds a loop.*write a Python loop"
+    ) as info:
+        if loop == "while_loop":
+            sg.while_loop(lambda c: c < 3, lambda c: c + 1, c)
+        else:
+            sg.fori_loop(0, 3, lambda i, c: c + 1, c)
+    assert _srcgrad_frames(info.value) == []
+    assert float(sg.jit(lambda c: sg.while_loop(lambda c: c < 3, lambda c: c + 1, c))(0.0)) == 3
+
+
+def test_backward_and_render_errors_show_no_srcgrad_frames() -> None:
+    with pytest.raises(sg.GradientError) as info:
+        sg.tensor(np.ones(3, np.float32)).backward()
+    assert _srcgrad_frames(info.value) == []
+    with pytest.raises(sg.SrcgradError, match="sg.render draws a Program") as info2:
+        sg.render(42, "picture.svg")
+    assert _srcgrad_frames(info2.value) == []
+
+
+def test_save_load_round_trip_without_pickle(tmp_path) -> None:
+    model = sg.nn.Sequential(sg.nn.Linear(3, 4), sg.nn.LSTM(4, 2))
+    path = tmp_path / "model.pt"
+    sg.save(model.state_dict(), path)
+    other = sg.nn.Sequential(sg.nn.Linear(3, 4), sg.nn.LSTM(4, 2))
+    other.load_state_dict(sg.load(path))
+    for (n, a), (m, b) in zip(model.named_parameters(), other.named_parameters()):
+        assert n == m
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    buf = io.BytesIO()
+    sg.save({"w": sg.tensor(np.arange(3.0, dtype=np.float32)), "step": 7}, buf)
+    buf.seek(0)
+    loaded = sg.load(buf)
+    assert loaded["step"] == 7 and loaded["w"].dtype == np.float32
+    with pytest.raises(sg.SrcgradError, match="entry 'opt' is a dict, not an array"):
+        sg.save({"opt": {"lr": 0.1}}, tmp_path / "bad.npz")
+    with pytest.raises(sg.SrcgradError, match="pass model.state_dict"):
+        sg.save(model, tmp_path / "bad.npz")
+    np.save(tmp_path / "obj.npy", np.array([{"code": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(ValueError, match="allow_pickle"):
+        sg.load(tmp_path / "obj.npy")
+
+
+PROBS = np.array([[0.2, 0.3, 0.5], [0.1, 0.6, 0.3]], np.float32)
+
+
+def test_categorical_log_prob_entropy_and_gradient_match_jax() -> None:
+    action = np.array([2, 1])
+
+    def reference(p):
+        p = p / p.sum(-1, keepdims=True)
+        lp = jax.numpy.log(p)
+        return jax.numpy.take_along_axis(lp, action[:, None], 1).sum() - (p * lp).sum()
+
+    p = sg.tensor(PROBS)
+    p.attach_grad()
+    with sg.autograd.record():
+        m = sg.distributions.Categorical(p)
+        loss = sg.sum(m.log_prob(action)) + sg.sum(m.entropy())
+    loss.backward()
+    np.testing.assert_allclose(loss.numpy(), reference(PROBS), rtol=1e-6)
+    np.testing.assert_allclose(p.grad.numpy(), jax.grad(reference)(PROBS), rtol=1e-5, atol=1e-6)
+    m2 = sg.distributions.Categorical(logits=np.log(PROBS) + 3.0)
+    np.testing.assert_allclose(np.asarray(m2.probs), PROBS, rtol=1e-6)
+    traced = sg.grad(lambda z: sg.sum(sg.distributions.Categorical(logits=z).log_prob(action)))
+    want = jax.grad(
+        lambda z: jax.numpy.take_along_axis(jax.nn.log_softmax(z), action[:, None], 1).sum()
+    )
+    np.testing.assert_allclose(traced(PROBS), want(PROBS), rtol=1e-5, atol=1e-6)
+
+
+def test_categorical_samples_follow_the_probabilities() -> None:
+    m = sg.distributions.Categorical(PROBS)
+    s = m.sample((4000,), key=jax.random.PRNGKey(1)).numpy()
+    assert s.shape == (4000, 2) and s.dtype.kind == "i"
+    for row in range(2):
+        freq = np.bincount(s[:, row], minlength=3) / 4000
+        np.testing.assert_allclose(freq, PROBS[row], atol=0.03)  # ~4 standard errors
+    with pytest.raises(sg.SrcgradError, match="either probs or logits"):
+        sg.distributions.Categorical()
+
+
+def test_to_device_and_cuda() -> None:
+    model = sg.nn.Linear(2, 3)
+    assert model.to("cpu") is model and model.weight.device == jax.devices("cpu")[0]
+    x = sg.tensor(np.ones(2, np.float32))
+    assert x.to("cpu") is x
+    assert x.to(np.float16).dtype == np.float16
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        with pytest.raises(RuntimeError, match="no gpu device"):
+            model.cuda()
+        with pytest.raises(RuntimeError, match="no gpu device"):
+            x.to("cuda:0")
+    with pytest.raises(sg.SrcgradError, match="a device .* got 'npu'"):
+        x.to("npu")
