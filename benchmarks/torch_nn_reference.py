@@ -364,6 +364,49 @@ def init_reference(torch: Any, store: dict[str, np.ndarray]) -> None:
     )
 
 
+#: The word-language model of pytorch/examples, small: Embedding -> 2-layer LSTM -> Linear,
+#: cross-entropy, SGD with clip_grad_norm_ and an ExponentialLR, the hidden state carried
+#: (detached) from batch to batch.
+WLM = dict(ntoken=11, ninp=6, nhid=7, nlayers=2, seq=5, batch=3, steps=4, lr=2.0, clip=0.25)
+
+
+def wlm_reference(torch: Any, store: dict[str, np.ndarray]) -> None:
+    torch.manual_seed(5)
+    c = WLM
+    model = torch.nn.ModuleDict(
+        {
+            "encoder": torch.nn.Embedding(c["ntoken"], c["ninp"]),
+            "rnn": torch.nn.LSTM(c["ninp"], c["nhid"], c["nlayers"]),
+            "decoder": torch.nn.Linear(c["nhid"], c["ntoken"]),
+        }
+    )
+    for k, v in model.state_dict().items():
+        store[f"wlm/state/{k}"] = v.numpy().copy()
+    rng = np.random.default_rng(44)
+    data = rng.integers(0, c["ntoken"], (c["steps"], c["seq"] + 1, c["batch"]))
+    store["wlm/data"] = data
+    opt = torch.optim.SGD(model.parameters(), lr=c["lr"])
+    sched = torch.optim.lr_scheduler.ExponentialLR(opt, 0.5)
+    zeros = torch.zeros(c["nlayers"], c["batch"], c["nhid"])
+    hidden = (zeros, zeros)
+    losses, norms = [], []
+    for step in range(c["steps"]):
+        x, y = torch.tensor(data[step, :-1]), torch.tensor(data[step, 1:])
+        hidden = tuple(h.detach() for h in hidden)
+        out, hidden = model["rnn"](model["encoder"](x), hidden)
+        logits = model["decoder"](out).reshape(-1, c["ntoken"])
+        loss = torch.nn.functional.cross_entropy(logits, y.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        norms.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), c["clip"])))
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+    store["wlm/losses"], store["wlm/norms"] = np.array(losses), np.array(norms)
+    for k, v in model.state_dict().items():
+        store[f"wlm/final/{k}"] = v.numpy().copy()
+
+
 def main() -> None:
     import torch
 
@@ -376,6 +419,7 @@ def main() -> None:
         scheduler_reference,
         lbfgs_reference,
         init_reference,
+        wlm_reference,
     ):
         make(torch, store)
     store["torch_version"] = np.array(torch.__version__)

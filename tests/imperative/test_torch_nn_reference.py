@@ -21,6 +21,7 @@ from benchmarks.torch_nn_reference import (
     POOLS,
     RNN_CASES,
     SCHEDULERS,
+    WLM,
     lbfgs_problem,
 )
 
@@ -337,3 +338,51 @@ def test_init_gains_and_orthogonal(ref) -> None:
     close(w @ w.T, 4 * np.eye(3), atol=1e-5)
     with pytest.raises(sg.nn.init.InitError, match="fan in and fan out"):
         sg.nn.init.xavier_uniform_(sg.tensor(np.zeros(3, np.float32)))
+
+
+# ---------------------------------------------------------------- a whole PyTorch example
+
+
+class WordLanguageModel(sg.nn.Module):
+    """pytorch/examples' word_language_model, as ported: Embedding -> LSTM -> Linear."""
+
+    def __init__(self, ntoken: int, ninp: int, nhid: int, nlayers: int):
+        self.encoder = sg.nn.Embedding(ntoken, ninp)
+        self.rnn = sg.nn.LSTM(ninp, nhid, nlayers)
+        self.decoder = sg.nn.Linear(nhid, ntoken)
+
+    def forward(self, x, hidden):
+        out, hidden = self.rnn(self.encoder(x), hidden)
+        return self.decoder(out), hidden
+
+
+def test_word_language_model_trains_as_pytorch(ref) -> None:
+    """PyTorch's initial state_dict loaded as is, then SGD + clip_grad_norm_ + ExponentialLR
+    with the hidden state carried (detached) between batches: PyTorch's losses, gradient
+    norms and final weights."""
+    c = WLM
+    model = WordLanguageModel(c["ntoken"], c["ninp"], c["nhid"], c["nlayers"])
+    state = {k[len("wlm/state/") :]: v for k, v in ref.items() if k.startswith("wlm/state/")}
+    model.load_state_dict(state)
+    opt = sg.optim.SGD(model.parameters(), lr=c["lr"])
+    sched = sg.optim.lr_scheduler.ExponentialLR(opt, 0.5)
+    zeros = np.zeros((c["nlayers"], c["batch"], c["nhid"]), np.float32)
+    hidden = (sg.tensor(zeros), sg.tensor(zeros))
+    losses, norms = [], []
+    data = ref["wlm/data"]
+    for step in range(c["steps"]):
+        x, y = data[step, :-1], data[step, 1:]
+        hidden = tuple(h.detach() for h in hidden)
+        with sg.autograd.record():
+            logits, hidden = model(x, hidden)
+            loss = F.cross_entropy(sg.reshape(logits, (-1, c["ntoken"])), y.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        norms.append(float(sg.nn.utils.clip_grad_norm_(model.parameters(), c["clip"]).item()))
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+    close(losses, ref["wlm/losses"], rtol=1e-5)
+    close(norms, ref["wlm/norms"], rtol=1e-4)
+    for k, p in model.named_parameters():
+        close(p.numpy(), ref[f"wlm/final/{k}"], rtol=1e-4, atol=1e-5)
