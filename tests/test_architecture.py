@@ -153,6 +153,7 @@ def test_every_folder_is_a_layer_or_a_front_end() -> None:
         "optim",
         "nn",
         "distributions",
+        "sparse",
     }
     folders = {
         p.name for p in PACKAGES["srcgrad"].iterdir() if p.is_dir() and (p / "__init__.py").exists()

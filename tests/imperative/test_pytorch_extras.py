@@ -135,3 +135,32 @@ def test_to_device_and_cuda() -> None:
             x.to("cuda:0")
     with pytest.raises(sg.SrcgradError, match="a device .* got 'npu'"):
         x.to("npu")
+
+
+def test_sparse_coo_tensor_and_mm_are_dense_and_differentiable() -> None:
+    """gcn's torch.sparse_coo_tensor / torch.sparse.mm: duplicates summed (PyTorch's
+    coalesce), the gradient in the values against jax.grad, a BCOO accepted."""
+    from jax.experimental import sparse as jsparse
+
+    idx = np.array([[0, 1, 1, 2, 0], [1, 0, 2, 2, 1]])
+    v0 = np.array([1.0, 2.0, 3.0, 4.0, 5.0], np.float32)
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+
+    def reference(v):
+        a = jax.numpy.zeros((3, 3)).at[idx[0], idx[1]].add(v)
+        return ((a @ x) ** 2).sum()
+
+    v = sg.tensor(v0)
+    v.attach_grad()
+    with sg.autograd.record():
+        adj = sg.sparse_coo_tensor(idx, v, (3, 3))
+        y = sg.sum(sg.sparse.mm(adj, x) ** 2)
+    y.backward()
+    np.testing.assert_array_equal(adj.numpy(), [[0, 6, 0], [2, 0, 3], [0, 0, 4]])
+    np.testing.assert_allclose(v.grad.numpy(), jax.grad(reference)(v0), rtol=1e-6)
+    traced = sg.grad(lambda v: sg.sum(sg.sparse.mm(sg.sparse_coo_tensor(idx, v, (3, 3)), x) ** 2))
+    np.testing.assert_allclose(traced(v0), jax.grad(reference)(v0), rtol=1e-6)
+    eye = jsparse.BCOO.fromdense(np.eye(3, dtype=np.float32))
+    np.testing.assert_array_equal(np.asarray(sg.sparse.spmm(eye, x)), x)
+    with pytest.raises(sg.SrcgradError, match="out of the bounds"):
+        sg.sparse_coo_tensor(idx, v0, (2, 3))
