@@ -212,6 +212,15 @@ KINKS = np.array(
 )
 
 
+#: F.pad's modes -> their widths (last axis first, as PyTorch lists them).
+PADS = {
+    "constant": (1, 2, 0, 1),
+    "reflect": (2, 1, 1, 2),
+    "replicate": (3, 0, 2, 1),
+    "circular": (1, 3, 2, 0),
+}
+
+
 def functional_reference(torch: Any, store: dict[str, np.ndarray]) -> None:
     store["act/x"] = KINKS
     for name, fn in activations(torch).items():
@@ -221,6 +230,19 @@ def functional_reference(torch: Any, store: dict[str, np.ndarray]) -> None:
         (y * r).sum().backward()
         store[f"act/{name}/y"] = y.detach().numpy()
         store[f"act/{name}/g"] = x.grad.numpy()
+    x = torch.tensor(KINKS, requires_grad=True)
+    w = torch.tensor(np.array([0.25, -0.5, 2.0, 0.0, 1.0, 0.1], np.float32))
+    y = torch.nn.functional.prelu(x, w)
+    (y * torch.tensor(np.linspace(-1, 1, 18, dtype=np.float32).reshape(3, 6))).sum().backward()
+    store["act/prelu_w"], store["act/prelu/y"], store["act/prelu/g"] = (
+        w.numpy(),
+        y.detach().numpy(),
+        x.grad.numpy(),
+    )
+    p = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    store["pad/x"] = p
+    for mode, widths in PADS.items():
+        store[f"pad/{mode}"] = torch.nn.functional.pad(torch.tensor(p), widths, mode=mode).numpy()
     z = np.arange(2 * 8 * 3 * 2, dtype=np.float32).reshape(2, 8, 3, 2)
     store["shuffle/x"] = z
     store["shuffle/y"] = torch.nn.functional.pixel_shuffle(torch.tensor(z), 2).numpy()
@@ -249,6 +271,12 @@ POOLS: dict[str, tuple[str, tuple[int, ...], dict[str, Any]]] = {
     "avg1d": ("avg_pool1d", (9,), dict(kernel_size=4, stride=3, padding=2, ceil_mode=True)),
     "adaptive2d": ("adaptive_avg_pool2d", (7, 6), dict(output_size=(3, 4))),
     "adaptive1d": ("adaptive_avg_pool1d", (9,), dict(output_size=4)),
+    "max3d": ("max_pool3d", (4, 5, 3), dict(kernel_size=2, stride=(1, 2, 1), padding=(1, 0, 1))),
+    "avg3d": (
+        "avg_pool3d",
+        (4, 5, 3),
+        dict(kernel_size=(2, 3, 2), count_include_pad=False, padding=1),
+    ),
 }
 
 

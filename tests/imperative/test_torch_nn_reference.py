@@ -18,6 +18,7 @@ import srcgrad.nn.functional as F
 from benchmarks.torch_nn_reference import (
     INITS,
     LOSSES,
+    PADS,
     POOLS,
     RNN_CASES,
     SCHEDULERS,
@@ -200,6 +201,21 @@ def _activation(ref, name: str) -> None:
     close(y.numpy(), ref[f"act/{name}/y"], atol=1e-6)
     # atol: jax.nn.gelu's float32 derivative at -6.5 is 6e-6 (PyTorch's 0; the true one 1e-9)
     close(x.grad.numpy(), ref[f"act/{name}/g"], rtol=1e-4, atol=1e-5)
+
+
+def test_prelu_and_pad_match_pytorch(ref) -> None:
+    x = sg.tensor(ref["act/x"])
+    x.attach_grad()
+    with sg.autograd.record():
+        y = F.prelu(x, ref["act/prelu_w"])
+        total = sg.sum(y * np.linspace(-1, 1, 18, dtype=np.float32).reshape(3, 6))
+    total.backward()
+    close(y.numpy(), ref["act/prelu/y"])
+    close(x.grad.numpy(), ref["act/prelu/g"])
+    for mode, widths in PADS.items():
+        np.testing.assert_array_equal(
+            np.asarray(F.pad(ref["pad/x"], widths, mode=mode)), ref[f"pad/{mode}"]
+        )
 
 
 def test_pixel_shuffle_matches_pytorch(ref) -> None:
