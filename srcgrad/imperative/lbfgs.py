@@ -15,7 +15,8 @@ The algorithm is PyTorch's step for step (the two-loop recursion over the last
 the same cubic-interpolation line search), run on the host in NumPy over the flattened
 parameters, in their dtype: each iteration costs the closure's forward and backward, and a
 few vector products. One parameter group, as PyTorch's. The state carried from one `step`
-to the next (direction, step size, history) is in `opt.state`, as PyTorch keeps it.
+to the next (direction, step size, history, and the counters `func_evals` and `n_iter`) is
+in `opt.lbfgs` (PyTorch keeps it in `opt.state[first parameter]`).
 
 Layer L6 (front ends): see docs/design.md.
 """
