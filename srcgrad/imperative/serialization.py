@@ -1,8 +1,12 @@
 """`sg.save` / `sg.load`: a state_dict in NumPy's .npz format (PyTorch's torch.save /
-torch.load of a state_dict, without pickle).
+torch.load of a state_dict, without pickle), and jax.numpy's save / load of one array.
 
-    sg.save(model.state_dict(), "model.npz")
-    model.load_state_dict(sg.load("model.npz"))
+    sg.save(model.state_dict(), "model.npz")       # PyTorch's order: (obj, f)
+    model.load_state_dict(sg.load("model.npz"))    # {name: np.ndarray}
+    sg.save("x.npy", x); x = sg.load("x.npy")      # jnp.save / jnp.load: (file, arr)
+
+The two orders cannot be confused: PyTorch's first argument is a mapping, NumPy's a path or
+a file.
 
 The file holds one array per name and nothing else: loading runs no code (NumPy's
 `allow_pickle=False`), so a file from elsewhere is safe to open. What is saved is a mapping
@@ -17,6 +21,7 @@ from __future__ import annotations
 import os
 from typing import Any, BinaryIO, Mapping
 
+import jax.numpy as jnp
 import numpy as np
 
 from ..base.errors import SrcgradError, user_location
@@ -41,9 +46,13 @@ def _array(name: str, value: Any) -> np.ndarray:
     )
 
 
-def save(obj: Mapping[str, Any], f: str | os.PathLike | BinaryIO) -> None:
+def save(obj: Any, f: Any) -> None:
     """Write the state_dict `obj` to `f` (a path or a binary file) as .npz (a path without
-    the .npz suffix gets none added: the file is written where it is named)."""
+    the .npz suffix gets none added: the file is written where it is named); or, called as
+    jnp.save(file, arr), one array as .npy (pickle refused)."""
+    if isinstance(obj, (str, os.PathLike)) or hasattr(obj, "write"):
+        np.save(obj, _array("arr", f), allow_pickle=False)
+        return
     if not isinstance(obj, Mapping):
         raise SaveError(
             f"sg.save writes a state_dict (a mapping of names to arrays), got "
@@ -64,11 +73,15 @@ def save(obj: Mapping[str, Any], f: str | os.PathLike | BinaryIO) -> None:
         np.savez(f, **arrays)
 
 
-def load(f: str | os.PathLike | BinaryIO, map_location: Any = None) -> dict[str, np.ndarray]:
-    """The state_dict saved in `f` as {name: NumPy array}, in the saved order (no pickle).
-    `map_location` is accepted for PyTorch's signature: the arrays are on the host, and
+def load(f: str | os.PathLike | BinaryIO, map_location: Any = None, **kwargs: Any) -> Any:
+    """The state_dict saved in `f` (.npz) as {name: NumPy array}, in the saved order; a .npy
+    file's array as a jax.Array (jnp.load's result). Never unpickles. `map_location` is
+    accepted for PyTorch's signature: the arrays are on the host, and
     `model.load_state_dict` puts them where the model's parameters are."""
-    with np.load(f, allow_pickle=False) as z:
+    loaded = np.load(f, allow_pickle=False)
+    if isinstance(loaded, np.ndarray):
+        return jnp.asarray(loaded)
+    with loaded as z:
         return {k: z[k] for k in z.files}
 
 

@@ -85,6 +85,10 @@ def test_save_load_round_trip_without_pickle(tmp_path) -> None:
     np.save(tmp_path / "obj.npy", np.array([{"code": 1}], dtype=object), allow_pickle=True)
     with pytest.raises(ValueError, match="allow_pickle"):
         sg.load(tmp_path / "obj.npy")
+    sg.save(tmp_path / "x.npy", np.arange(4.0))  # jnp.save's order: (file, arr)
+    got = sg.load(tmp_path / "x.npy")
+    assert isinstance(got, jax.Array)
+    np.testing.assert_array_equal(got, np.arange(4.0))
 
 
 PROBS = np.array([[0.2, 0.3, 0.5], [0.1, 0.6, 0.3]], np.float32)
