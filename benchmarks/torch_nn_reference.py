@@ -18,11 +18,11 @@ import numpy as np
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "torch_nn.npz"
 RNN_CASES = {  # name -> (class, kwargs)
-    "RNN": ("RNN", dict(num_layers=2, bidirectional=True, batch_first=True)),
+    "RNN": ("RNN", dict(bidirectional=True, batch_first=True)),
     "RNN_relu": ("RNN", dict(nonlinearity="relu")),
     "LSTM": ("LSTM", dict(num_layers=2, bidirectional=True, batch_first=True)),
     "LSTM_plain": ("LSTM", dict()),
-    "GRU": ("GRU", dict(num_layers=2, bidirectional=True, batch_first=True)),
+    "GRU": ("GRU", dict(num_layers=2, batch_first=True)),
 }
 IN, HID, N, L = 4, 5, 2, 3
 
@@ -234,7 +234,7 @@ def functional_reference(torch: Any, store: dict[str, np.ndarray]) -> None:
     w = torch.tensor(np.array([0.25, -0.5, 2.0, 0.0, 1.0, 0.1], np.float32))
     y = torch.nn.functional.prelu(x, w)
     (y * torch.tensor(np.linspace(-1, 1, 18, dtype=np.float32).reshape(3, 6))).sum().backward()
-    store["act/prelu_w"], store["act/prelu/y"], store["act/prelu/g"] = (
+    store["prelu/w"], store["prelu/y"], store["prelu/g"] = (
         w.numpy(),
         y.detach().numpy(),
         x.grad.numpy(),

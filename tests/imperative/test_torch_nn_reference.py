@@ -164,13 +164,6 @@ def test_loss_gradient_matches_jax_grad() -> None:
     close(got, jax.grad(reference)(x), rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize(
-    "name", ["relu", "hardtanh", "gelu", "hardswish", "softplus", "glu", "softmax", "normalize"]
-)
-def test_activation_matches_pytorch_spot(ref, name) -> None:
-    _activation(ref, name)
-
-
 def test_every_activation_matches_pytorch(ref) -> None:
     names = {k.split("/")[1] for k in ref if k.startswith("act/") and k != "act/x"}
     for name in sorted(names):
@@ -207,11 +200,11 @@ def test_prelu_and_pad_match_pytorch(ref) -> None:
     x = sg.tensor(ref["act/x"])
     x.attach_grad()
     with sg.autograd.record():
-        y = F.prelu(x, ref["act/prelu_w"])
+        y = F.prelu(x, ref["prelu/w"])
         total = sg.sum(y * np.linspace(-1, 1, 18, dtype=np.float32).reshape(3, 6))
     total.backward()
-    close(y.numpy(), ref["act/prelu/y"])
-    close(x.grad.numpy(), ref["act/prelu/g"])
+    close(y.numpy(), ref["prelu/y"])
+    close(x.grad.numpy(), ref["prelu/g"])
     for mode, widths in PADS.items():
         np.testing.assert_array_equal(
             np.asarray(F.pad(ref["pad/x"], widths, mode=mode)), ref[f"pad/{mode}"]
