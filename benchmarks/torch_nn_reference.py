@@ -435,6 +435,42 @@ def wlm_reference(torch: Any, store: dict[str, np.ndarray]) -> None:
         store[f"wlm/final/{k}"] = v.numpy().copy()
 
 
+#: Optimizers new to sg.optim, with parameter groups: name -> (class, groups' options
+#: for parameters a and b, defaults).
+OPTIMIZERS: dict[str, tuple[str, list[dict[str, Any]], dict[str, Any]]] = {
+    "adadelta": ("Adadelta", [{}, {"lr": 0.5}], dict(lr=1.0, rho=0.8, weight_decay=0.01)),
+    "adagrad": (
+        "Adagrad",
+        [{}, {"lr_decay": 0.1}],
+        dict(lr=0.1, lr_decay=0.01, weight_decay=0.01, initial_accumulator_value=0.1),
+    ),
+    "adam_groups": ("Adam", [{"lr": 0.1}, {"betas": (0.5, 0.9)}], dict(lr=0.01, betas=(0.8, 0.99))),
+}
+
+
+def optimizer_problem(lib: Any, a: Any, b: Any, x: Any, y: Any) -> Any:
+    """The loss the optimizers take 6 steps on (lib: torch or sg)."""
+    return lib.sum((lib.tanh(x @ a) - y) ** 2) + lib.sum(b**2 * lib.sum(x, 0))
+
+
+def optimizer_reference(torch: Any, store: dict[str, np.ndarray]) -> None:
+    rng = np.random.default_rng(45)
+    x, y = rng.normal(size=(5, 3)).astype(np.float32), rng.normal(size=(5, 2)).astype(np.float32)
+    a0, b0 = rng.normal(size=(3, 2)).astype(np.float32), rng.normal(size=(3,)).astype(np.float32)
+    store["opt/x"], store["opt/y"], store["opt/a0"], store["opt/b0"] = x, y, a0, b0
+    for name, (cls, groups, defaults) in OPTIMIZERS.items():
+        a = torch.tensor(a0.copy(), requires_grad=True)
+        b = torch.tensor(b0.copy(), requires_grad=True)
+        opt = getattr(torch.optim, cls)(
+            [{"params": [a], **groups[0]}, {"params": [b], **groups[1]}], **defaults
+        )
+        for _ in range(6):
+            opt.zero_grad()
+            optimizer_problem(torch, a, b, torch.tensor(x), torch.tensor(y)).backward()
+            opt.step()
+        store[f"opt/{name}/a"], store[f"opt/{name}/b"] = a.detach().numpy(), b.detach().numpy()
+
+
 def main() -> None:
     import torch
 
@@ -448,6 +484,7 @@ def main() -> None:
         lbfgs_reference,
         init_reference,
         wlm_reference,
+        optimizer_reference,
     ):
         make(torch, store)
     store["torch_version"] = np.array(torch.__version__)

@@ -172,3 +172,71 @@ def test_sparse_coo_tensor_and_mm_are_dense_and_differentiable() -> None:
     np.testing.assert_array_equal(np.asarray(sg.sparse.spmm(eye, x)), x)
     with pytest.raises(sg.SrcgradError, match="out of the bounds"):
         sg.sparse_coo_tensor(idx, v0, (2, 3))
+
+
+def test_dropout_functional_training_flag_and_recurrent_dropout() -> None:
+    import srcgrad.nn.functional as F
+
+    x = np.ones((200, 50), np.float32)
+    assert F.dropout(x, 0.3, training=False) is x
+    y = np.asarray(F.dropout(x, 0.3))  # PyTorch's default: training=True
+    assert np.all((y == 0) | np.isclose(y, 1 / 0.7))
+    assert abs((y == 0).mean() - 0.3) < 0.02  # 10,000 draws: ~4.5 standard errors
+    assert np.all(np.asarray(F.dropout(x, 1.0)) == 0)
+    with pytest.raises(sg.SrcgradError, match=r"p must be in \[0, 1\]"):
+        F.dropout(x, 1.5)
+    rnn = sg.nn.GRU(3, 4, num_layers=2, dropout=0.5)
+    seq = np.random.default_rng(0).normal(size=(5, 2, 3)).astype(np.float32)
+    rnn.eval()
+    a, b = rnn(seq)[0].numpy(), rnn(seq)[0].numpy()
+    np.testing.assert_array_equal(a, b)
+    rnn.train()
+    assert not np.allclose(rnn(seq)[0].numpy(), a)  # a mask between the layers
+
+
+def test_grad_utilities_modules_and_init_shapes() -> None:
+    lin = sg.nn.Linear(3, 2)
+    lin.weight.grad = sg.tensor(np.array([[3.0, -4.0, 0.5], [0.0, 1.0, -2.0]], np.float32))
+    lin.bias.grad = sg.tensor(np.array([5.0, -5.0], np.float32))
+    sg.nn.utils.clip_grad_value_(lin.parameters(), 1.0)
+    np.testing.assert_array_equal(lin.weight.grad.numpy(), [[1, -1, 0.5], [0, 1, -1]])
+    vec = sg.nn.utils.parameters_to_vector(lin.parameters())
+    assert vec.shape == (8,)
+    sg.nn.utils.vector_to_parameters(np.arange(8.0, dtype=np.float32), lin.parameters())
+    np.testing.assert_array_equal(lin.bias.numpy(), [6, 7])
+    model = sg.nn.Sequential(sg.nn.Flatten(), sg.nn.Identity(), sg.nn.Unflatten(1, (2, 6)))
+    assert model(np.zeros((4, 3, 2, 2), np.float32)).shape == (4, 2, 6)
+    seen: list[str] = []
+    model.apply(lambda m: seen.append(type(m).__name__))
+    assert seen == ["Flatten", "Identity", "Unflatten", "Sequential"]  # children first
+    assert [n for n, _ in model.named_modules()] == ["", "0", "1", "2"]
+    assert len(model.children()) == 3
+    init = sg.nn.init
+    t = sg.tensor(np.zeros((4, 6), np.float32))
+    np.testing.assert_array_equal(init.eye_(t).numpy(), np.eye(4, 6))
+    np.testing.assert_array_equal(init.constant_(t, 0.5).numpy(), np.full((4, 6), 0.5))
+    assert (init.sparse_(t, 0.5).numpy() == 0).sum(axis=0).tolist() == [2] * 6
+    k = init.dirac_(sg.tensor(np.zeros((3, 2, 3, 3), np.float32))).numpy()
+    assert k.sum() == 2 and k[0, 0, 1, 1] == 1 and k[1, 1, 1, 1] == 1
+
+
+def test_optimizer_state_dict_round_trip() -> None:
+    def run(opt_from=None):
+        w = sg.tensor(np.array([1.0, -2.0], np.float32))
+        w.attach_grad()
+        opt = sg.optim.Adam([w], lr=0.1)
+        if opt_from is not None:
+            opt.load_state_dict(opt_from.state_dict())
+            w.assign(opt_from.params[0].numpy())
+        for _ in range(2):
+            w.grad = sg.tensor(np.array([0.5, 1.0], np.float32))
+            opt.step()
+        return opt, w
+
+    first, w1 = run()
+    _, w2 = run(first)  # two steps more, from the saved moments and step count
+    ref, w_ref = run()
+    for _ in range(2):
+        w_ref.grad = sg.tensor(np.array([0.5, 1.0], np.float32))
+        ref.step()
+    np.testing.assert_allclose(w2.numpy(), w_ref.numpy(), rtol=1e-6)

@@ -18,12 +18,14 @@ import srcgrad.nn.functional as F
 from benchmarks.torch_nn_reference import (
     INITS,
     LOSSES,
+    OPTIMIZERS,
     PADS,
     POOLS,
     RNN_CASES,
     SCHEDULERS,
     WLM,
     lbfgs_problem,
+    optimizer_problem,
 )
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "torch_nn.npz"
@@ -285,6 +287,27 @@ def test_changing_the_lr_compiles_nothing_new() -> None:
         opt.step()
     assert opt._jitted._cache_size() == before
     assert opt.param_groups[0]["lr"] == 0.1 * 0.5**3
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_optimizer_with_param_groups_matches_pytorch(ref, name) -> None:
+    cls, groups, defaults = OPTIMIZERS[name]
+    a, b = sg.tensor(ref["opt/a0"].copy()), sg.tensor(ref["opt/b0"].copy())
+    a.attach_grad()
+    b.attach_grad()
+    opt = getattr(sg.optim, cls)(
+        [{"params": [a], **groups[0]}, {"params": [b], **groups[1]}], **defaults
+    )
+    assert opt.param_groups[1]["lr"] == groups[1].get("lr", defaults["lr"])
+    x, y = ref["opt/x"], ref["opt/y"]
+    for _ in range(6):
+        opt.zero_grad()
+        with sg.autograd.record():
+            loss = optimizer_problem(sg, a, b, x, y)
+        loss.backward()
+        opt.step()
+    close(a.numpy(), ref[f"opt/{name}/a"], rtol=1e-5, atol=1e-6)
+    close(b.numpy(), ref[f"opt/{name}/b"], rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("ls", ["none", "strong_wolfe"])
