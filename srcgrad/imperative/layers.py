@@ -30,7 +30,7 @@ from ..core import dispatch
 from ..ops import elementwise, indexing, reduce
 from ..base.errors import SrcgradError, user_location
 from ..core.declare import EXPORTS
-from .tensor import Tensor, tensor
+from .tensor import Tensor, tensor, zeros_like
 
 _seeds = itertools.count()
 
@@ -122,7 +122,7 @@ class Module:
         """Set the parameters' `.grad` to zeros."""
         for p in self.parameters():
             if p.grad is not None:
-                p.grad = Tensor(jnp.zeros_like(p.value()))
+                p.grad = Tensor(zeros_like(p.value()))
 
     def train(self, mode: bool = True) -> "Module":
         """Training mode (Dropout drops) for this module and those below it."""

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..base.errors import SrcgradError, user_location
-from .tensor import Tensor
+from .tensor import Tensor, zeros_like
 
 class Optimizer:
     """Holds parameters and a state per parameter; `step()` updates them in one jitted call.
@@ -107,7 +107,7 @@ def zero_grad(params: Iterable[Tensor]) -> None:
     """Set each Tensor's `.grad` to zeros (the Tensors without a `.grad` keep None)."""
     for p in params:
         if p.grad is not None:
-            p.grad = Tensor(jnp.zeros_like(p._value))
+            p.grad = Tensor(zeros_like(p._value))
 
 
 class SGD(Optimizer):
