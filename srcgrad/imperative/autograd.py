@@ -315,7 +315,7 @@ def _gradients(tape: Tape, heads: list[int], seeds: list, xs: list[int | None],
         if slot.entry is None:
             got = RULE.compiled(RULE.whole_compile, n, run)
         else:
-            got, slower = RULE.fast_run(paid, n, run)
+            got, slower = RULE.fast_run(paid, run)
             if slower:
                 slot.entry = None  # the compiled program ran slower: op by op from now on
     else:

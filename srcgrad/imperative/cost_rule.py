@@ -41,6 +41,9 @@ import jax
 WEIGHT = 0.25
 #: Compiled runs timed (blocked) before the whole tier is judged against op by op.
 JUDGED_AFTER = 3
+#: The programs a chunk compiles: its forward, and a vjp per pattern of cotangents (an RNN
+#: cell's windows of 16 entries: the forward and three patterns, 0.14-0.18 s each here).
+CHUNK_PROGRAMS = 3
 
 
 class Estimate:
@@ -91,9 +94,9 @@ class Rule:
         #: An entry run op by op (its one-op program and its vjp kernel), no compile.
         self.entry = Estimate(0.0, 25e-6)
         #: A whole backward's build and first call, per entry.
-        self.whole_compile = Estimate(0.1, 0.01)
+        self.whole_compile = Estimate(0.15, 0.006)
         #: A chunk program's first call (its forward, or one vjp), per entry.
-        self.chunk_compile = Estimate(0.03, 0.005)
+        self.chunk_compile = Estimate(0.05, 0.007)
         #: Seconds spent in first calls so far (an op-by-op backward's share is its compiles).
         self.compiling = 0.0
 
@@ -114,10 +117,11 @@ class Rule:
 
     def chunk(self, paid: Paid, size: int, count: int) -> bool:
         """Run a window structure of `size` entries, met `count` times in this tape, as a
-        chunk? Yes once its rent with this tape's share reaches the compile of its two
-        programs (the forward and a vjp); otherwise this tape's share is paid."""
+        chunk? Yes once its rent with this tape's share reaches the compile of its programs
+        (`CHUNK_PROGRAMS`: the forward and vjps for a few patterns of cotangents); otherwise
+        this tape's share is paid."""
         share = count * self.entry(size)
-        if paid.rent + share >= 2 * self.chunk_compile(size):
+        if paid.rent + share >= CHUNK_PROGRAMS * self.chunk_compile(size):
             return True
         paid.rent += share
         paid.runs += count
@@ -158,11 +162,13 @@ class Rule:
             self.entry.add(n, dt - compiles)
         return out
 
-    def fast_run(self, paid: Paid, n: int, run: Callable[[], Any]) -> tuple[Any, bool]:
-        """`run()`, a compiled whole backward: its first `JUDGED_AFTER` runs after the
-        compile are blocked and timed; the second item is True when they were slower than
-        op by op (its runs, or the entries' rate), so the tier must go back."""
-        if paid.fast_runs >= JUDGED_AFTER:
+    def fast_run(self, paid: Paid, run: Callable[[], Any]) -> tuple[Any, bool]:
+        """`run()`, a compiled whole backward: if its structure ran op by op before, its
+        first `JUDGED_AFTER` runs after the compile are blocked and timed; the second item
+        is True when they were slower than its op-by-op runs, so the tier must go back. (A
+        structure compiled at first sight, its tape cold, has no op-by-op time to compare
+        with: running it op by op to get one would compile a program per call.)"""
+        if paid.fast_runs >= JUDGED_AFTER or not paid.op_runs:
             return run(), False
         t0 = self.clock()
         out = jax.block_until_ready(run())
@@ -170,8 +176,7 @@ class Rule:
         paid.fast_runs += 1
         if paid.fast_runs < JUDGED_AFTER:
             return out, False
-        op = paid.op / paid.op_runs if paid.op_runs else self.entry(n)
-        paid.slower = paid.fast / paid.fast_runs > op
+        paid.slower = paid.fast / paid.fast_runs > paid.op / paid.op_runs
         return out, paid.slower
 
 
@@ -184,4 +189,5 @@ def first_call(prog: Any, args: list) -> Any:
     return RULE.first_call(prog, args)
 
 
-__all__ = ["JUDGED_AFTER", "RULE", "WEIGHT", "Estimate", "Paid", "Rule", "first_call"]
+__all__ = ["CHUNK_PROGRAMS", "JUDGED_AFTER", "RULE", "WEIGHT", "Estimate", "Paid", "Rule",
+           "first_call"]

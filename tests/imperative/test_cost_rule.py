@@ -242,7 +242,7 @@ def test_recurring_windows_become_chunks_once_they_have_paid(
     _grads(_sentence_loss, (emb, wh), [1, 2])
     rule.entry = cost_rule.Estimate(0.0, 0.0)  # only the rent counts
     rule.whole_compile = cost_rule.Estimate(1e9, 0.0)  # never whole
-    rule.chunk_compile = cost_rule.Estimate(0.0, 1.0)  # a window of 4: 2 * 4 s
+    rule.chunk_compile = cost_rule.Estimate(0.0, 2.0 / cost_rule.CHUNK_PROGRAMS)  # 8 s
     words = [0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1]  # 12 cells: 12 windows of one structure
     _grads(_sentence_loss, (emb, wh), words)
     assert len(backward_chunks._CHUNKS) == 0  # 12 windows at 0 s each paid nothing
