@@ -1,8 +1,9 @@
 """srcgrad benchmarks: every workload side by side with its peer (`python -m benchmarks`).
 
-    from benchmarks import run, Settings
-    rows = run(["mlp"], quick=True, settings=Settings(reps=1, first_reps=1))
+from benchmarks import run, Settings
+rows = run(["mlp"], quick=True, settings=Settings(reps=1, first_reps=1))
 """
+
 from __future__ import annotations
 
 from typing import Callable, Sequence
@@ -17,18 +18,27 @@ from .workload import Workload
 def _forward_mode(name: str) -> Callable[[bool], Workload]:
     """A workload of hessian.py, imported when built (`python -m benchmarks.hessian` runs
     that module as a script, which a package-level import would run twice)."""
+
     def build(quick: bool) -> Workload:
         from . import hessian
+
         return hessian.WORKLOADS[name](quick)
+
     return build
 
 
 #: Workloads 1-5 (and 5b, "checkpointed"; 7, "gp"; "hessian" and "forward_loop") by name (each
 #: module's `build(quick)` makes it); "transform" is workload 6.
 WORKLOADS: dict[str, Callable[[bool], Workload]] = {
-    "mlp": mlp.build, "cnn": cnn.build, "transformer": transformer.build, "rnn": rnn.build,
-    "while": fixed_point.build, "checkpointed": checkpointed.build, "gp": gp.build,
-    "hessian": _forward_mode("hessian"), "forward_loop": _forward_mode("forward_loop"),
+    "mlp": mlp.build,
+    "cnn": cnn.build,
+    "transformer": transformer.build,
+    "rnn": rnn.build,
+    "while": fixed_point.build,
+    "checkpointed": checkpointed.build,
+    "gp": gp.build,
+    "hessian": _forward_mode("hessian"),
+    "forward_loop": _forward_mode("forward_loop"),
 }
 NAMES = tuple(WORKLOADS) + ("transform",)
 
@@ -36,9 +46,14 @@ NAMES = tuple(WORKLOADS) + ("transform",)
 QUICK_SCALING = ((50, 200), (1, 1))
 
 
-def run(names: Sequence[str] | None = None, quick: bool = False, settings: Settings | None = None,
-        titles: list[str] | None = None, log: Callable[[str], None] = lambda s: None,
-        strict: bool = True) -> list[Row]:
+def run(
+    names: Sequence[str] | None = None,
+    quick: bool = False,
+    settings: Settings | None = None,
+    titles: list[str] | None = None,
+    log: Callable[[str], None] = lambda s: None,
+    strict: bool = True,
+) -> list[Row]:
     """Run the named workloads (all by default) and return their rows.
 
     `titles`, if given, receives one line per workload describing its problem size. With
@@ -71,9 +86,11 @@ def _run_one(name: str, quick: bool, s: Settings, titles: list[str] | None) -> l
     if name == "transform":
         sizes, reps = QUICK_SCALING if quick else (s.scaling_sizes, s.scaling_reps)
         if titles is not None:
-            titles.append("transform, first gradient: chain of N elementwise ops (sin, cos, "
-                          "tanh, ...) + sum; MLP stack of N ops (tanh(h @ w + b), 8 wide) + sum "
-                          f"of squares; N = {', '.join(f'{n:,}' for n in sizes)}")
+            titles.append(
+                "transform, first gradient: chain of N elementwise ops (sin, cos, "
+                "tanh, ...) + sum; MLP stack of N ops (tanh(h @ w + b), 8 wide) + sum "
+                f"of squares; N = {', '.join(f'{n:,}' for n in sizes)}"
+            )
         return run_scaling(sizes, reps)
     w = WORKLOADS[name](quick)
     if titles is not None:

@@ -1,4 +1,5 @@
 """`python -m benchmarks [--quick] [--only NAME ...]`: run, print the table, write the report."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,8 +16,13 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="tiny sizes, 1-2 repetitions")
-    ap.add_argument("--only", action="append", choices=NAMES, metavar="NAME",
-                    help=f"run only this workload (repeatable): {', '.join(NAMES)}")
+    ap.add_argument(
+        "--only",
+        action="append",
+        choices=NAMES,
+        metavar="NAME",
+        help=f"run only this workload (repeatable): {', '.join(NAMES)}",
+    )
     ap.add_argument("--reps", type=int, help="steady-state samples per variant (default 21)")
     ap.add_argument(
         "--out",
@@ -31,8 +37,14 @@ def main(argv: list[str] | None = None) -> int:
     titles: list[str] = []
     load = load_average()
     t0 = time.perf_counter()
-    rows = run(args.only, quick=args.quick, settings=settings, titles=titles,
-               log=lambda s: print(s, file=sys.stderr, flush=True), strict=False)
+    rows = run(
+        args.only,
+        quick=args.quick,
+        settings=settings,
+        titles=titles,
+        log=lambda s: print(s, file=sys.stderr, flush=True),
+        strict=False,
+    )
     elapsed = time.perf_counter() - t0
     print(text_table(rows))
     out = args.out or (DOC if not (args.quick or args.only) else None)

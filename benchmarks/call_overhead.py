@@ -9,6 +9,7 @@ in a Python loop of `--calls` calls (microseconds), srcgrad's and JAX's in turn.
 row makes `sg.grad(poly)` afresh on every call (JAX's peer is the cached `jax.jit` call: a
 fresh `jax.jit(jax.grad(f))` traces again, milliseconds per call).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,7 +25,7 @@ import srcgrad as sg
 
 
 def poly(x: Any) -> Any:
-    return 3.0 * x ** 3 + 2.0 * x * x - x + 1.0
+    return 3.0 * x**3 + 2.0 * x * x - x + 1.0
 
 
 def tanh_sum(x: Any, np_: Any = sg) -> Any:
@@ -40,17 +41,31 @@ def mlp(params: Any, x: Any, y: Any, np_: Any = sg) -> Any:
 def cases() -> list[tuple[str, Callable[..., Any], Callable[..., Any], tuple]]:
     rng = np.random.default_rng(0)
     f32 = np.float32
-    params = [(rng.standard_normal((64, 32)).astype(f32) / 8, np.zeros(32, f32)),
-              (rng.standard_normal((32, 10)).astype(f32) / 6, np.zeros(10, f32))]
+    params = [
+        (rng.standard_normal((64, 32)).astype(f32) / 8, np.zeros(32, f32)),
+        (rng.standard_normal((32, 10)).astype(f32) / 6, np.zeros(10, f32)),
+    ]
     batch = (rng.standard_normal((8, 64)).astype(f32), rng.standard_normal((8, 10)).astype(f32))
     return [
         ("scalar polynomial", sg.grad(poly), jax.jit(jax.grad(poly)), (np.float32(0.5),)),
-        ("tanh sum, 10 elements", sg.grad(tanh_sum),
-         jax.jit(jax.grad(lambda x: tanh_sum(x, jnp))), (np.linspace(-1, 1, 10).astype(f32),)),
-        ("MLP loss 64-32-10, batch 8", sg.grad(mlp),
-         jax.jit(jax.grad(lambda p, x, y: mlp(p, x, y, jnp))), (params, *batch)),
-        ("scalar polynomial, sg.grad made on every call", lambda x: sg.grad(poly)(x),
-         jax.jit(jax.grad(poly)), (np.float32(0.5),)),
+        (
+            "tanh sum, 10 elements",
+            sg.grad(tanh_sum),
+            jax.jit(jax.grad(lambda x: tanh_sum(x, jnp))),
+            (np.linspace(-1, 1, 10).astype(f32),),
+        ),
+        (
+            "MLP loss 64-32-10, batch 8",
+            sg.grad(mlp),
+            jax.jit(jax.grad(lambda p, x, y: mlp(p, x, y, jnp))),
+            (params, *batch),
+        ),
+        (
+            "scalar polynomial, sg.grad made on every call",
+            lambda x: sg.grad(poly)(x),
+            jax.jit(jax.grad(poly)),
+            (np.float32(0.5),),
+        ),
     ]
 
 

@@ -4,6 +4,7 @@ srcgrad's `sg.while_loop(..., max_iters=max_steps, checkpoints=k)` against equin
 checkpointed while loop with the same `max_steps` and `checkpoints=k`: temp memory (the
 snapshots and the records of one segment) and step time at equal k.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -25,8 +26,14 @@ def loss_eqx(w: Any, x: Any, target: Any, max_steps: int, checkpoints: int) -> A
     import equinox.internal as eqxi  # the optional `bench` extra: imported when used
 
     init = (jnp.zeros(x.shape, np.float32), jnp.float32(1.0))
-    z, _ = eqxi.while_loop(_cond_jax, _body_jax(w, x), init, max_steps=max_steps,
-                           kind="checkpointed", checkpoints=checkpoints)
+    z, _ = eqxi.while_loop(
+        _cond_jax,
+        _body_jax(w, x),
+        init,
+        max_steps=max_steps,
+        kind="checkpointed",
+        checkpoints=checkpoints,
+    )
     return 0.5 * jnp.sum(jnp.square(z - target))
 
 
@@ -52,10 +59,22 @@ def build(quick: bool) -> Workload:
     variants = []
     pairs = []
     for k in ks:
-        variants += [Variant(f"srcgrad checkpoints={k}", lambda k=k: _sg(max_steps, k)),
-                     Variant(f"eqx checkpoints={k}", lambda k=k: _eqx(max_steps, k))]
-        pairs.append(Pair(f"srcgrad checkpoints={k}", f"eqx checkpoints={k}",
-                          {"step": 1.0, "temp memory": 1.1}))
-    return Workload("checkpointed", f"the while workload's fixed point (dim {dim}, {trips} "
-                    f"iterations, max_steps {max_steps}) with checkpoints k in {list(ks)}",
-                    args, variants, pairs)
+        variants += [
+            Variant(f"srcgrad checkpoints={k}", lambda k=k: _sg(max_steps, k)),
+            Variant(f"eqx checkpoints={k}", lambda k=k: _eqx(max_steps, k)),
+        ]
+        pairs.append(
+            Pair(
+                f"srcgrad checkpoints={k}",
+                f"eqx checkpoints={k}",
+                {"step": 1.0, "temp memory": 1.1},
+            )
+        )
+    return Workload(
+        "checkpointed",
+        f"the while workload's fixed point (dim {dim}, {trips} "
+        f"iterations, max_steps {max_steps}) with checkpoints k in {list(ks)}",
+        args,
+        variants,
+        pairs,
+    )

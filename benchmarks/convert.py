@@ -12,6 +12,7 @@ conversion and the compilation) and the steady-state step time of `sg.grad` of:
 The converted loop peels the first iteration when its test starts as a Python value
 (`err = 1.0`), so its program is one body longer than the hand-written one.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,6 +39,7 @@ def fixed_point_py() -> Callable[..., Any]:
             err = sg.max(sg.abs(z_new - z))
             z = z_new
         return 0.5 * sg.sum(sg.square(z - target))
+
     return loss
 
 
@@ -46,9 +48,12 @@ def fixed_point_hand() -> Callable[..., Any]:
         def body(c: Any) -> Any:
             z_new = sg.tanh(w @ c[0] + x)
             return z_new, sg.max(sg.abs(z_new - c[0]))
-        z, _ = sg.while_loop(lambda c: c[1] > TOL, body,
-                             (sg.zeros(x.shape, np.float32), np.float32(1.0)))
+
+        z, _ = sg.while_loop(
+            lambda c: c[1] > TOL, body, (sg.zeros(x.shape, np.float32), np.float32(1.0))
+        )
         return 0.5 * sg.sum(sg.square(z - target))
+
     return loss
 
 
@@ -61,6 +66,7 @@ def branchy_py() -> Callable[..., Any]:
             else:
                 h = 0.5 * h - x
         return 0.5 * sg.sum(sg.square(h - target))
+
     return loss
 
 
@@ -69,8 +75,10 @@ def branchy_hand() -> Callable[..., Any]:
         def body(i: Any, h: Any) -> Any:
             x = xs[i]
             return sg.cond(sg.sum(x) > 0, lambda h: sg.tanh(w @ h + x), lambda h: 0.5 * h - x, h)
+
         h = sg.fori_loop(0, xs.shape[0], body, sg.zeros(w.shape[0], np.float32))
         return 0.5 * sg.sum(sg.square(h - target))
+
     return loss
 
 
@@ -97,8 +105,10 @@ def run(quick: bool = False) -> list[tuple[str, str, float, float]]:
     fixed, branchy = _args(8 if quick else 64, 6 if quick else 200)
     reps = 1 if quick else 7
     rows = []
-    for name, py, hand, args in (("fixed point", fixed_point_py, fixed_point_hand, fixed),
-                                 ("branchy scan", branchy_py, branchy_hand, branchy)):
+    for name, py, hand, args in (
+        ("fixed point", fixed_point_py, fixed_point_hand, fixed),
+        ("branchy scan", branchy_py, branchy_hand, branchy),
+    ):
         a = np.asarray(sg.grad(py(), argnums=(0, 1))(*args)[0])
         b = np.asarray(sg.grad(hand(), argnums=(0, 1))(*args)[0])
         assert np.allclose(a, b, rtol=1e-4, atol=1e-6), f"{name}: the gradients differ"
@@ -109,13 +119,28 @@ def run(quick: bool = False) -> list[tuple[str, str, float, float]]:
                 (("py", py), ("hand", hand)) if r % 2 == 0 else (("hand", hand), ("py", py))
             ):
                 firsts[k].append(_first(make, args))
-        rows.append((name, "first gradient", statistics.median(firsts["py"]) * 1e3,
-                     statistics.median(firsts["hand"]) * 1e3))
+        rows.append(
+            (
+                name,
+                "first gradient",
+                statistics.median(firsts["py"]) * 1e3,
+                statistics.median(firsts["hand"]) * 1e3,
+            )
+        )
         gp, gh = sg.grad(py(), argnums=(0, 1)), sg.grad(hand(), argnums=(0, 1))
-        steps = interleaved({"py": lambda: gp(*args), "hand": lambda: gh(*args)},
-                            reps=3 if quick else 21, sample_s=0.0 if quick else 0.1)
-        rows.append((name, "step", statistics.median(steps["py"]) * 1e3,
-                     statistics.median(steps["hand"]) * 1e3))
+        steps = interleaved(
+            {"py": lambda: gp(*args), "hand": lambda: gh(*args)},
+            reps=3 if quick else 21,
+            sample_s=0.0 if quick else 0.1,
+        )
+        rows.append(
+            (
+                name,
+                "step",
+                statistics.median(steps["py"]) * 1e3,
+                statistics.median(steps["hand"]) * 1e3,
+            )
+        )
     return rows
 
 

@@ -11,6 +11,7 @@ imperative training step of an MLP (64-128-128-10, batch 32: record, backward, S
 JAX's eager `jnp.tanh(x)` as the peer. With `--vs`, both interpreters run the same script
 in turn, round by round, and the table gives each figure for both and their ratio.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,6 +31,7 @@ def _per_call(fn: Callable[[int], Any], n: int) -> float:
     """Microseconds per call after three warm-up calls (imperative mode compiles a tape
     structure's whole backward on its second sighting)."""
     import jax
+
     for i in range(3):
         jax.block_until_ready(fn(i))
     start = time.perf_counter()
@@ -44,11 +46,14 @@ def measure(n: int) -> dict[str, float]:
     import jax.numpy as jnp
 
     import srcgrad as sg
+
     x = jnp.linspace(-1.0, 1.0, 100, dtype=jnp.float32)
     t = sg.tensor(np.linspace(-1.0, 1.0, 100, dtype=np.float32))
     rng = np.random.default_rng(0)
-    layers = [sg.nn.Linear(a, b, act="tanh" if b != 10 else None, seed=i)
-              for i, (a, b) in enumerate([(64, 128), (128, 128), (128, 10)])]
+    layers = [
+        sg.nn.Linear(a, b, act="tanh" if b != 10 else None, seed=i)
+        for i, (a, b) in enumerate([(64, 128), (128, 128), (128, 10)])
+    ]
     params = [p for layer in layers for p in layer.params()]
     xb = sg.tensor(rng.standard_normal((32, 64)).astype(np.float32))
     yb = sg.tensor(np.eye(10, dtype=np.float32)[rng.integers(0, 10, 32)])
@@ -88,14 +93,21 @@ def main() -> None:
     for _ in range(args.rounds):
         for py in pythons:
             # By path, from elsewhere: each interpreter imports its own installed srcgrad.
-            out = subprocess.run([py, os.path.abspath(__file__), "--one-round",
-                                  "--calls", str(args.calls)], cwd=tempfile.gettempdir(),
-                                 check=True, capture_output=True, text=True).stdout
+            out = subprocess.run(
+                [py, os.path.abspath(__file__), "--one-round", "--calls", str(args.calls)],
+                cwd=tempfile.gettempdir(),
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
             runs[py].append(json.loads(out.strip().splitlines()[-1]))
     names = list(runs[pythons[0]][0])
     med = {py: {k: statistics.median(r[k] for r in runs[py]) for k in names} for py in pythons}
-    head = "| figure (us per call) | " + " | ".join(
-        ["this checkout"] + (["--vs", "ratio"] if args.vs else [])) + " |"
+    head = (
+        "| figure (us per call) | "
+        + " | ".join(["this checkout"] + (["--vs", "ratio"] if args.vs else []))
+        + " |"
+    )
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     for k in names:

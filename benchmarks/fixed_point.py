@@ -5,6 +5,7 @@ z <- tanh(W z + x) from z = 0 until max|z_new - z| <= TOL (a few hundred iterati
 every iteration. Peers: equinox's checkpointed and bounded while loops with the same
 max_steps, and lax.fori_loop at the trip count (known in advance, which srcgrad does not need).
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -22,10 +23,12 @@ from .workload import Init, Pair, Variant, Workload, fresh
 TOL = 1e-5
 
 
-def loss_sg(w: Any, x: Any, target: Any, max_iters: int | None = None,
-            checkpoints: int | None = None) -> Any:
+def loss_sg(
+    w: Any, x: Any, target: Any, max_iters: int | None = None, checkpoints: int | None = None
+) -> Any:
     """srcgrad: sg.while_loop to the tolerance (bounded by `max_iters` if given, keeping
     `checkpoints` snapshots if given)."""
+
     def cond(c: Any) -> Any:
         return c[1] > TOL
 
@@ -33,14 +36,20 @@ def loss_sg(w: Any, x: Any, target: Any, max_iters: int | None = None,
         z_new = sg.tanh(w @ c[0] + x)
         return z_new, sg.max(sg.abs(z_new - c[0]))
 
-    z, _ = sg.while_loop(cond, body, (sg.zeros(x.shape, np.float32), np.float32(1.0)),
-                         max_iters=max_iters, checkpoints=checkpoints)
+    z, _ = sg.while_loop(
+        cond,
+        body,
+        (sg.zeros(x.shape, np.float32), np.float32(1.0)),
+        max_iters=max_iters,
+        checkpoints=checkpoints,
+    )
     return 0.5 * sg.sum(sg.square(z - target))
 
 
 def loss_sg_fori(w: Any, x: Any, target: Any, trips: int) -> Any:
     """srcgrad's twin of `loss_fori`: sg.fori_loop over the same body at the known trip
     count (no convergence test): what the recorded loop costs without the stopping test."""
+
     def body(i: Any, c: Any) -> Any:
         z_new = sg.tanh(w @ c[0] + x)
         return z_new, sg.max(sg.abs(z_new - c[0]))
@@ -57,6 +66,7 @@ def _body_jax(w: Any, x: Any) -> Callable[[Any], Any]:
     def body(c: Any) -> Any:
         z_new = jnp.tanh(w @ c[0] + x)
         return z_new, jnp.max(jnp.abs(z_new - c[0]))
+
     return body
 
 
@@ -79,13 +89,16 @@ def loss_fori(w: Any, x: Any, target: Any, trips: int) -> Any:
 
 def trip_count(w: Any, x: Any) -> int:
     """Iterations the loop takes on these inputs (a forward run)."""
+
     def cond(c: Any) -> Any:
         return c[1][1] > TOL
 
     def body(c: Any) -> Any:
         return c[0] + 1, _body_jax(w, x)(c[1])
-    n, _ = jax.jit(lambda: lax.while_loop(cond, body, (0, (jnp.zeros(x.shape, np.float32),
-                                                           jnp.float32(1.0)))))()
+
+    n, _ = jax.jit(
+        lambda: lax.while_loop(cond, body, (0, (jnp.zeros(x.shape, np.float32), jnp.float32(1.0))))
+    )()
     return int(n)
 
 
@@ -112,10 +125,12 @@ def _unbounded_sg() -> Callable[..., Any]:
 def capacity_memory(make: Callable[[], Any], trips: int) -> Callable[[tuple], Any]:
     """Memory of the program the capacity search of `make()` (a srcgrad Transformed with one
     loop, loop_id 0) settles on: the next power of two above the trip count."""
+
     def memory(args: tuple) -> Any:
         caps = {0: max(INITIAL_CAPACITY, 1 << (trips - 1).bit_length())}
         lowered = make().lower(*args, capacities=caps)[0]
         return jax.jit(lowered.fn).lower(*args).compile().memory_analysis()
+
     return memory
 
 
@@ -129,8 +144,9 @@ def problem(quick: bool) -> tuple[int, tuple, int]:
     args = (w, init.normal(dim, scale=0.1), init.normal(dim, scale=0.5))
     trips = trip_count(*args[:2])
     if trips >= max_steps:
-        raise ValueError(f"the fixed-point loop takes {trips} iterations, over max_steps "
-                         f"{max_steps}")
+        raise ValueError(
+            f"the fixed-point loop takes {trips} iterations, over max_steps {max_steps}"
+        )
     return max_steps, args, trips
 
 
@@ -139,17 +155,25 @@ def build(quick: bool) -> Workload:
     variants = [
         Variant("srcgrad max_iters", lambda: _bounded_sg(max_steps)),
         Variant("srcgrad capacity search", _unbounded_sg, capacity_memory(_unbounded_sg, trips)),
-        Variant("eqx checkpointed",
-                lambda: _grad_jax(loss_eqx, kind="checkpointed", max_steps=max_steps)),
-        Variant("eqx bounded",
-                lambda: _grad_jax(loss_eqx, kind="bounded", max_steps=max_steps)),
+        Variant(
+            "eqx checkpointed",
+            lambda: _grad_jax(loss_eqx, kind="checkpointed", max_steps=max_steps),
+        ),
+        Variant("eqx bounded", lambda: _grad_jax(loss_eqx, kind="bounded", max_steps=max_steps)),
         Variant("jax fori_loop", lambda: _grad_jax(loss_fori, trips=trips)),
         Variant("srcgrad fori_loop", lambda: _fori_sg(trips)),
     ]
-    pairs = [Pair(s, p, {"step": 1.0, "first gradient": 1.0} if p == "eqx checkpointed" else {})
-             for s in ("srcgrad max_iters", "srcgrad capacity search")
-             for p in ("eqx checkpointed", "eqx bounded", "jax fori_loop")]
+    pairs = [
+        Pair(s, p, {"step": 1.0, "first gradient": 1.0} if p == "eqx checkpointed" else {})
+        for s in ("srcgrad max_iters", "srcgrad capacity search")
+        for p in ("eqx checkpointed", "eqx bounded", "jax fori_loop")
+    ]
     pairs.append(Pair("srcgrad fori_loop", "jax fori_loop", {"step": 1.1}))
-    return Workload("while", f"fixed point z = tanh(Wz + x) to tol {TOL:g}, "
-                    f"dim {args[1].shape[0]}, {trips} iterations, max_steps {max_steps}", args,
-                    variants, pairs)
+    return Workload(
+        "while",
+        f"fixed point z = tanh(Wz + x) to tol {TOL:g}, "
+        f"dim {args[1].shape[0]}, {trips} iterations, max_steps {max_steps}",
+        args,
+        variants,
+        pairs,
+    )

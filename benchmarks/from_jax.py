@@ -16,6 +16,7 @@ refuses it (a while loop). Variants:
 
 Run: `python -m benchmarks.from_jax [--quick] [--reps N]`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -94,18 +95,26 @@ def build(quick: bool) -> Workload:
     max_steps, args, trips = problem(quick)
     variants = [
         Variant("from_jax max_iters", lambda: _from_jax(max_steps)),
-        Variant("from_jax capacity search", lambda: _from_jax(None),
-                capacity_memory(lambda: _from_jax(None), trips)),
+        Variant(
+            "from_jax capacity search",
+            lambda: _from_jax(None),
+            capacity_memory(lambda: _from_jax(None), trips),
+        ),
         Variant("srcgrad while_loop", lambda: _native(max_steps)),
-        Variant("eqx checkpointed",
-                lambda: _jax(loss_eqx, kind="checkpointed", max_steps=max_steps)),
+        Variant(
+            "eqx checkpointed", lambda: _jax(loss_eqx, kind="checkpointed", max_steps=max_steps)
+        ),
         Variant("implicit by hand", lambda: _jax(loss_implicit)),
         Variant(f"from_jax checkpoints={K}", lambda: _from_jax(max_steps, K)),
-        Variant(f"eqx checkpoints={K}",
-                lambda: _jax(loss_eqx_k, max_steps=max_steps, checkpoints=K)),
+        Variant(
+            f"eqx checkpoints={K}", lambda: _jax(loss_eqx_k, max_steps=max_steps, checkpoints=K)
+        ),
     ]
-    pairs = [Pair(s, p) for s in ("from_jax max_iters", "from_jax capacity search")
-             for p in ("eqx checkpointed", "implicit by hand", "srcgrad while_loop")]
+    pairs = [
+        Pair(s, p)
+        for s in ("from_jax max_iters", "from_jax capacity search")
+        for p in ("eqx checkpointed", "implicit by hand", "srcgrad while_loop")
+    ]
     pairs.append(Pair(f"from_jax checkpoints={K}", f"eqx checkpoints={K}"))
     return Workload(
         "from_jax",

@@ -9,6 +9,7 @@ and `conditional`s are also counted separately.
 
 Run: `python -m benchmarks.from_jax_hlo [--only NAME] [--forward]`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,11 @@ def _opcode(rhs: str) -> str:
             depth += {"(": 1, ")": -1}.get(ch, 0)
             if depth == 0:
                 break
-    return rhs[i:].split(None, 1)[1].split("(", 1)[0] if rhs.startswith("(") else (
-        rhs.split(None, 1)[1].split("(", 1)[0])
+    return (
+        rhs[i:].split(None, 1)[1].split("(", 1)[0]
+        if rhs.startswith("(")
+        else (rhs.split(None, 1)[1].split("(", 1)[0])
+    )
 
 
 def hlo_counts(fn: Callable[..., Any], args: tuple) -> dict[str, float]:
@@ -42,14 +46,21 @@ def hlo_counts(fn: Callable[..., Any], args: tuple) -> dict[str, float]:
     ops = [_opcode(m.group(1)) for m in _LINE.finditer(compiled.as_text())]
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, list) else cost
-    return {"instructions": len(ops), "copies": ops.count("copy"),
-            "conditionals": ops.count("conditional"), "whiles": ops.count("while"),
-            "flops": cost.get("flops", 0.0), "bytes": cost.get("bytes accessed", 0.0)}
+    return {
+        "instructions": len(ops),
+        "copies": ops.count("copy"),
+        "conditionals": ops.count("conditional"),
+        "whiles": ops.count("while"),
+        "flops": cost.get("flops", 0.0),
+        "bytes": cost.get("bytes accessed", 0.0),
+    }
 
 
 def _row(name: str, which: str, c: dict[str, float]) -> str:
-    return (f"| {name} | {which} | {c['instructions']} | {c['copies']} | {c['conditionals']} "
-            f"| {c['whiles']} | {c['flops']:.0f} | {c['bytes']:.0f} |")
+    return (
+        f"| {name} | {which} | {c['instructions']} | {c['copies']} | {c['conditionals']} "
+        f"| {c['whiles']} | {c['flops']:.0f} | {c['bytes']:.0f} |"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -11,6 +11,7 @@ their ratio, and the median of the per-round ratios.
 
 Run: `python -m benchmarks.from_jax_libs [--quick] [--reps N] [--calls N] [--only NAME]`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,9 @@ def _time(fn: Callable[..., Any], args: tuple, calls: int) -> float:
     return (time.perf_counter() - t) / calls
 
 
-def measure(fn: Callable[..., Any], args: tuple, reps: int, calls: int
-            ) -> tuple[float, float, float]:
+def measure(
+    fn: Callable[..., Any], args: tuple, reps: int, calls: int
+) -> tuple[float, float, float]:
     """(srcgrad seconds, jax seconds, median ratio) of the jitted gradients: the fastest
     round of each, and the median of the per-round ratios."""
     argnums = tuple(range(len(args)))

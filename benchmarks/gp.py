@@ -3,6 +3,7 @@
 loss = 0.5 y^T K^-1 y + log det L, K = exp(-|x_i - x_j|^2 / 2) + 0.1 I = L L^T, through
 linalg.cholesky and linalg.solve_triangular; SGD on the inputs x and the targets' scale.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -41,6 +42,10 @@ def build(quick: bool) -> Workload:
     init = Init(3)
     params = (init.normal(n, d), jnp.float32(1.0))
     args = (params, init.normal(n))
-    return Workload("gp", f"GP marginal likelihood step, {n} points in {d}-D (cholesky, "
-                    "solve_triangular)", args, train_step_pair(loss_sg, loss_jax),
-                    [Pair("srcgrad", "jax", {})])
+    return Workload(
+        "gp",
+        f"GP marginal likelihood step, {n} points in {d}-D (cholesky, solve_triangular)",
+        args,
+        train_step_pair(loss_sg, loss_jax),
+        [Pair("srcgrad", "jax", {})],
+    )

@@ -1,4 +1,5 @@
 """Measuring: interleaved steady-state timing, time to first gradient, compiled memory."""
+
 from __future__ import annotations
 
 import math
@@ -57,8 +58,9 @@ def block(x: Any) -> Any:
     return jax.block_until_ready(x)
 
 
-def interleaved(fns: dict[str, Callable[[], Any]], reps: int,
-                sample_s: float) -> dict[str, list[float]]:
+def interleaved(
+    fns: dict[str, Callable[[], Any]], reps: int, sample_s: float
+) -> dict[str, list[float]]:
     """Seconds per call of each function, one sample per round, round-robin after a warm-up.
 
     Each sample times `k` back-to-back calls (each blocked until ready), `k` chosen so that a
@@ -73,7 +75,7 @@ def interleaved(fns: dict[str, Callable[[], Any]], reps: int,
     samples: dict[str, list[float]] = {name: [] for name in fns}
     names = list(fns)
     for r in range(reps):
-        for name in (names if r % 2 == 0 else names[::-1]):
+        for name in names if r % 2 == 0 else names[::-1]:
             fn, k = fns[name], inner[name]
             t0 = time.perf_counter()
             for _ in range(k):
@@ -88,6 +90,7 @@ def first_gradient(w: Workload, reps: int) -> dict[str, list[float]]:
     One discarded round first warms what every first call shares (JAX's own jitted helpers);
     then the variants alternate.
     """
+
     def once(name: str) -> float:
         v = w.variant(name)
         t0 = time.perf_counter()
@@ -99,19 +102,30 @@ def first_gradient(w: Workload, reps: int) -> dict[str, list[float]]:
         once(name)
     samples: dict[str, list[float]] = {name: [] for name in names}
     for r in range(reps):
-        for name in (names if r % 2 == 0 else names[::-1]):
+        for name in names if r % 2 == 0 else names[::-1]:
             samples[name].append(once(name))
     return samples
 
 
-def paired_rows(w: Workload, figure: str, unit: str, scale: float,
-                samples: dict[str, list[float]]) -> list[Row]:
+def paired_rows(
+    w: Workload, figure: str, unit: str, scale: float, samples: dict[str, list[float]]
+) -> list[Row]:
     """One row per pair: medians, and the median of the per-round srcgrad/peer ratios."""
     med = {name: float(np.median(s)) * scale for name, s in samples.items()}
-    return [Row(w.name, figure, unit, med[p.srcgrad], med[p.peer], p.srcgrad, p.peer,
-                p.targets.get(figure),
-                paired_ratio=float(np.median(np.divide(samples[p.srcgrad], samples[p.peer]))))
-            for p in w.pairs]
+    return [
+        Row(
+            w.name,
+            figure,
+            unit,
+            med[p.srcgrad],
+            med[p.peer],
+            p.srcgrad,
+            p.peer,
+            p.targets.get(figure),
+            paired_ratio=float(np.median(np.divide(samples[p.srcgrad], samples[p.peer]))),
+        )
+        for p in w.pairs
+    ]
 
 
 def max_rel_diff(a: Any, b: Any) -> float:
@@ -134,11 +148,23 @@ def run_workload(w: Workload, s: Settings) -> list[Row]:
         outs = {name: block(fn(*w.args)) for name, fn in fns.items()}
         for p in firsts.values():
             diff = max_rel_diff(outs[p.srcgrad], outs[p.peer])
-            rows.append(Row(w.name, "max rel. difference", "", diff, math.nan, p.srcgrad, p.peer,
-                            w.rtol, "srcgrad"))
+            rows.append(
+                Row(
+                    w.name,
+                    "max rel. difference",
+                    "",
+                    diff,
+                    math.nan,
+                    p.srcgrad,
+                    p.peer,
+                    w.rtol,
+                    "srcgrad",
+                )
+            )
     if "step" in s.figures:
-        samples = interleaved({name: (lambda f=fn: f(*w.args)) for name, fn in fns.items()},
-                              s.reps, s.sample_s)
+        samples = interleaved(
+            {name: (lambda f=fn: f(*w.args)) for name, fn in fns.items()}, s.reps, s.sample_s
+        )
         rows += paired_rows(w, "step", "ms", 1e3, samples)
     if "first gradient" in s.figures:
         rows += paired_rows(w, "first gradient", "s", 1.0, first_gradient(w, s.first_reps))
@@ -146,12 +172,30 @@ def run_workload(w: Workload, s: Settings) -> list[Row]:
         mem = {v.name: v.memory_analysis(w.args) for v in w.variants}
         for p in w.pairs:
             a, b = mem[p.srcgrad], mem[p.peer]
-            rows.append(Row(w.name, "temp memory", "MiB", a.temp_size_in_bytes / 2**20,
-                            b.temp_size_in_bytes / 2**20, p.srcgrad, p.peer,
-                            p.targets.get("temp memory")))
+            rows.append(
+                Row(
+                    w.name,
+                    "temp memory",
+                    "MiB",
+                    a.temp_size_in_bytes / 2**20,
+                    b.temp_size_in_bytes / 2**20,
+                    p.srcgrad,
+                    p.peer,
+                    p.targets.get("temp memory"),
+                )
+            )
             if firsts[p.srcgrad] is p:
-                rows.append(Row(w.name, "argument memory", "MiB", a.argument_size_in_bytes / 2**20,
-                                b.argument_size_in_bytes / 2**20, p.srcgrad, p.peer))
+                rows.append(
+                    Row(
+                        w.name,
+                        "argument memory",
+                        "MiB",
+                        a.argument_size_in_bytes / 2**20,
+                        b.argument_size_in_bytes / 2**20,
+                        p.srcgrad,
+                        p.peer,
+                    )
+                )
     return rows
 
 
@@ -175,8 +219,9 @@ PHASES_UP_TO = 1_000
 FIRST_UP_TO = 10_000
 
 
-def run_scaling(sizes: Sequence[int], reps: Sequence[int],
-                programs: Sequence[str] = ("chain", "mlp")) -> list[Row]:
+def run_scaling(
+    sizes: Sequence[int], reps: Sequence[int], programs: Sequence[str] = ("chain", "mlp")
+) -> list[Row]:
     """Workload 6: the transform (µs per op, against make_jaxpr(grad)) and the time to first
     gradient (s, against jax.jit(jax.grad)) of each program at each size, and their phases."""
     rows: list[Row] = []
@@ -187,30 +232,92 @@ def run_scaling(sizes: Sequence[int], reps: Sequence[int],
             t = scaling.measure("transform", prog, n, r)
             sg_total, jax_total = sum(t.srcgrad.values()) * us, t.jax["total"] * us
             per_op.append((sg_total, jax_total))
-            rows.append(Row("transform", name, "µs/op", sg_total, jax_total,
-                            "trace+backward+emit+compile()+release", "make_jaxpr(grad)",
-                            TRANSFORM_TARGET, paired_ratio=t.ratio))
-            rows.append(Row("transform", f"{name}, CPU-time ratio", "", t.cpu_ratio, 1.0,
-                            "srcgrad", "make_jaxpr(grad)", TRANSFORM_TARGET,
-                            paired_ratio=t.cpu_ratio))
-            rows += [Row("transform", f"{name}: {part}", "µs/op", v * us, math.nan, "srcgrad", "—")
-                     for part, v in t.srcgrad.items()]
+            rows.append(
+                Row(
+                    "transform",
+                    name,
+                    "µs/op",
+                    sg_total,
+                    jax_total,
+                    "trace+backward+emit+compile()+release",
+                    "make_jaxpr(grad)",
+                    TRANSFORM_TARGET,
+                    paired_ratio=t.ratio,
+                )
+            )
+            rows.append(
+                Row(
+                    "transform",
+                    f"{name}, CPU-time ratio",
+                    "",
+                    t.cpu_ratio,
+                    1.0,
+                    "srcgrad",
+                    "make_jaxpr(grad)",
+                    TRANSFORM_TARGET,
+                    paired_ratio=t.cpu_ratio,
+                )
+            )
+            rows += [
+                Row("transform", f"{name}: {part}", "µs/op", v * us, math.nan, "srcgrad", "—")
+                for part, v in t.srcgrad.items()
+            ]
             whole = n <= FIRST_UP_TO
             f = scaling.measure("first gradient" if whole else "lowering", prog, n, r)
             what = "first gradient" if whole else "first gradient up to XLA's compile"
-            rows.append(Row("transform", f"{name}: {what}", "s", _total(f.srcgrad),
-                            _total(f.jax), "sg.grad", "jax.jit(jax.grad)", FIRST_TARGET,
-                            paired_ratio=f.ratio))
-            rows.append(Row("transform", f"{name}: {what}, CPU-time ratio", "", f.cpu_ratio,
-                            1.0, "sg.grad", "jax.jit(jax.grad)", FIRST_TARGET,
-                            paired_ratio=f.cpu_ratio))
+            rows.append(
+                Row(
+                    "transform",
+                    f"{name}: {what}",
+                    "s",
+                    _total(f.srcgrad),
+                    _total(f.jax),
+                    "sg.grad",
+                    "jax.jit(jax.grad)",
+                    FIRST_TARGET,
+                    paired_ratio=f.ratio,
+                )
+            )
+            rows.append(
+                Row(
+                    "transform",
+                    f"{name}: {what}, CPU-time ratio",
+                    "",
+                    f.cpu_ratio,
+                    1.0,
+                    "sg.grad",
+                    "jax.jit(jax.grad)",
+                    FIRST_TARGET,
+                    paired_ratio=f.cpu_ratio,
+                )
+            )
             if n <= PHASES_UP_TO:
                 ph = scaling.measure("first gradient", prog, n, 1, phases=True)
-                rows += [Row("transform", f"{name}: first gradient, {k}", "s", v,
-                             ph.jax.get(k, math.nan), "srcgrad", "jax")
-                         for k, v in ph.srcgrad.items()]
+                rows += [
+                    Row(
+                        "transform",
+                        f"{name}: first gradient, {k}",
+                        "s",
+                        v,
+                        ph.jax.get(k, math.nan),
+                        "srcgrad",
+                        "jax",
+                    )
+                    for k, v in ph.srcgrad.items()
+                ]
         if len(per_op) > 1:
             (s0, j0), (s1, j1) = per_op[0], per_op[-1]
-            rows.append(Row("transform", f"{prog} growth µs/op N={sizes[-1]:,} / N={sizes[0]:,}",
-                            "x", s1 / s0, j1 / j0, "srcgrad", "jax", LINEAR_TARGET, "srcgrad"))
+            rows.append(
+                Row(
+                    "transform",
+                    f"{prog} growth µs/op N={sizes[-1]:,} / N={sizes[0]:,}",
+                    "x",
+                    s1 / s0,
+                    j1 / j0,
+                    "srcgrad",
+                    "jax",
+                    LINEAR_TARGET,
+                    "srcgrad",
+                )
+            )
     return rows

@@ -11,6 +11,7 @@
     python -m benchmarks.hessian [--quick] [--reps N] [--only hessian|forward_loop]
     (or as part of `python -m benchmarks`: --only hessian --only forward_loop)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,32 +56,46 @@ def build_hessian(quick: bool) -> Workload:
     batch = 32 if not quick else 4
     theta = init.normal(N_PARAMS, scale=0.3)
     args = (theta, init.normal(batch, IN), init.one_hot(batch, CLASSES))
-    variants = [Variant("srcgrad", lambda: jax.jit(sg.hessian(fresh(mlp_sg)))),
-                Variant("jax", lambda: jax.jit(jax.hessian(fresh(mlp_jax))))]
-    return Workload("hessian", f"Hessian of an MLP loss in its {N_PARAMS} parameters "
-                    f"({IN}-{HIDDEN}-{CLASSES}, batch {batch}), forward over reverse", args,
-                    variants, [Pair("srcgrad", "jax", {"step": 1.05})])
+    variants = [
+        Variant("srcgrad", lambda: jax.jit(sg.hessian(fresh(mlp_sg)))),
+        Variant("jax", lambda: jax.jit(jax.hessian(fresh(mlp_jax)))),
+    ]
+    return Workload(
+        "hessian",
+        f"Hessian of an MLP loss in its {N_PARAMS} parameters "
+        f"({IN}-{HIDDEN}-{CLASSES}, batch {batch}), forward over reverse",
+        args,
+        variants,
+        [Pair("srcgrad", "jax", {"step": 1.05})],
+    )
 
 
 def loop_sg(w: Any, x: Any, target: Any, s: Any, max_iters: int) -> Any:
     """srcgrad: the fixed point of z <- tanh(W z + s x), reached to TOL."""
+
     def body(c: Any) -> Any:
         z_new = sg.tanh(w @ c[0] + s * x)
         return z_new, sg.max(sg.abs(z_new - c[0]))
 
-    z, _ = sg.while_loop(lambda c: c[1] > TOL, body, (sg.zeros(x.shape, np.float32),
-                                                      np.float32(1.0)), max_iters=max_iters)
+    z, _ = sg.while_loop(
+        lambda c: c[1] > TOL,
+        body,
+        (sg.zeros(x.shape, np.float32), np.float32(1.0)),
+        max_iters=max_iters,
+    )
     return 0.5 * sg.sum(sg.square(z - target))
 
 
 def loop_jax(w: Any, x: Any, target: Any, s: Any) -> Any:
     """The jax.numpy twin (lax.while_loop: forward mode only in JAX)."""
+
     def body(c: Any) -> Any:
         z_new = jnp.tanh(w @ c[0] + s * x)
         return z_new, jnp.max(jnp.abs(z_new - c[0]))
 
-    z, _ = lax.while_loop(lambda c: c[1] > TOL, body, (jnp.zeros(x.shape, np.float32),
-                                                       jnp.float32(1.0)))
+    z, _ = lax.while_loop(
+        lambda c: c[1] > TOL, body, (jnp.zeros(x.shape, np.float32), jnp.float32(1.0))
+    )
     return 0.5 * jnp.sum(jnp.square(z - target))
 
 
@@ -89,20 +104,32 @@ def build_forward_loop(quick: bool) -> Workload:
     init = Init(5)
     q, _ = np.linalg.qr(np.random.default_rng(5).standard_normal((dim, dim)))
     w = jax.device_put(((0.98 if not quick else 0.6) * q).astype(np.float32))
-    args = (w, init.normal(dim, scale=0.1), init.normal(dim, scale=0.5),
-            jax.device_put(np.float32(1.0)))
+    args = (
+        w,
+        init.normal(dim, scale=0.1),
+        init.normal(dim, scale=0.5),
+        jax.device_put(np.float32(1.0)),
+    )
     trips = trip_count(*args[:2])
 
     def ours(transform: Any) -> Any:
         f = fresh(loop_sg)
         return jax.jit(transform(lambda w, x, t, s: f(w, x, t, s, max_iters), 3))
-    variants = [Variant("sg.jacfwd", lambda: ours(sg.jacfwd)),
-                Variant("sg.grad", lambda: ours(sg.grad)),
-                Variant("jax.jacfwd", lambda: jax.jit(jax.jacfwd(fresh(loop_jax), 3)))]
-    return Workload("forward_loop", f"d loss / d s through a fixed-point while loop (dim {dim}, "
-                    f"{trips} iterations, max_iters {max_iters}): forward vs reverse mode", args,
-                    variants, [Pair("sg.jacfwd", "sg.grad"), Pair("sg.jacfwd", "jax.jacfwd")],
-                    rtol=1e-3)
+
+    variants = [
+        Variant("sg.jacfwd", lambda: ours(sg.jacfwd)),
+        Variant("sg.grad", lambda: ours(sg.grad)),
+        Variant("jax.jacfwd", lambda: jax.jit(jax.jacfwd(fresh(loop_jax), 3))),
+    ]
+    return Workload(
+        "forward_loop",
+        f"d loss / d s through a fixed-point while loop (dim {dim}, "
+        f"{trips} iterations, max_iters {max_iters}): forward vs reverse mode",
+        args,
+        variants,
+        [Pair("sg.jacfwd", "sg.grad"), Pair("sg.jacfwd", "jax.jacfwd")],
+        rtol=1e-3,
+    )
 
 
 WORKLOADS = {"hessian": build_hessian, "forward_loop": build_forward_loop}

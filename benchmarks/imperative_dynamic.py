@@ -17,6 +17,7 @@ is taken side by side in one process; ratios are medians of per-round ratios (th
 its total over the blocks). Process CPU time is reported beside wall time where the two
 sides are timed in alternation, since the machine may be shared.
 """
+
 from __future__ import annotations
 
 import gc
@@ -40,6 +41,7 @@ except ImportError:  # the PyTorch columns are optional
 
 # ---------------------------------------------------------------- trees
 
+
 def random_tree(rng: np.random.Generator, leaves: int, vocab: int) -> Any:
     """A random binary tree of `leaves` words: a word (int) or a pair of subtrees."""
     if leaves == 1:
@@ -51,11 +53,13 @@ def random_tree(rng: np.random.Generator, leaves: int, vocab: int) -> Any:
 def _tree_weights(vocab: int, dim: int, seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     s = 1 / np.sqrt(dim)
-    return {"emb": (rng.standard_normal((vocab, dim)) * 0.3).astype(np.float32),
-            "wl": (rng.standard_normal((dim, dim)) * s).astype(np.float32),
-            "wr": (rng.standard_normal((dim, dim)) * s).astype(np.float32),
-            "b": np.zeros(dim, np.float32),
-            "wo": (rng.standard_normal((dim, 1)) * s).astype(np.float32)}
+    return {
+        "emb": (rng.standard_normal((vocab, dim)) * 0.3).astype(np.float32),
+        "wl": (rng.standard_normal((dim, dim)) * s).astype(np.float32),
+        "wr": (rng.standard_normal((dim, dim)) * s).astype(np.float32),
+        "b": np.zeros(dim, np.float32),
+        "wo": (rng.standard_normal((dim, 1)) * s).astype(np.float32),
+    }
 
 
 class _Model:
@@ -94,22 +98,31 @@ class TreeNet(_Model):
             if isinstance(t, int):
                 return p["emb"][t]
             return lib.tanh(node(t[0]) @ p["wl"] + node(t[1]) @ p["wr"] + p["b"])
+
         yt = lib.tensor(y) if lib is sg else torch.tensor(y)
         return self.train(lambda: lib.sum((node(tree) @ p["wo"] - yt) ** 2))
 
 
 def trees(n: int, seed: int, vocab: int = 100) -> list[tuple[Any, np.ndarray]]:
     rng = np.random.default_rng(seed)
-    return [(random_tree(rng, int(rng.integers(5, 31)), vocab),
-             rng.standard_normal(1).astype(np.float32)) for _ in range(n)]
+    return [
+        (
+            random_tree(rng, int(rng.integers(5, 31)), vocab),
+            rng.standard_normal(1).astype(np.float32),
+        )
+        for _ in range(n)
+    ]
 
 
 # ---------------------------------------------------------------- RNN
 
+
 def _rnn_weights(vocab: int, dim: int, seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
-    return {"emb": (rng.standard_normal((vocab, dim)) * 0.3).astype(np.float32),
-            "wh": (rng.standard_normal((dim, dim)) / np.sqrt(dim)).astype(np.float32)}
+    return {
+        "emb": (rng.standard_normal((vocab, dim)) * 0.3).astype(np.float32),
+        "wh": (rng.standard_normal((dim, dim)) / np.sqrt(dim)).astype(np.float32),
+    }
 
 
 class RNN(_Model):
@@ -121,6 +134,7 @@ class RNN(_Model):
             for k in words:
                 h = lib.tanh(h @ p["wh"] + p["emb"][k])
             return lib.sum(h * h)
+
         return self.train(loss)
 
 
@@ -131,13 +145,16 @@ def sentences(lengths: list[int], vocab: int, seed: int) -> list[list[int]]:
 
 # ---------------------------------------------------------------- LSTM
 
+
 def _lstm_weights(n_in: int, dim: int, seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     s = 1 / np.sqrt(dim)
-    return {"wi": (rng.uniform(-s, s, (n_in, 4 * dim))).astype(np.float32),
-            "wh": (rng.uniform(-s, s, (dim, 4 * dim))).astype(np.float32),
-            "b": np.zeros(4 * dim, np.float32),
-            "wo": (rng.uniform(-s, s, (dim, 1))).astype(np.float32)}
+    return {
+        "wi": (rng.uniform(-s, s, (n_in, 4 * dim))).astype(np.float32),
+        "wh": (rng.uniform(-s, s, (dim, 4 * dim))).astype(np.float32),
+        "b": np.zeros(4 * dim, np.float32),
+        "wo": (rng.uniform(-s, s, (dim, 1))).astype(np.float32),
+    }
 
 
 class LSTM(_Model):
@@ -155,17 +172,19 @@ class LSTM(_Model):
             c = lib.zeros((batch, dim))
             total = 0.0
             for t in range(steps - 1):
-                g = xt[:, t:t + 1] @ p["wi"] + h @ p["wh"] + p["b"]
-                i, f = lib.sigmoid(g[:, :dim]), lib.sigmoid(g[:, dim:2 * dim])
-                o, u = lib.sigmoid(g[:, 2 * dim:3 * dim]), lib.tanh(g[:, 3 * dim:])
+                g = xt[:, t : t + 1] @ p["wi"] + h @ p["wh"] + p["b"]
+                i, f = lib.sigmoid(g[:, :dim]), lib.sigmoid(g[:, dim : 2 * dim])
+                o, u = lib.sigmoid(g[:, 2 * dim : 3 * dim]), lib.tanh(g[:, 3 * dim :])
                 c = f * c + i * u
                 h = o * lib.tanh(c)
-                total = total + lib.mean((h @ p["wo"] - xt[:, t + 1:t + 2]) ** 2)
+                total = total + lib.mean((h @ p["wo"] - xt[:, t + 1 : t + 2]) ** 2)
             return total / (steps - 1)
+
         return self.train(loss)
 
 
 # ---------------------------------------------------------------- timing
+
 
 def _clock() -> tuple[float, float]:
     return time.perf_counter(), time.process_time()
@@ -187,20 +206,45 @@ def _sides(make: Callable[[Any], Any]) -> dict[str, Any]:
     return out
 
 
-def _rows(figure: str, samples: dict[str, list[tuple[float, float]]], per: int,
-          target: float | None, unit: str = "ms", scale: float = 1e3) -> list[Row]:
+def _rows(
+    figure: str,
+    samples: dict[str, list[tuple[float, float]]],
+    per: int,
+    target: float | None,
+    unit: str = "ms",
+    scale: float = 1e3,
+) -> list[Row]:
     """A row of wall time per item and one of CPU time, srcgrad against PyTorch."""
     rows = []
     for k, what in ((0, ""), (1, " (CPU time)")):
         a = np.asarray([s[k] for s in samples["srcgrad"]]) / per
         if torch is None:
-            rows.append(Row("imperative", figure + what, unit, float(np.median(a)) * scale,
-                            float("nan"), "srcgrad", "-"))
+            rows.append(
+                Row(
+                    "imperative",
+                    figure + what,
+                    unit,
+                    float(np.median(a)) * scale,
+                    float("nan"),
+                    "srcgrad",
+                    "-",
+                )
+            )
             continue
         b = np.asarray([s[k] for s in samples["pytorch"]]) / per
-        rows.append(Row("imperative", figure + what, unit, float(np.median(a)) * scale,
-                        float(np.median(b)) * scale, "srcgrad", "pytorch",
-                        target if k == 0 else None, paired_ratio=float(np.median(a / b))))
+        rows.append(
+            Row(
+                "imperative",
+                figure + what,
+                unit,
+                float(np.median(a)) * scale,
+                float(np.median(b)) * scale,
+                "srcgrad",
+                "pytorch",
+                target if k == 0 else None,
+                paired_ratio=float(np.median(a / b)),
+            )
+        )
     return rows
 
 
@@ -210,11 +254,10 @@ def tree_rows(reps: int, new: int = 20, dim: int = 48) -> list[Row]:
     for r in range(reps):
         models = _sides(lambda lib: TreeNet(lib, _tree_weights(100, dim, r)))
         warm, timed = trees(3, 100 + r), trees(new, 200 + r)
-        for name in (list(models) if r % 2 == 0 else list(models)[::-1]):
+        for name in list(models) if r % 2 == 0 else list(models)[::-1]:
             _timed(models[name].step, warm)
             samples[name].append(_timed(models[name].step, timed))
-    return _rows(f"tree network, {new} new trees of 5..30 leaves (width {dim})", samples, new,
-                 2.0)
+    return _rows(f"tree network, {new} new trees of 5..30 leaves (width {dim})", samples, new, 2.0)
 
 
 def rnn_rows(reps: int, vocab: int = 50, dim: int = 32) -> list[Row]:
@@ -225,7 +268,7 @@ def rnn_rows(reps: int, vocab: int = 50, dim: int = 32) -> list[Row]:
     for r in range(reps):
         models = _sides(lambda lib: RNN(lib, _rnn_weights(vocab, dim + r, r)))
         first, timed = sentences([4], vocab, r), sentences(lengths, vocab, r)
-        for name in (list(models) if r % 2 == 0 else list(models)[::-1]):
+        for name in list(models) if r % 2 == 0 else list(models)[::-1]:
             _timed(models[name].step, first)
             samples[name].append(_timed(models[name].step, timed))
     return _rows("RNN step, every length new (5..50), no warm-up", samples, len(lengths), 2.0)
@@ -239,13 +282,14 @@ def epoch_rows(steps: int, block_steps: int = 100, vocab: int = 50, dim: int = 4
     models = _sides(lambda lib: RNN(lib, _rnn_weights(vocab, dim, 9)))
     total = {name: [0.0, 0.0] for name in models}
     for i, a in enumerate(range(0, steps, block_steps)):
-        for name in (list(models) if i % 2 == 0 else list(models)[::-1]):
-            w, c = _timed(models[name].step, data[a:a + block_steps])
+        for name in list(models) if i % 2 == 0 else list(models)[::-1]:
+            w, c = _timed(models[name].step, data[a : a + block_steps])
             total[name][0] += w
             total[name][1] += c
     samples = {name: [tuple(t)] for name, t in total.items()}
-    return _rows(f"first epoch of an RNN, {steps} steps of lengths 5..50 (total)", samples, 1,
-                 1.5, "s", 1.0)
+    return _rows(
+        f"first epoch of an RNN, {steps} steps of lengths 5..50 (total)", samples, 1, 1.5, "s", 1.0
+    )
 
 
 def lstm_rows(reps: int, steps: int = 1000, batch: int = 97, dim: int = 51) -> list[Row]:
@@ -255,15 +299,16 @@ def lstm_rows(reps: int, steps: int = 1000, batch: int = 97, dim: int = 51) -> l
     for r in range(reps):
         x = np.sin(np.arange(steps)[None, :] / 8.0 + np.arange(batch)[:, None]).astype(np.float32)
         models = _sides(lambda lib: LSTM(lib, _lstm_weights(1, dim + r, r)))
-        for name in (list(models) if r % 2 == 0 else list(models)[::-1]):
+        for name in list(models) if r % 2 == 0 else list(models)[::-1]:
             samples[name].append(_timed(models[name].step, [x]))
-    return _rows(f"LSTM cell unrolled over {steps} steps: first step (batch {batch})", samples,
-                 1, 2.0)
+    return _rows(
+        f"LSTM cell unrolled over {steps} steps: first step (batch {batch})", samples, 1, 2.0
+    )
 
 
 def _rss_mb() -> float:
     with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def memory_rows(steps: int, warm: int = 500) -> list[Row]:
@@ -280,8 +325,17 @@ def memory_rows(steps: int, warm: int = 500) -> list[Row]:
     gc.collect()
     grown = {k: v - programs.get(k, 0) for k, v in sg.cache_info().items()}
     made = ", ".join(f"{k} +{v}" for k, v in grown.items() if v) or "no cache grew"
-    return [Row("imperative", f"RSS growth over {steps} steps of new trees ({made})", "MiB",
-                _rss_mb() - rss0, float("nan"), "srcgrad", "-")]
+    return [
+        Row(
+            "imperative",
+            f"RSS growth over {steps} steps of new trees ({made})",
+            "MiB",
+            _rss_mb() - rss0,
+            float("nan"),
+            "srcgrad",
+            "-",
+        )
+    ]
 
 
 __all__ = ["epoch_rows", "lstm_rows", "memory_rows", "rnn_rows", "tree_rows"]

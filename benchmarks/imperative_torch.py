@@ -20,12 +20,14 @@ the JAX comparisons still run. Rows, each the median of interleaved samples:
 - memory (Python heap by tracemalloc, and the process's resident set) after `--steps`
   recorded steps with a new learning rate each, past a warm-up.
 """
+
 from __future__ import annotations
 
 import os
 
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
-                                   "intra_op_parallelism_threads=1")
+os.environ.setdefault(
+    "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+)
 
 import argparse
 import gc
@@ -48,6 +50,7 @@ LR = 0.01
 
 try:
     import torch
+
     torch.set_num_threads(1)
 except ImportError:  # the PyTorch columns are optional
     torch = None
@@ -55,11 +58,14 @@ except ImportError:  # the PyTorch columns are optional
 
 def _weights(sizes: list[int], seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     rng = np.random.default_rng(seed)
-    return [((rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32),
-             np.zeros(b, np.float32)) for a, b in zip(sizes[:-1], sizes[1:])]
+    return [
+        ((rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32), np.zeros(b, np.float32))
+        for a, b in zip(sizes[:-1], sizes[1:])
+    ]
 
 
 # ---------------------------------------------------------------- the MLP step, three ways
+
 
 def sg_layers(weights: list, last_act: str | None = None) -> tuple[list, list]:
     """The MLP as sg.nn.Linear layers (tanh, then `last_act`) holding `weights`, and their
@@ -86,6 +92,7 @@ def sg_mlp(weights: list, x: np.ndarray) -> Callable[[], Any]:
         loss.backward()
         sgd(params)
         return loss.value()
+
     return step
 
 
@@ -102,18 +109,22 @@ def jit_mlp(weights: list, x: np.ndarray) -> Callable[[], Any]:
     def update(ps: list, x: Any) -> tuple:
         loss, g = jax.value_and_grad(_mlp_loss)(ps, x)
         return loss, jax.tree_util.tree_map(lambda p, d: p - LR * d, ps, g)
+
     state = {"p": [(jnp.asarray(w), jnp.asarray(b)) for w, b in weights]}
     xa = jnp.asarray(x)
 
     def step() -> Any:
         loss, state["p"] = update(state["p"], xa)
         return loss
+
     return step
 
 
 def torch_mlp(weights: list, x: np.ndarray) -> Callable[[], Any]:
-    ps = [(torch.tensor(w, requires_grad=True), torch.tensor(b, requires_grad=True))
-          for w, b in weights]
+    ps = [
+        (torch.tensor(w, requires_grad=True), torch.tensor(b, requires_grad=True))
+        for w, b in weights
+    ]
     flat = [p for pair in ps for p in pair]
     opt, xt = torch.optim.SGD(flat, lr=LR), torch.tensor(x)
 
@@ -127,20 +138,39 @@ def torch_mlp(weights: list, x: np.ndarray) -> Callable[[], Any]:
         loss.backward()
         opt.step()
         return loss.detach().numpy()
+
     return step
 
 
 # ---------------------------------------------------------------- rows
 
-def _pair(figure: str, a: str, b: str, samples: dict[str, list[float]], target: float | None = None,
-          unit: str = "ms", scale: float = 1e3) -> Row:
+
+def _pair(
+    figure: str,
+    a: str,
+    b: str,
+    samples: dict[str, list[float]],
+    target: float | None = None,
+    unit: str = "ms",
+    scale: float = 1e3,
+) -> Row:
     x, y = np.asarray(samples[a]), np.asarray(samples[b])
-    return Row("imperative", figure, unit, float(np.median(x)) * scale,
-               float(np.median(y)) * scale, a, b, target, paired_ratio=float(np.median(x / y)))
+    return Row(
+        "imperative",
+        figure,
+        unit,
+        float(np.median(x)) * scale,
+        float(np.median(y)) * scale,
+        a,
+        b,
+        target,
+        paired_ratio=float(np.median(x / y)),
+    )
 
 
-def steady_rows(name: str, sizes: list[int], batch: int, reps: int, sample_s: float,
-                jit_target: float | None) -> list[Row]:
+def steady_rows(
+    name: str, sizes: list[int], batch: int, reps: int, sample_s: float, jit_target: float | None
+) -> list[Row]:
     weights = _weights(sizes, 0)
     x = np.random.default_rng(1).standard_normal((batch, sizes[0])).astype(np.float32)
     fns = {"srcgrad": sg_mlp(weights, x), "jax.jit": jit_mlp(weights, x)}
@@ -150,8 +180,10 @@ def steady_rows(name: str, sizes: list[int], batch: int, reps: int, sample_s: fl
     fig = f"steady step, {name} (batch {batch}, hidden {sizes[1]})"
     rows = [_pair(fig, "srcgrad", "jax.jit", s, jit_target)]
     if torch is not None:
-        rows += [_pair(fig, "srcgrad", "pytorch", s, 1.5 if name == "small" else None),
-                 _pair(fig, "jax.jit", "pytorch", s)]
+        rows += [
+            _pair(fig, "srcgrad", "pytorch", s, 1.5 if name == "small" else None),
+            _pair(fig, "jax.jit", "pytorch", s),
+        ]
     return rows
 
 
@@ -167,7 +199,7 @@ def first_step_rows(reps: int) -> list[Row]:
         weights = _weights([hidden, hidden + 1, hidden + 2, 10], r)
         x = np.random.default_rng(r).standard_normal((8 + r, hidden)).astype(np.float32)
         makers = {"srcgrad": sg_mlp, "jax.jit": jit_mlp, "pytorch": torch_mlp}
-        for name in (names if r % 2 == 0 else names[::-1]):
+        for name in names if r % 2 == 0 else names[::-1]:
             t0 = time.perf_counter()
             step = makers[name](weights, x)
             t1 = time.perf_counter()
@@ -175,8 +207,10 @@ def first_step_rows(reps: int) -> list[Row]:
             step_s[name].append(time.perf_counter() - t1)
             built_s[name].append(time.perf_counter() - t0)
     rows = []
-    for fig, s in (("first step of a fresh model", step_s),
-                   ("fresh model: building it and its first step", built_s)):
+    for fig, s in (
+        ("first step of a fresh model", step_s),
+        ("fresh model: building it and its first step", built_s),
+    ):
         rows.append(_pair(fig, "srcgrad", "jax.jit", s, 1.0 if s is built_s else None))
         if torch is not None:
             rows.append(_pair(fig, "srcgrad", "pytorch", s))
@@ -193,6 +227,7 @@ def record_rows(reps: int, n: int = 200) -> list[Row]:
     def recorded() -> Any:
         with sg.autograd.record():
             return [sg.tanh(t) for _ in range(n)][-1].value()
+
     fns = {"srcgrad record": recorded, "jnp": lambda: [jnp.tanh(a) for _ in range(n)][-1]}
     if torch is not None:
         tt = torch.tensor(np.asarray(a), requires_grad=True)
@@ -207,7 +242,7 @@ def record_rows(reps: int, n: int = 200) -> list[Row]:
 
 def _rss_mb() -> float:
     with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def memory_rows(steps: int) -> list[Row]:
@@ -226,6 +261,7 @@ def memory_rows(steps: int) -> list[Row]:
         with sg.autograd.no_grad():
             for p in params:
                 p -= lr * p.grad
+
     for i in range(1000):
         step(1e-3 / (1 + i))
     gc.collect()
@@ -236,15 +272,36 @@ def memory_rows(steps: int) -> list[Row]:
     gc.collect()
     heap1, rss1 = tracemalloc.get_traced_memory()[0], _rss_mb()
     tracemalloc.stop()
-    return [Row("imperative", f"heap growth over {steps} steps", "MiB", (heap1 - heap0) / 2 ** 20,
-                1.0, "srcgrad", "bound", 1.0, "srcgrad"),
-            Row("imperative", f"RSS growth over {steps} steps", "MiB", rss1 - rss0, float("nan"),
-                "srcgrad", "-")]
+    return [
+        Row(
+            "imperative",
+            f"heap growth over {steps} steps",
+            "MiB",
+            (heap1 - heap0) / 2**20,
+            1.0,
+            "srcgrad",
+            "bound",
+            1.0,
+            "srcgrad",
+        ),
+        Row(
+            "imperative",
+            f"RSS growth over {steps} steps",
+            "MiB",
+            rss1 - rss0,
+            float("nan"),
+            "srcgrad",
+            "-",
+        ),
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.imperative_torch", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks.imperative_torch",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions")
     ap.add_argument("--reps", type=int, default=11, help="samples per variant")
     ap.add_argument("--steps", type=int, default=20_000, help="steps of the memory rows")
@@ -262,8 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     rows += dynamic.lstm_rows(1 if args.quick else 3, steps=100 if args.quick else 1000)
     rows += record_rows(reps)
     rows += memory_rows(200 if args.quick else args.steps)
-    rows += dynamic.memory_rows(200 if args.quick else args.steps,
-                                warm=50 if args.quick else 500)
+    rows += dynamic.memory_rows(200 if args.quick else args.steps, warm=50 if args.quick else 500)
     print(text_table(rows))
     return 0
 

@@ -1,4 +1,5 @@
 """Workload 1: an MLP train step (784-512-512-10, tanh, softmax cross-entropy, SGD)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -34,5 +35,10 @@ def build(quick: bool) -> Workload:
     init = Init(1)
     params = [init.dense(a, b) for a, b in zip(sizes[:-1], sizes[1:])]
     args = (params, init.normal(batch, sizes[0]), init.one_hot(batch, sizes[-1]))
-    return Workload("mlp", f"MLP train step {'-'.join(map(str, sizes))}, batch {batch}", args,
-                    train_step_pair(loss_sg, loss_jax), [Pair("srcgrad", "jax", STEP_TARGETS)])
+    return Workload(
+        "mlp",
+        f"MLP train step {'-'.join(map(str, sizes))}, batch {batch}",
+        args,
+        train_step_pair(loss_sg, loss_jax),
+        [Pair("srcgrad", "jax", STEP_TARGETS)],
+    )

@@ -13,6 +13,7 @@ loop and two zoom loops inside) through `sg.from_jax(max_iters=N)`, its gradient
 respect to the objective's parameter inside `jax.jit`, against `jax.jit(jax.jacfwd)` of the
 same function: step time (median of `--reps` calls) and temp memory.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,12 +34,15 @@ N_BFGS = 8
 
 def nested(depth: int) -> Callable[[Any, Any], Any]:
     """`depth` nested unbounded while loops of TRIPS iterations each."""
+
     def level(s: Any, w: Any, d: int) -> Any:
         def body(c: Any) -> Any:
             t, i = c
             t = sg.sin(t) * w + 0.1 if d == depth - 1 else level(t, w, d + 1)
             return t, i + 1.0
+
         return sg.while_loop(lambda c: c[1] < TRIPS, body, (s, 0.0))[0]
+
     return lambda x, w: sg.sum(level(x, w, 0))
 
 
@@ -59,8 +63,10 @@ def depth_row(depth: int, reps: int) -> str:
     start = time.perf_counter()
     jax.block_until_ready(g(x, w))
     first = time.perf_counter() - start
-    return (f"| {depth} | {TRIPS ** depth} | {mem / 2**20:.3f} | {first:.2f} | "
-            f"{_median_ms(g, (x, w), reps):.3f} |")
+    return (
+        f"| {depth} | {TRIPS**depth} | {mem / 2**20:.3f} | {first:.2f} | "
+        f"{_median_ms(g, (x, w), reps):.3f} |"
+    )
 
 
 def _objective(x: Any, p: Any) -> Any:
@@ -69,9 +75,11 @@ def _objective(x: Any, p: Any) -> Any:
 
 def bfgs_loss(max_iters: int) -> Callable[[Any], Any]:
     def loss(p: Any) -> Any:
-        res = jax.scipy.optimize.minimize(_objective, jnp.zeros(N_BFGS), args=(p,),
-                                          method="BFGS", options={"maxiter": max_iters})
-        return jnp.sum(res.x ** 2)
+        res = jax.scipy.optimize.minimize(
+            _objective, jnp.zeros(N_BFGS), args=(p,), method="BFGS", options={"maxiter": max_iters}
+        )
+        return jnp.sum(res.x**2)
+
     return loss
 
 
@@ -81,8 +89,10 @@ def bfgs_row(max_iters: int, reps: int) -> str:
     theirs = jax.jit(jax.jacfwd(bfgs_loss(max_iters)))
     jax.block_until_ready((ours(p), theirs(p)))
     mem = ours.lower(p).compile().memory_analysis().temp_size_in_bytes
-    return (f"| {max_iters} | {_median_ms(ours, (p,), reps):.3f} | "
-            f"{_median_ms(theirs, (p,), reps):.3f} | {mem / 2**20:.3f} |")
+    return (
+        f"| {max_iters} | {_median_ms(ours, (p,), reps):.3f} | "
+        f"{_median_ms(theirs, (p,), reps):.3f} | {mem / 2**20:.3f} |"
+    )
 
 
 def main() -> None:

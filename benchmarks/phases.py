@@ -7,6 +7,7 @@ functions each time, JAX's persistent compilation cache off), plus the number of
 kernels in the optimized HLO. `--quick` uses the tiny sizes. Diagnostic only; the report's
 figures come from `python -m benchmarks`.
 """
+
 from __future__ import annotations
 
 import re
@@ -38,7 +39,7 @@ def _report(name: str, w: Workload, reps: int) -> None:
         _once(w, v)
     samples: dict[str, list[tuple[float, float, float, int]]] = {v.name: [] for v in w.variants}
     for r in range(reps):
-        for v in (w.variants if r % 2 == 0 else w.variants[::-1]):
+        for v in w.variants if r % 2 == 0 else w.variants[::-1]:
             samples[v.name].append(_once(w, v))
     for v_name, s in samples.items():
         trace, comp, run, kernels = np.median(np.array(s), axis=0)

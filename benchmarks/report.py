@@ -1,4 +1,5 @@
 """The results table (terminal and markdown) and the machine it ran on."""
+
 from __future__ import annotations
 
 import datetime
@@ -36,9 +37,15 @@ def cells(r: Row) -> tuple[str, ...]:
     else:
         target = f"≤ {r.target:g}" + (" (srcgrad)" if r.target_on == "srcgrad" else "")
     met = {None: "", True: "yes", False: "**no**"}[r.met]
-    return (r.workload, r.figure, f"{_num(r.srcgrad)}{unit} ({r.srcgrad_name})",
-            "—" if math.isnan(r.peer) else f"{_num(r.peer)}{unit} ({r.peer_name})",
-            ratio, target, met)
+    return (
+        r.workload,
+        r.figure,
+        f"{_num(r.srcgrad)}{unit} ({r.srcgrad_name})",
+        "—" if math.isnan(r.peer) else f"{_num(r.peer)}{unit} ({r.peer_name})",
+        ratio,
+        target,
+        met,
+    )
 
 
 def text_table(rows: Sequence[Row]) -> str:
@@ -70,8 +77,13 @@ def _cpu_model() -> str:
 
 def _git(*args: str) -> str:
     try:
-        out = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10,
-                             cwd=Path(__file__).resolve().parent)
+        out = subprocess.run(
+            ["git", *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            cwd=Path(__file__).resolve().parent,
+        )
         return out.stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return ""
@@ -102,11 +114,18 @@ def load_average() -> str:
     return ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def markdown(rows: Sequence[Row], command: str, notes: Sequence[str], elapsed_s: float,
-             analysis: str, load_at_start: str = "") -> str:
+def markdown(
+    rows: Sequence[Row],
+    command: str,
+    notes: Sequence[str],
+    elapsed_s: float,
+    analysis: str,
+    load_at_start: str = "",
+) -> str:
     info = machine()
-    info["load average (1, 5, 15 min)"] = (f"{load_at_start or '?'} at the start, "
-                                           f"{load_average()} at the end")
+    info["load average (1, 5, 15 min)"] = (
+        f"{load_at_start or '?'} at the start, {load_average()} at the end"
+    )
     info_lines = "\n".join(f"- {k}: {v}" for k, v in info.items())
     note_lines = "\n".join(f"- {n}" for n in notes)
     return f"""# Benchmarks: srcgrad vs its peers

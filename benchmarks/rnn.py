@@ -1,4 +1,5 @@
 """Workload 4: a tanh RNN over 200 steps (sg.fori_loop vs lax.scan), squared-error loss."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -25,6 +26,7 @@ def loss_sg(p: dict, xs: Any, y: Any) -> Any:
 
 def loss_jax(p: dict, xs: Any, y: Any) -> Any:
     """The jax.numpy twin of `loss_sg`, with lax.scan."""
+
     def step(h: Any, x: Any) -> tuple[Any, None]:
         return jnp.tanh(x @ p["wx"] + h @ p["wh"] + p["b"]), None
 
@@ -35,9 +37,12 @@ def loss_jax(p: dict, xs: Any, y: Any) -> Any:
 def build(quick: bool) -> Workload:
     steps, batch, n_in, hidden = (200, 32, 64, 256) if not quick else (5, 2, 3, 4)
     init = Init(4)
-    p = {"wx": init.dense(n_in, hidden)[0],
-         "wh": init.normal(hidden, hidden, scale=0.9 * hidden ** -0.5),
-         "b": init.dense(hidden, hidden)[1], "wo": init.dense(hidden, 8)[0]}
+    p = {
+        "wx": init.dense(n_in, hidden)[0],
+        "wh": init.normal(hidden, hidden, scale=0.9 * hidden**-0.5),
+        "b": init.dense(hidden, hidden)[1],
+        "wo": init.dense(hidden, 8)[0],
+    }
     args = (p, init.normal(steps, batch, n_in), init.normal(batch, 8))
     return Workload(
         "rnn",

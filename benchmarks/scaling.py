@@ -16,6 +16,7 @@ Figures include the garbage collections that happen while they run: srcgrad paus
 cyclic collector while it transforms and while JAX first traces, lowers and compiles the
 emitted function (`collection_paused`), JAX's own functions run with it on, as they do.
 """
+
 from __future__ import annotations
 
 import functools
@@ -85,13 +86,20 @@ def _chain_args(n: int) -> tuple:
 
 def _mlp_args(n: int) -> tuple:
     rng = np.random.default_rng(0)
-    params = [(jnp.asarray(rng.standard_normal((WIDTH, WIDTH), np.float32) * WIDTH ** -0.5),
-               jnp.zeros(WIDTH, np.float32)) for _ in range(max(1, n // 3))]
+    params = [
+        (
+            jnp.asarray(rng.standard_normal((WIDTH, WIDTH), np.float32) * WIDTH**-0.5),
+            jnp.zeros(WIDTH, np.float32),
+        )
+        for _ in range(max(1, n // 3))
+    ]
     return params, jnp.asarray(rng.standard_normal((BATCH, WIDTH), np.float32))
 
 
-PROGRAMS = {"chain": Program("chain", chain_sg, chain_jax, _chain_args),
-            "mlp": Program("mlp", mlp_sg, mlp_jax, _mlp_args)}
+PROGRAMS = {
+    "chain": Program("chain", chain_sg, chain_jax, _chain_args),
+    "mlp": Program("mlp", mlp_sg, mlp_jax, _mlp_args),
+}
 
 TRANSFORM_PHASES = ("trace+backward", "emit", "Python compile()", "release")
 SG_PHASES = TRANSFORM_PHASES + ("JAX trace", "lower", "XLA compile", "run")
@@ -119,8 +127,9 @@ def srcgrad_phases(p: Program, n: int, args: tuple, compile_too: bool = True) ->
         prog.dispose()
         t.append(time.perf_counter())
         with short_locations():
-            return _jax_phases(jax.jit(lowered.fn), jax.tree_util.tree_leaves(args), t,
-                               SG_PHASES, compile_too)
+            return _jax_phases(
+                jax.jit(lowered.fn), jax.tree_util.tree_leaves(args), t, SG_PHASES, compile_too
+            )
 
 
 def jax_phases(p: Program, n: int, args: tuple, compile_too: bool = True) -> dict[str, float]:
@@ -130,8 +139,9 @@ def jax_phases(p: Program, n: int, args: tuple, compile_too: bool = True) -> dic
     return _jax_phases(g, args, [time.perf_counter()], JAX_PHASES, compile_too)
 
 
-def _jax_phases(jitted: Any, args: Sequence[Any], t: list[float], names: Sequence[str],
-                compile_too: bool) -> dict[str, float]:
+def _jax_phases(
+    jitted: Any, args: Sequence[Any], t: list[float], names: Sequence[str], compile_too: bool
+) -> dict[str, float]:
     """Seconds per phase (`names`): the times in `t`, then JAX's trace and lowering of
     `jitted` on `args` and, with `compile_too`, XLA's compile and the first run."""
     traced = jitted.trace(*args)
@@ -196,15 +206,16 @@ class Timing:
     cpu_ratio: float  # the same for the process's CPU time (all threads)
 
 
-def _alternate(sg_once: Callable[[], Any], jax_once: Callable[[], Any], reps: int
-               ) -> tuple[list[Any], list[Any], list[float]]:
+def _alternate(
+    sg_once: Callable[[], Any], jax_once: Callable[[], Any], reps: int
+) -> tuple[list[Any], list[Any], list[float]]:
     """`reps` rounds of both, the order flipping every round; srcgrad's caches cleared first.
     Also the per-round ratios of CPU time."""
     a: list[Any] = []
     b: list[Any] = []
     cpu: list[list[float]] = [[], []]
     for r in range(reps):
-        for which in ((0, 1) if r % 2 == 0 else (1, 0)):
+        for which in (0, 1) if r % 2 == 0 else (1, 0):
             c0 = time.process_time()
             if which == 0:
                 sg.clear_caches()
@@ -237,8 +248,10 @@ def measure(kind: str, program: str, n: int, reps: int, phases: bool = False) ->
     if kind == "transform":
         sg_once, jax_once = srcgrad_transform, jax_transform
     elif kind == "lowering":
-        sg_once, jax_once = (functools.partial(srcgrad_phases, compile_too=False),
-                             functools.partial(jax_phases, compile_too=False))
+        sg_once, jax_once = (
+            functools.partial(srcgrad_phases, compile_too=False),
+            functools.partial(jax_phases, compile_too=False),
+        )
     elif phases:
         sg_once, jax_once = srcgrad_phases, jax_phases
     else:
@@ -262,8 +275,10 @@ def main(argv: list[str]) -> int:
     n, reps = int(args[2]), int(args[3]) if len(args) > 3 else 3
     t = measure(kind, args[1], n, reps, ph)
     us = 1e6 / n
-    print(f"{kind} {t.program} N={n:,}: srcgrad {_total(t.srcgrad):.3f} s, jax "
-          f"{_total(t.jax):.3f} s, ratio {t.ratio:.3f} (CPU time: {t.cpu_ratio:.3f})")
+    print(
+        f"{kind} {t.program} N={n:,}: srcgrad {_total(t.srcgrad):.3f} s, jax "
+        f"{_total(t.jax):.3f} s, ratio {t.ratio:.3f} (CPU time: {t.cpu_ratio:.3f})"
+    )
     for side, d in (("srcgrad", t.srcgrad), ("jax", t.jax)):
         print(f"  {side}: " + ", ".join(f"{k} {v * us:.1f}" for k, v in d.items()) + " µs/op")
     return 0
@@ -271,4 +286,5 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     import sys
+
     sys.exit(main(sys.argv[1:]))

@@ -10,6 +10,7 @@ a Linear's weight is (out, in), as sg.nn.Linear's), the data, the settings and t
 the test trains the same model with sg.nn / sg.optim and compares the curves. PyTorch is
 not a test dependency: only this script imports it.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,13 @@ STEPS = 8
 BATCH, CHANNELS, LENGTH, HIDDEN = 6, 2, 5, 8
 RUNS = {
     "adamw": {"optimizer": "AdamW", "lr": 0.01, "weight_decay": 0.05},
-    "sgd_nesterov": {"optimizer": "SGD", "lr": 0.05, "momentum": 0.9, "nesterov": True,
-                     "weight_decay": 0.001},
+    "sgd_nesterov": {
+        "optimizer": "SGD",
+        "lr": 0.05,
+        "momentum": 0.9,
+        "nesterov": True,
+        "weight_decay": 0.001,
+    },
     "manual_sgd": {"optimizer": "manual", "lr": 0.1},
 }
 
@@ -35,17 +41,23 @@ def initial() -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
 
     def r(*shape: int, scale: float = 0.4) -> np.ndarray:
         return (scale * rng.standard_normal(shape)).astype(np.float32)
+
     weights = {
-        "0.weight": r(4, CHANNELS, 3), "0.bias": r(4),
-        "1.weight": r(4 * LENGTH, HIDDEN).T.copy(), "1.bias": r(HIDDEN),
-        "2.weight": 1 + r(HIDDEN, scale=0.1), "2.bias": r(HIDDEN, scale=0.1),
-        "3.weight": r(HIDDEN, 1).T.copy(), "3.bias": r(1),
+        "0.weight": r(4, CHANNELS, 3),
+        "0.bias": r(4),
+        "1.weight": r(4 * LENGTH, HIDDEN).T.copy(),
+        "1.bias": r(HIDDEN),
+        "2.weight": 1 + r(HIDDEN, scale=0.1),
+        "2.bias": r(HIDDEN, scale=0.1),
+        "3.weight": r(HIDDEN, 1).T.copy(),
+        "3.bias": r(1),
     }
     return weights, r(BATCH, CHANNELS, LENGTH, scale=1.0), r(BATCH, 1, scale=1.0)
 
 
-def torch_losses(run: dict, weights: dict[str, np.ndarray], x: np.ndarray,
-                 y: np.ndarray) -> list[float]:
+def torch_losses(
+    run: dict, weights: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray
+) -> list[float]:
     import torch
     from torch import nn
 
@@ -67,8 +79,13 @@ def torch_losses(run: dict, weights: dict[str, np.ndarray], x: np.ndarray,
     if kind == "AdamW":
         opt = torch.optim.AdamW(params, lr=run["lr"], weight_decay=run["weight_decay"])
     elif kind == "SGD":
-        opt = torch.optim.SGD(params, lr=run["lr"], momentum=run["momentum"],
-                              nesterov=run["nesterov"], weight_decay=run["weight_decay"])
+        opt = torch.optim.SGD(
+            params,
+            lr=run["lr"],
+            momentum=run["momentum"],
+            nesterov=run["nesterov"],
+            weight_decay=run["weight_decay"],
+        )
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
     losses = []
     for _ in range(STEPS):
@@ -90,13 +107,17 @@ def torch_losses(run: dict, weights: dict[str, np.ndarray], x: np.ndarray,
 
 def main() -> None:
     import torch
+
     weights, x, y = initial()
     out = {
-        "torch_version": torch.__version__, "steps": STEPS,
+        "torch_version": torch.__version__,
+        "steps": STEPS,
         "weights": {k: v.tolist() for k, v in weights.items()},
-        "x": x.tolist(), "y": y.tolist(),
-        "runs": {name: {**run, "losses": torch_losses(run, weights, x, y)}
-                 for name, run in RUNS.items()},
+        "x": x.tolist(),
+        "y": y.tolist(),
+        "runs": {
+            name: {**run, "losses": torch_losses(run, weights, x, y)} for name, run in RUNS.items()
+        },
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(out, indent=1) + "\n")

@@ -1,4 +1,5 @@
 """Workload 3: one pre-norm transformer block (causal self-attention + GELU MLP)."""
+
 from __future__ import annotations
 
 import math
@@ -82,13 +83,22 @@ def loss_jax(p: dict, x: Any, target: Any) -> Any:
 def build(quick: bool) -> Workload:
     batch, seq, width = (8, 128, 256) if not quick else (2, 8, 8)
     init = Init(3)
-    p = {"ln1_g": init.normal(width, scale=0.0) + 1, "ln1_b": init.normal(width, scale=0.0),
-         "ln2_g": init.normal(width, scale=0.0) + 1, "ln2_b": init.normal(width, scale=0.0)}
+    p = {
+        "ln1_g": init.normal(width, scale=0.0) + 1,
+        "ln1_b": init.normal(width, scale=0.0),
+        "ln2_g": init.normal(width, scale=0.0) + 1,
+        "ln2_b": init.normal(width, scale=0.0),
+    }
     for name in ("wq", "wk", "wv", "wo"):
         p[name] = init.dense(width, width)[0]
     p["w1"], p["b1"] = init.dense(width, 4 * width)
     p["w2"], p["b2"] = init.dense(4 * width, width)
     args = (p, init.normal(batch, seq, width), init.normal(batch, seq, width))
-    return Workload("transformer", f"transformer block, batch {batch}, sequence {seq}, width "
-                    f"{width}, 4 heads, MLP {4 * width}", args,
-                    train_step_pair(loss_sg, loss_jax), [Pair("srcgrad", "jax", STEP_TARGETS)])
+    return Workload(
+        "transformer",
+        f"transformer block, batch {batch}, sequence {seq}, width "
+        f"{width}, 4 heads, MLP {4 * width}",
+        args,
+        train_step_pair(loss_sg, loss_jax),
+        [Pair("srcgrad", "jax", STEP_TARGETS)],
+    )

@@ -1,4 +1,5 @@
 """What a workload is: example arguments and the variants (srcgrad and peers) that run on them."""
+
 from __future__ import annotations
 
 import types
@@ -64,8 +65,9 @@ class Workload:
 
 def fresh(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A new function object with `fn`'s code: caches keyed on the function miss."""
-    new = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
-                             fn.__closure__)
+    new = types.FunctionType(
+        fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__
+    )
     new.__kwdefaults__ = fn.__kwdefaults__
     return new
 
@@ -81,6 +83,7 @@ def srcgrad_step(loss: Callable[..., Any]) -> Callable[..., Any]:
     def step(params: Any, *batch: Any) -> tuple[Any, Any]:
         value, grads = value_and_grad(params, *batch)
         return value, sgd(params, grads)
+
     return jax.jit(step)
 
 
@@ -91,12 +94,15 @@ def jax_step(loss: Callable[..., Any]) -> Callable[..., Any]:
     def step(params: Any, *batch: Any) -> tuple[Any, Any]:
         value, grads = value_and_grad(params, *batch)
         return value, sgd(params, grads)
+
     return jax.jit(step)
 
 
 def train_step_pair(loss_sg: Callable[..., Any], loss_jax: Callable[..., Any]) -> list[Variant]:
-    return [Variant("srcgrad", lambda: srcgrad_step(loss_sg)),
-            Variant("jax", lambda: jax_step(loss_jax))]
+    return [
+        Variant("srcgrad", lambda: srcgrad_step(loss_sg)),
+        Variant("jax", lambda: jax_step(loss_jax)),
+    ]
 
 
 class Init:
@@ -110,7 +116,7 @@ class Init:
 
     def dense(self, n_in: int, n_out: int) -> tuple[jax.Array, jax.Array]:
         bias = jax.device_put(np.zeros(n_out, np.float32))
-        return self.normal(n_in, n_out, scale=n_in ** -0.5), bias
+        return self.normal(n_in, n_out, scale=n_in**-0.5), bias
 
     def one_hot(self, n: int, classes: int) -> jax.Array:
         return jax.device_put(np.eye(classes, dtype=np.float32)[self.rng.integers(0, classes, n)])

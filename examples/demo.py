@@ -3,6 +3,7 @@ an MLP loss and a data-dependent while loop (which jax.grad cannot do in reverse
 
     python examples/demo.py
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -24,18 +25,22 @@ def compare(name: str, ours: Any, theirs: Any) -> None:
     for (path, a), b in pairs:
         a, b = np.asarray(a), np.asarray(b)
         label = name + jax.tree_util.keystr(path)
-        print(f"{label:<18} srcgrad {np.array2string(a.ravel()[:4], precision=5):<48} "
-              f"reference {np.array2string(b.ravel()[:4], precision=5)}")
+        print(
+            f"{label:<18} srcgrad {np.array2string(a.ravel()[:4], precision=5):<48} "
+            f"reference {np.array2string(b.ravel()[:4], precision=5)}"
+        )
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
 # ---------------------------------------------------------------- 1. a small program
+
 
 def layer(x: Any, w: Any) -> Any:
     return sg.sum(sg.tanh(x @ w))
 
 
 # ---------------------------------------------------------------- 2. an MLP loss
+
 
 def mlp_loss(params: dict, x: Any, y: Any) -> Any:
     h = sg.tanh(x @ params["w1"] + params["b1"])
@@ -50,19 +55,23 @@ def mlp_loss_jax(params: dict, x: Any, y: Any) -> Any:
 
 # ---------------------------------------------------------------- 3. Newton's method
 
+
 def newton_sqrt(a: Any) -> Any:
     """sqrt(a) by Newton iteration; how many steps it takes depends on the value of `a`."""
+
     def not_converged(x: Any) -> Any:
         return sg.abs(x * x - a) > 1e-6 * a
 
     def step(x: Any) -> Any:
         return 0.5 * (x + a / x)
+
     return sg.while_loop(not_converged, step, a)
 
 
 def newton_sqrt_jax(a: Any) -> Any:
-    return jax.lax.while_loop(lambda x: jnp.abs(x * x - a) > 1e-6 * a,
-                              lambda x: 0.5 * (x + a / x), a)
+    return jax.lax.while_loop(
+        lambda x: jnp.abs(x * x - a) > 1e-6 * a, lambda x: 0.5 * (x + a / x), a
+    )
 
 
 def main() -> None:
@@ -77,10 +86,12 @@ def main() -> None:
     print(sg.source(layer, x, w))
 
     banner("3. The gradient of an MLP loss, as source")
-    params = {"w1": rng.standard_normal((3, 8)).astype(np.float32),
-              "b1": np.zeros(8, np.float32),
-              "w2": rng.standard_normal((8, 1)).astype(np.float32),
-              "b2": np.zeros(1, np.float32)}
+    params = {
+        "w1": rng.standard_normal((3, 8)).astype(np.float32),
+        "b1": np.zeros(8, np.float32),
+        "w2": rng.standard_normal((8, 1)).astype(np.float32),
+        "b2": np.zeros(1, np.float32),
+    }
     y = rng.standard_normal((4, 1)).astype(np.float32)
     print(sg.source(sg.grad(mlp_loss), params, x, y))
     print("gradient values, srcgrad next to jax.grad:")
@@ -100,8 +111,10 @@ def main() -> None:
 
     banner("5. Eager mode: the same source, run op by op (step through it with pdb)")
     eager = sg.grad(newton_sqrt, jit=False)
-    print(f"sg.grad(newton_sqrt, jit=False)(9.0) = {float(eager(np.float32(9.0))):.6f} "
-          f"(compilations so far: {eager.compilations})")
+    print(
+        f"sg.grad(newton_sqrt, jit=False)(9.0) = {float(eager(np.float32(9.0))):.6f} "
+        f"(compilations so far: {eager.compilations})"
+    )
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ every iteration; then the picture of a forward and backward tape (docs/imperativ
 
     python examples/imperative.py [--picture docs/imperative.svg]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,10 @@ def train(steps: int = 50) -> list[float]:
         loss.backward()  # gradients in linear1.weight.grad, ...
         sgd(linear1.params())
         sgd(linear2.params())
-    print(f"loss {losses[0]:.4f} -> {losses[-1]:.4f} in {steps} steps, "
-          f"{sg.autograd.compile_count()} backward compiled")
+    print(
+        f"loss {losses[0]:.4f} -> {losses[-1]:.4f} in {steps} steps, "
+        f"{sg.autograd.compile_count()} backward compiled"
+    )
     return losses
 
 

@@ -1,7 +1,8 @@
 """Train a small MLP on synthetic data: a jax.jit-compiled SGD step around sg.value_and_grad.
 
-    python examples/train_mlp.py
+python examples/train_mlp.py
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -6,12 +6,23 @@
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from . import linalg, scipy
 from . import ops as _ops
-from .api.functional import (Transformed, append_backward, gradients, grad, jit, source, trace,
-                             trace_program, value_and_grad, vjp)
+from .api.functional import (
+    Transformed,
+    append_backward,
+    gradients,
+    grad,
+    jit,
+    source,
+    trace,
+    trace_program,
+    value_and_grad,
+    vjp,
+)
 from .api.fluid import compile, data, parameter
 from .base.cache import cache_info, clear_cache as clear_caches
 from .base.config import config
@@ -37,21 +48,62 @@ __version__ = "0.1.0"
 
 __all__ = [
     # transforms
-    "grad", "value_and_grad", "vjp", "jit", "trace", "trace_program", "source", "Transformed",
-    "from_jax", "jax_op",
-    "jvp", "linearize", "jacfwd", "jacrev", "hessian", "hvp", "custom_vjp", "custom_jvp",
-    "convert", "no_convert",
+    "grad",
+    "value_and_grad",
+    "vjp",
+    "jit",
+    "trace",
+    "trace_program",
+    "source",
+    "Transformed",
+    "from_jax",
+    "jax_op",
+    "jvp",
+    "linearize",
+    "jacfwd",
+    "jacrev",
+    "hessian",
+    "hvp",
+    "custom_vjp",
+    "custom_jvp",
+    "convert",
+    "no_convert",
     # Fluid-style programs
-    "Program", "Block", "Op", "Variable", "program_guard", "data", "parameter", "gradients",
-    "append_backward", "compile", "verify",
+    "Program",
+    "Block",
+    "Op",
+    "Variable",
+    "program_guard",
+    "data",
+    "parameter",
+    "gradients",
+    "append_backward",
+    "compile",
+    "verify",
     # imperative mode and pictures
-    "autograd", "nn", "optim", "random", "Tensor", "tensor", "to_dot", "render",
+    "autograd",
+    "nn",
+    "optim",
+    "random",
+    "Tensor",
+    "tensor",
+    "to_dot",
+    "render",
     # printing and stopping inside traced code; settings and the caches of compiled code
-    "debug", "config", "clear_caches", "cache_info",
+    "debug",
+    "config",
+    "clear_caches",
+    "cache_info",
     # errors
-    "SrcgradError", "TraceError", "ShapeError", "GradientError", "VerifyError",
+    "SrcgradError",
+    "TraceError",
+    "ShapeError",
+    "GradientError",
+    "VerifyError",
     # the ops (control flow, then every declared op), and the sg.linalg and sg.scipy namespaces
-    *_ops.__all__, "linalg", "scipy",
+    *_ops.__all__,
+    "linalg",
+    "scipy",
     # jax.numpy's constants, dtype names and shape/dtype utilities
     *_constants.__all__,
 ]

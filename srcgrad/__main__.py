@@ -3,6 +3,7 @@ in the wheel; this is).
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import platform
@@ -19,8 +20,10 @@ import srcgrad as sg
 def versions() -> str:
     """srcgrad's, Python's, JAX's, jaxlib's and NumPy's versions, and JAX's devices."""
     devices = ", ".join(sorted({f"{d.platform} ({d.device_kind})" for d in jax.devices()}))
-    return (f"srcgrad {sg.__version__}, Python {platform.python_version()}, jax {jax.__version__}, "
-            f"jaxlib {jaxlib.__version__}, numpy {np.__version__}; devices: {devices}")
+    return (
+        f"srcgrad {sg.__version__}, Python {platform.python_version()}, jax {jax.__version__}, "
+        f"jaxlib {jaxlib.__version__}, numpy {np.__version__}; devices: {devices}"
+    )
 
 
 def newton_sqrt(a: jax.Array) -> jax.Array:
@@ -45,8 +48,10 @@ def tour() -> None:
     want = jax.grad(lambda w, x: jnp.mean(jnp.tanh(x @ w) ** 2))(w, x)
     print(f"sg.grad(loss)(w, x)[0] = {np.asarray(ours)[0]}, jax.grad's: {np.asarray(want)[0]}")
     a = np.float32(9.0)
-    print(f"\nd sqrt(a) / da at a = 9 through Newton's while loop: "
-          f"{float(sg.grad(newton_sqrt)(a)):.8f} (1 / 6 = {1 / 6:.8f})")
+    print(
+        f"\nd sqrt(a) / da at a = 9 through Newton's while loop: "
+        f"{float(sg.grad(newton_sqrt)(a)):.8f} (1 / 6 = {1 / 6:.8f})"
+    )
     layer = sg.nn.Linear(3, 2, act="tanh", seed=0)
     opt = sg.optim.SGD(layer.parameters(), lr=0.5)
     losses = []
@@ -57,8 +62,10 @@ def tour() -> None:
         step_loss.backward()
         opt.step()
         losses.append(step_loss.item())
-    print("\nimperative (record / backward / SGD), three steps of a Linear layer: losses "
-          + ", ".join(f"{v:.4f}" for v in losses))
+    print(
+        "\nimperative (record / backward / SGD), three steps of a Linear layer: losses "
+        + ", ".join(f"{v:.4f}" for v in losses)
+    )
     print("\nMore: README.md and docs/ of the repository; the examples/ folder there.")
 
 

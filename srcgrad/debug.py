@@ -7,6 +7,7 @@ effectful op (srcgrad/ops/debug.py): passes never remove, hoist, merge or repeat
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -30,11 +31,11 @@ def print(fmt: str, *args: Any, **kwargs: Any) -> None:  # jax.debug's name
     values when the program runs. Each argument is one array (a Python number or a list is
     taken as an array)."""
     if dispatch.tracing((args, kwargs)):
-        _ops.emit_print(fmt, [as_var(a) for a in args],
-                        {k: as_var(v) for k, v in kwargs.items()})
+        _ops.emit_print(fmt, [as_var(a) for a in args], {k: as_var(v) for k, v in kwargs.items()})
         return
-    jax.debug.print(fmt, *[_concrete(a) for a in args],
-                    **{k: _concrete(v) for k, v in kwargs.items()})
+    jax.debug.print(
+        fmt, *[_concrete(a) for a in args], **{k: _concrete(v) for k, v in kwargs.items()}
+    )
 
 
 def breakpoint() -> None:  # jax.debug's name

@@ -4,6 +4,7 @@ over traced values. Declared in srcgrad/ops/linalg_decompositions.py and linalg_
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from .ops import exports_of

@@ -14,19 +14,44 @@ in srcgrad/imperative/layers.py and srcgrad/imperative/conv_layers.py.
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from .imperative import initializers
 from .imperative.conv_layers import Conv1d, Conv2d, Conv3d
-from .imperative.layers import (Dropout, Embedding, LayerNorm, Linear, Module, ModuleDict,
-                                ModuleList, ParameterDict, ParameterList, Sequential,
-                                activations)
+from .imperative.layers import (
+    Dropout,
+    Embedding,
+    LayerNorm,
+    Linear,
+    Module,
+    ModuleDict,
+    ModuleList,
+    ParameterDict,
+    ParameterList,
+    Sequential,
+    activations,
+)
 from .ops import exports_of
 
 globals().update(activations())
 globals().update(exports_of("nn"))
 
-__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
-           "Linear", "Conv1d", "Conv2d", "Conv3d", "LayerNorm",
-           "Embedding", "Dropout", "initializers", *sorted(activations()),
-           *sorted(exports_of("nn"))]
+__all__ = [
+    "Module",
+    "Sequential",
+    "ModuleList",
+    "ModuleDict",
+    "ParameterList",
+    "ParameterDict",
+    "Linear",
+    "Conv1d",
+    "Conv2d",
+    "Conv3d",
+    "LayerNorm",
+    "Embedding",
+    "Dropout",
+    "initializers",
+    *sorted(activations()),
+    *sorted(exports_of("nn")),
+]

@@ -10,6 +10,7 @@ taken and used by its data (`jax.random.key_data`).
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import functools
@@ -31,6 +32,7 @@ def _taking_typed_keys(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         return fn(*[key_data_of(a) for a in args], **{k: key_data_of(v) for k, v in kwargs.items()})
+
     return call
 
 

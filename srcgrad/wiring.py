@@ -7,6 +7,7 @@ that runs up the layers.
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Test configuration: float64 for finite differences, hypothesis profiles, `slow` opt-in."""
+
 from __future__ import annotations
 
 import gc
@@ -55,10 +56,12 @@ sg.config.tape_compile_after = 2
 # The suite verifies the IR after every transform unless asked not to (SRCGRAD_ENABLE_CHECKS=0).
 os.environ.setdefault("SRCGRAD_ENABLE_CHECKS", "1")
 
-settings.register_profile("default", max_examples=7, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("exhaustive", max_examples=300, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "default", max_examples=7, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "exhaustive", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 

@@ -3,6 +3,7 @@
 Regenerate the name and differentiable columns with SRCGRAD_UPDATE_DOCS=1 (the notes column
 is kept, a new op gets "as jax.numpy"); then review the diff.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,9 +22,11 @@ BEGIN, END = "<!-- op table: tests/test_api_docs.py -->", "<!-- end of op table 
 HEADER = "| op | NumPy / jax.numpy compatibility | differentiable |\n| --- | --- | --- |\n"
 CONTROL = ("while_loop", "fori_loop", "cond", "switch")
 #: Ops whose own row is constant but which also emit differentiable ops.
-THROUGH_OTHER_OPS = {"full": "a traced fill_value is broadcast (broadcast_to)",
-                     "random.permutation": "an array is shuffled by take (a gather)",
-                     "random.uniform": "minval and maxval scale and shift the sample"}
+THROUGH_OTHER_OPS = {
+    "full": "a traced fill_value is broadcast (broadcast_to)",
+    "random.permutation": "an array is shuffled by take (a gather)",
+    "random.uniform": "minval and maxval scale and shift the sample",
+}
 ROW = re.compile(r"^\| `([\w.]+)` \| (.*) \| ([^|]*) \|$")  # `linalg.solve`: sg.linalg.solve
 
 
@@ -38,8 +41,13 @@ def differentiable(name: str) -> str:
         return "yes"
     if rows:
         return "zero gradient" if all(r.grad is ZERO for r in rows) else "no"
-    tested = {c.name.split()[0] for c in test_op_grads.CASES + test_manip.GRAD_CASES
-              + test_special.GRAD_CASES + EXTRA_GRADIENT}
+    tested = {
+        c.name.split()[0]
+        for c in test_op_grads.CASES
+        + test_manip.GRAD_CASES
+        + test_special.GRAD_CASES
+        + EXTRA_GRADIENT
+    }
     return "yes" if name in tested else "zero gradient"
 
 
@@ -64,13 +72,16 @@ def test_op_table_lists_every_op_and_is_true() -> None:
     rows = _rows(table)
     names = sorted(set(EXPORTS) | set(CONTROL))
     if os.environ.get("SRCGRAD_UPDATE_DOCS"):
-        body = "".join(f"| `{n}` | {rows.get(n, ('as jax.numpy', ''))[0]} | {differentiable(n)} |\n"
-                       for n in names)
+        body = "".join(
+            f"| `{n}` | {rows.get(n, ('as jax.numpy', ''))[0]} | {differentiable(n)} |\n"
+            for n in names
+        )
         DOC.write_text(head + BEGIN + "\n" + HEADER + body + END + tail)
         rows = _rows(HEADER + body)
     assert table.startswith(HEADER) or os.environ.get("SRCGRAD_UPDATE_DOCS")
     assert sorted(rows) == names, (
-        f"missing: {sorted(set(names) - set(rows))}, extra: {sorted(set(rows) - set(names))}")
+        f"missing: {sorted(set(names) - set(rows))}, extra: {sorted(set(rows) - set(names))}"
+    )
     wrong = {n: d for n, (_, d) in rows.items() if d != differentiable(n)}
     assert not wrong, f"differentiable column wrong for {wrong}"
 

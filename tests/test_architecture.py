@@ -8,6 +8,7 @@ of srcgrad/ are L6): the map exists once, here and in the tree. A module may imp
 layer or lower ones, never a higher one; a lower layer that must reach a higher one declares
 a `Hook` (srcgrad/base/hooks.py) that srcgrad/wiring.py sets.
 """
+
 from __future__ import annotations
 
 import ast
@@ -20,8 +21,12 @@ PACKAGES = {"srcgrad": ROOT / "srcgrad", "srcgrad.transforms": ROOT / "transform
 
 #: The layer of each folder (docs/design.md, "Layers"); every other module is L6.
 FOLDERS: dict[str, int] = {
-    "srcgrad.base": 0, "srcgrad.ir": 1, "srcgrad.core": 2, "srcgrad.ops": 3,
-    "srcgrad.transforms": 4, "srcgrad.compiled": 5,
+    "srcgrad.base": 0,
+    "srcgrad.ir": 1,
+    "srcgrad.core": 2,
+    "srcgrad.ops": 3,
+    "srcgrad.transforms": 4,
+    "srcgrad.compiled": 5,
 }
 
 #: Underscore names a module may read from another, and why (keep this short).
@@ -55,7 +60,7 @@ def _target(module: str, node: ast.ImportFrom) -> str:
     base = module.split(".")
     if MODULES[module].name != "__init__.py":
         base = base[:-1]
-    base = base[:len(base) - (node.level - 1)]
+    base = base[: len(base) - (node.level - 1)]
     return ".".join(base + ([node.module] if node.module else []))
 
 
@@ -74,8 +79,10 @@ def imports(module: str, tree: ast.AST | None = None) -> set[str]:
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             target = _target(module, node)
-            names = [f"{target}.{a.name}" if f"{target}.{a.name}" in MODULES else target
-                     for a in node.names]
+            names = [
+                f"{target}.{a.name}" if f"{target}.{a.name}" in MODULES else target
+                for a in node.names
+            ]
         else:
             continue
         for name in names:
@@ -104,9 +111,13 @@ def private_reads(module: str, tree: ast.AST | None = None) -> set[tuple[str, st
                 if a.name in MODULES and a.asname:
                     aliases[a.asname] = a.name
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                and node.value.id in aliases and _private(node.attr)
-                and aliases[node.value.id] != module):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and _private(node.attr)
+            and aliases[node.value.id] != module
+        ):
             out.add((aliases[node.value.id], node.attr))
     return out
 
@@ -119,17 +130,22 @@ GRAPH = {m: imports(m) for m in MODULES}
 
 
 def test_every_module_is_read() -> None:
-    assert {"srcgrad.ir.program", "srcgrad.core.dispatch", "srcgrad.ops.elementwise",
-            "srcgrad.transforms.backward", "srcgrad.api.functional"} <= MODULES.keys()
+    assert {
+        "srcgrad.ir.program",
+        "srcgrad.core.dispatch",
+        "srcgrad.ops.elementwise",
+        "srcgrad.transforms.backward",
+        "srcgrad.api.functional",
+    } <= MODULES.keys()
     assert GRAPH["srcgrad.ops.elementwise"], "imports were not found"
 
 
 def test_every_folder_is_a_layer_or_a_front_end() -> None:
     """A new folder under srcgrad/ must be given a layer here (or be a front end, L6)."""
-    front_ends = {"api", "imperative", "from_jax", "convert", "tools", "scipy", "autograd",
-                  "optim"}
-    folders = {p.name for p in PACKAGES["srcgrad"].iterdir()
-               if p.is_dir() and (p / "__init__.py").exists()}
+    front_ends = {"api", "imperative", "from_jax", "convert", "tools", "scipy", "autograd", "optim"}
+    folders = {
+        p.name for p in PACKAGES["srcgrad"].iterdir() if p.is_dir() and (p / "__init__.py").exists()
+    }
     assert folders == {f.split(".")[1] for f in FOLDERS if f != "srcgrad.transforms"} | front_ends
 
 
@@ -178,8 +194,10 @@ def test_no_import_cycle() -> None:
 def test_no_module_reads_another_modules_underscore_names() -> None:
     found = {(m, f"{t}.{n}") for m in MODULES for t, n in private_reads(m)}
     unlisted = sorted(found - PRIVATE_READS.keys())
-    assert not unlisted, ("make these names public where they are shared, or list them in "
-                          f"PRIVATE_READS with the reason: {unlisted}")
+    assert not unlisted, (
+        "make these names public where they are shared, or list them in "
+        f"PRIVATE_READS with the reason: {unlisted}"
+    )
     stale = sorted(PRIVATE_READS.keys() - found)
     assert not stale, f"PRIVATE_READS lists reads that no longer happen: {stale}"
 
@@ -193,11 +211,12 @@ def test_the_checks_catch_an_upward_import_a_cycle_and_a_private_read() -> None:
     assert f"{target}.passes" in MODULES and layer(target) > layer("srcgrad.ops.control")
     graph = {m: set(ds) for m, ds in GRAPH.items()}
     graph["srcgrad.ir.program"].add("srcgrad.ops.elementwise")
-    assert any("srcgrad.ir.program" in c and "srcgrad.ops.elementwise" in c
-               for c in cycles(graph))
+    assert any("srcgrad.ir.program" in c and "srcgrad.ops.elementwise" in c for c in cycles(graph))
     code = ast.parse("from .shape import _rule\nfrom . import reduce\nreduce._helper(1)")
     assert private_reads("srcgrad.ops.elementwise", code) == {
-        ("srcgrad.ops.shape", "_rule"), ("srcgrad.ops.reduce", "_helper")}
+        ("srcgrad.ops.shape", "_rule"),
+        ("srcgrad.ops.reduce", "_helper"),
+    }
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

@@ -1,4 +1,5 @@
 """The benchmark harness runs every workload once at a tiny size (no timing is asserted)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -16,8 +17,11 @@ from benchmarks.report import markdown, text_table
 
 
 #: The while-loop workloads' peers need equinox (the `bench` extra); the rest runs without.
-NAMES = tuple(n for n in benchmarks.NAMES if n not in ("while", "checkpointed")
-              or importlib.util.find_spec("equinox") is not None)
+NAMES = tuple(
+    n
+    for n in benchmarks.NAMES
+    if n not in ("while", "checkpointed") or importlib.util.find_spec("equinox") is not None
+)
 #: The default run's slice: a dense net, a while loop, forward mode; `-m slow` runs the
 #: others (cnn, transformer, rnn, checkpointed, gp, forward_loop, transform).
 DEFAULT = tuple(n for n in NAMES if n in ("mlp", "while", "hessian"))

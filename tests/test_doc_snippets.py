@@ -10,6 +10,7 @@ what the print shows: the numbers of that value must be the ones printed. Every 
 compiles in the default run; README.md's run there too, every other page's under `-m slow`
 (api.md's and imperative.md's take about ten seconds each).
 """
+
 from __future__ import annotations
 
 import builtins
@@ -38,7 +39,7 @@ def snippets(page: pathlib.Path) -> list[tuple[int, str, str | None]]:
     text = page.read_text()
     out = []
     for m in FENCE.finditer(text):
-        before = text[:m.start()]
+        before = text[: m.start()]
         why = NOT_RUN.search(before[-300:])
         out.append((before.count("\n") + 1, m.group(1), why.group(1) if why else None))
     return out
@@ -57,10 +58,14 @@ def test_every_snippet_compiles() -> None:
             compile(code, f"{page.name}:{line}", "exec")
 
 
-@pytest.mark.parametrize("page", sliced([p for p in PAGES if snippets(p)], 99,
-                                        name=lambda p: p.name), ids=lambda p: p.name)
-def test_snippets_run(page: pathlib.Path, tmp_path: pathlib.Path,
-                      monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "page",
+    sliced([p for p in PAGES if snippets(p)], 99, name=lambda p: p.name),
+    ids=lambda p: p.name,
+)
+def test_snippets_run(
+    page: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)  # (snippets that save a file write it here)
     if shutil.which("dot") is None:  # Graphviz is not a dependency: the picture's .dot text
         monkeypatch.setattr(sg, "render", lambda program, path, **kw: sg.to_dot(program))
@@ -72,6 +77,7 @@ def test_snippets_run(page: pathlib.Path, tmp_path: pathlib.Path,
         out = io.StringIO()
         real_print(*args, **{**kwargs, "file": out})
         printed[(frame.f_code.co_filename, frame.f_lineno)] = out.getvalue()
+
     monkeypatch.setattr(builtins, "print", recording_print)
     ns: dict = {"__name__": f"snippet_{page.stem}"}
     for line, code, why in snippets(page):
@@ -92,7 +98,8 @@ def test_snippets_run(page: pathlib.Path, tmp_path: pathlib.Path,
                 got = printed.get((name, i))
                 assert got is not None, f"{page.name}:{line + i}: this print did not run"
                 assert _same_numbers(stated, got), (
-                    f"{page.name}:{line + i}: the page says {stated!r}, the print shows {got!r}")
+                    f"{page.name}:{line + i}: the page says {stated!r}, the print shows {got!r}"
+                )
 
 
 #: `print(...)  # 0.1666 = 1/6`: the comment's value, up to " = ", " ~ ", ": " or ";".
@@ -114,7 +121,7 @@ def _same_numbers(stated: str, printed: str) -> bool:
         return False
     for w, g in zip(want, got):
         decimals = len(w.split(".")[1]) if "." in w and "e" not in w else 0
-        tol = 1e-6 * abs(float(w)) if "e" in w else 0.5 * 10.0 ** -decimals
+        tol = 1e-6 * abs(float(w)) if "e" in w else 0.5 * 10.0**-decimals
         if abs(float(w) - float(g)) > tol * (1 + 1e-9):
             return False
     return True

@@ -24,6 +24,7 @@ not derandomized), and `python -m pytest -m slow tests/test_fuzz.py` runs the lo
 (300 programs unless SRCGRAD_FUZZ_EXAMPLES says otherwise; SRCGRAD_FUZZ_SHARDS=k with
 `-n k` runs them in k processes). Results of long runs: docs/testing.md.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -54,14 +55,25 @@ Block = tuple
 
 # ---------------------------------------------------------------- the two backends
 
+
 class _Sg:
     """srcgrad's ops and control flow."""
 
-    unary = {"sin": sg.sin, "cos": sg.cos, "tanh": sg.tanh, "sigmoid": sg.sigmoid,
-             "softplus": sg.softplus, "logsq": lambda a: sg.log1p(a * a),
-             "gauss": lambda a: sg.exp(-(a * a))}
-    binary = {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
-              "multiply": lambda a, b: a * b, "safediv": lambda a, b: a / (1.0 + b * b)}
+    unary = {
+        "sin": sg.sin,
+        "cos": sg.cos,
+        "tanh": sg.tanh,
+        "sigmoid": sg.sigmoid,
+        "softplus": sg.softplus,
+        "logsq": lambda a: sg.log1p(a * a),
+        "gauss": lambda a: sg.exp(-(a * a)),
+    }
+    binary = {
+        "add": lambda a, b: a + b,
+        "subtract": lambda a, b: a - b,
+        "multiply": lambda a, b: a * b,
+        "safediv": lambda a, b: a / (1.0 + b * b),
+    }
     reduce = {"sum": sg.sum, "mean": sg.mean, "max": sg.max, "min": sg.min}
     argmax, minimum, where = (
         staticmethod(sg.argmax),
@@ -85,8 +97,9 @@ class _Sg:
 
     @staticmethod
     def while_loop(n: Any, body: Callable, init: Any, max_iters: int | None) -> Any:
-        return sg.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, body(c[1])), (0, init),
-                             max_iters=max_iters)[1]
+        return sg.while_loop(
+            lambda c: c[0] < n, lambda c: (c[0] + 1, body(c[1])), (0, init), max_iters=max_iters
+        )[1]
 
     @staticmethod
     def fori_loop(upper: Any, body: Callable, init: Any) -> Any:
@@ -132,9 +145,15 @@ class _Jnp:
     under jax.grad and by
     finite differences (which must hold stopped values fixed too)."""
 
-    unary = {"sin": jnp.sin, "cos": jnp.cos, "tanh": jnp.tanh, "sigmoid": jax.nn.sigmoid,
-             "softplus": jax.nn.softplus, "logsq": lambda a: jnp.log1p(a * a),
-             "gauss": lambda a: jnp.exp(-(a * a))}
+    unary = {
+        "sin": jnp.sin,
+        "cos": jnp.cos,
+        "tanh": jnp.tanh,
+        "sigmoid": jax.nn.sigmoid,
+        "softplus": jax.nn.softplus,
+        "logsq": lambda a: jnp.log1p(a * a),
+        "gauss": lambda a: jnp.exp(-(a * a)),
+    }
     binary = _Sg.binary
     reduce = {"sum": jnp.sum, "mean": jnp.mean, "max": jnp.max, "min": jnp.min}
     minimum, where = staticmethod(jnp.minimum), staticmethod(jnp.where)
@@ -197,6 +216,7 @@ class _Jnp:
 
 # ---------------------------------------------------------------- the interpreter
 
+
 def _trips(B: Any, a: Any) -> Any:
     """A data-dependent trip count in {0, 1, 2}: an integer side path through argmax."""
     return B.minimum(B.argmax(a), 2)
@@ -252,15 +272,21 @@ def _run_node(B: Any, kind: str, a: tuple, env: list[Any], shapes: list) -> Any:
     if kind == "cond":
         p, x, tb, fb = a
         shape = shapes[x]
-        return B.cond(B.reduce["sum"](env[p]) > 0.0,
-                      lambda v: run_block(B, tb, env + [v], shape),
-                      lambda v: run_block(B, fb, env + [v], shape), env[x])
+        return B.cond(
+            B.reduce["sum"](env[p]) > 0.0,
+            lambda v: run_block(B, tb, env + [v], shape),
+            lambda v: run_block(B, fb, env + [v], shape),
+            env[x],
+        )
     if kind == "while":
         x, t, body, max_iters = a
         shape = shapes[x]
-        return B.while_loop(_trips(B, env[t]),
-                            lambda v: B.unary["tanh"](run_block(B, body, env + [v], shape)),
-                            env[x], max_iters)
+        return B.while_loop(
+            _trips(B, env[t]),
+            lambda v: B.unary["tanh"](run_block(B, body, env + [v], shape)),
+            env[x],
+            max_iters,
+        )
     if kind == "fori":
         x, t, body = a
         shape = shapes[x]
@@ -269,21 +295,36 @@ def _run_node(B: Any, kind: str, a: tuple, env: list[Any], shapes: list) -> Any:
         def step(i: Any, v: Any) -> Any:
             r = run_block(B, body, env + [v, B.to_float(i) * 0.1], shape)
             return B.unary["tanh"](r)
+
         return B.fori_loop(upper, step, env[x])
     if kind == "scan":  # over the rows of a (2, 3) value; the carry plus half its steps' sum
         x, xs, body = a
         shape = shapes[x]
-        last, ys = B.scan(lambda c, row: B.unary["tanh"](run_block(B, body, env + [c, row], shape)),
-                          env[x], env[xs])
+        last, ys = B.scan(
+            lambda c, row: B.unary["tanh"](run_block(B, body, env + [c, row], shape)),
+            env[x],
+            env[xs],
+        )
         return last + 0.5 * B.reduce["sum"](ys, axis=0)
     raise ValueError(kind)
 
 
-_INDEX: dict[str, Any] = {"row": 1, "revcols": (slice(None), slice(None, None, -1)),
-                          "elem": (0, 2), "rev": slice(None, None, -1), "first": 0,
-                          "perm": np.array([2, 0, 1])}
-_INDEX_SHAPES = {"row": ((2, 3), (3,)), "revcols": ((2, 3), (2, 3)), "elem": ((2, 3), ()),
-                 "rev": ((3,), (3,)), "first": ((3,), ()), "perm": ((3,), (3,))}
+_INDEX: dict[str, Any] = {
+    "row": 1,
+    "revcols": (slice(None), slice(None, None, -1)),
+    "elem": (0, 2),
+    "rev": slice(None, None, -1),
+    "first": 0,
+    "perm": np.array([2, 0, 1]),
+}
+_INDEX_SHAPES = {
+    "row": ((2, 3), (3,)),
+    "revcols": ((2, 3), (2, 3)),
+    "elem": ((2, 3), ()),
+    "rev": ((3,), (3,)),
+    "first": ((3,), ()),
+    "perm": ((3,), (3,)),
+}
 
 
 def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -292,9 +333,11 @@ def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
 
 # ---------------------------------------------------------------- the program strategy
 
+
 @st.composite
-def blocks(draw: Any, shapes: list[tuple[int, ...]], depth: int, min_nodes: int = 1,
-           max_nodes: int = 4) -> Block:
+def blocks(
+    draw: Any, shapes: list[tuple[int, ...]], depth: int, min_nodes: int = 1, max_nodes: int = 4
+) -> Block:
     """A block of nodes over values of `shapes` (the enclosing scopes' values first)."""
     shapes = list(shapes)
     nodes = []
@@ -312,8 +355,19 @@ def _of(shapes: list, *wanted: tuple[int, ...]) -> list[int]:
 @st.composite
 def _node(draw: Any, shapes: list, depth: int) -> tuple[Node, tuple[int, ...]]:
     idx = st.sampled_from(range(len(shapes)))
-    kinds = ["unary", "binary", "binary", "sum3", "reduce", "index", "stopgrad", "where",
-             "intscale", "boolmask", "matmul_w"]
+    kinds = [
+        "unary",
+        "binary",
+        "binary",
+        "sum3",
+        "reduce",
+        "index",
+        "stopgrad",
+        "where",
+        "intscale",
+        "boolmask",
+        "matmul_w",
+    ]
     if _of(shapes, (3,)):
         kinds += ["dynindex", "dot"]
     if _of(shapes, (2, 3)):
@@ -401,16 +455,20 @@ programs = blocks([*INPUTS], 0, 1, 6)
 
 # ---------------------------------------------------------------- the check
 
+
 def _loss(B: Any, program: Block, ct: np.ndarray) -> Callable[..., Any]:
     """The program's output contracted with (a broadcast slice of) the fixed cotangent `ct`."""
+
     def loss(x: Any, y: Any, s: Any) -> Any:
         out = run_block(B, program, [x, y, s], None)
         return B.reduce["sum"](out * ct[(0,) * (2 - len(out.shape))])
+
     return loss
 
 
-def _reference(program: Block, ct: np.ndarray, args: list[np.ndarray], log: bool = True
-               ) -> tuple[float, Any, Callable[..., Any]]:
+def _reference(
+    program: Block, ct: np.ndarray, args: list[np.ndarray], log: bool = True
+) -> tuple[float, Any, Callable[..., Any]]:
     """JAX's value and jax.grad of the program at `args`, and the replayed program (its
     branches, trip counts, masks and stopped values fixed at the concrete run's)."""
     tape: list[Any] = []
@@ -420,21 +478,24 @@ def _reference(program: Block, ct: np.ndarray, args: list[np.ndarray], log: bool
 
     def replayed(*a: Any) -> Any:
         return _loss(_Jnp(tape, True), program, ct)(*a)  # a fresh tape position per call
+
     return value, jax.grad(replayed, argnums=(0, 1, 2))(*args), replayed
 
 
 def _assert_grads(grads: Any, want: Any, what: str, rtol: float = 1e-7) -> None:
     for name, g, w in zip("xys", grads, want):
-        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=rtol, atol=1e-9,
-                                   err_msg=f"d/d{name} {what}")
+        np.testing.assert_allclose(
+            np.asarray(g), np.asarray(w), rtol=rtol, atol=1e-9, err_msg=f"d/d{name} {what}"
+        )
 
 
 #: The other ways `check_modes` runs a program.
 MODES = frozenset({"jit=False", "jit+vmap", "imperative", "second order"})
 
 
-def check_program(program: Block, seed: int, backend: Any = _Sg,
-                  modes: frozenset[str] = frozenset()) -> None:
+def check_program(
+    program: Block, seed: int, backend: Any = _Sg, modes: frozenset[str] = frozenset()
+) -> None:
     """srcgrad's value and gradient of `program` against JAX's and finite differences, then
     run the other ways in `modes` (`check_modes`)."""
     rng = np.random.default_rng(seed)
@@ -442,8 +503,9 @@ def check_program(program: Block, seed: int, backend: Any = _Sg,
     ct = rng.standard_normal((2, 3))
     want_value, want_grads, replayed = _reference(program, ct, args)
     value, grads = sg.value_and_grad(_loss(backend, program, ct), argnums=(0, 1, 2))(*args)
-    np.testing.assert_allclose(float(value), want_value, rtol=1e-9, atol=1e-9,
-                               err_msg="srcgrad's value differs from JAX's")
+    np.testing.assert_allclose(
+        float(value), want_value, rtol=1e-9, atol=1e-9, err_msg="srcgrad's value differs from JAX's"
+    )
     _assert_grads(grads, want_grads, "differs from jax.grad of the unrolled program")
     v = [rng.standard_normal(s) for s in INPUTS]
     eps = 1e-6
@@ -451,8 +513,9 @@ def check_program(program: Block, seed: int, backend: Any = _Sg,
     minus = float(replayed(*[a - eps * d for a, d in zip(args, v)]))
     numeric = (plus - minus) / (2 * eps)
     analytic = float(sum(np.vdot(np.asarray(g), d) for g, d in zip(grads, v)))
-    assert abs(analytic - numeric) <= 1e-5 * max(1.0, abs(numeric), abs(analytic)), \
+    assert abs(analytic - numeric) <= 1e-5 * max(1.0, abs(numeric), abs(analytic)), (
         f"directional derivative: srcgrad {analytic!r}, finite differences {numeric!r}"
+    )
     if modes:
         check_modes(program, ct, args, want_value, want_grads, replayed, v, rng, modes)
 
@@ -461,13 +524,23 @@ def _unbounded(block: Block) -> bool:
     """True if the program has a while loop without max_iters or a fori loop with a traced
     bound (if its gradient records, it needs concrete inputs: under jax.jit or jax.vmap it
     asks for max_iters)."""
-    return any((n[0] == "while" and n[4] is None) or (n[0] == "fori" and isinstance(n[2], str))
-               for n in _walk(block))
+    return any(
+        (n[0] == "while" and n[4] is None) or (n[0] == "fori" and isinstance(n[2], str))
+        for n in _walk(block)
+    )
 
 
-def check_modes(program: Block, ct: np.ndarray, args: list[np.ndarray], want_value: float,
-                want_grads: Any, replayed: Callable[..., Any], v: list[np.ndarray],
-                rng: np.random.Generator, modes: frozenset[str] = MODES) -> None:
+def check_modes(
+    program: Block,
+    ct: np.ndarray,
+    args: list[np.ndarray],
+    want_value: float,
+    want_grads: Any,
+    replayed: Callable[..., Any],
+    v: list[np.ndarray],
+    rng: np.random.Generator,
+    modes: frozenset[str] = MODES,
+) -> None:
     """The program's gradient run the other ways in `modes`, against the same JAX
     references: op by op (`jit=False`), under `jax.jit(jax.vmap(...))` (a batch of two
     inputs; only an unbounded loop whose gradient records may instead ask for max_iters),
@@ -478,8 +551,13 @@ def check_modes(program: Block, ct: np.ndarray, args: list[np.ndarray], want_val
     loss = _loss(_Sg, program, ct)
     if "jit=False" in modes:
         value, grads = sg.value_and_grad(loss, argnums=(0, 1, 2), jit=False)(*args)
-        np.testing.assert_allclose(float(value), want_value, rtol=1e-9, atol=1e-9,
-                                   err_msg="jit=False: the value differs from JAX's")
+        np.testing.assert_allclose(
+            float(value),
+            want_value,
+            rtol=1e-9,
+            atol=1e-9,
+            err_msg="jit=False: the value differs from JAX's",
+        )
         _assert_grads(grads, want_grads, "jit=False: differs from jax.grad")
     if "jit+vmap" in modes:
         other = [rng.standard_normal(s) for s in INPUTS]
@@ -491,16 +569,20 @@ def check_modes(program: Block, ct: np.ndarray, args: list[np.ndarray], want_val
         else:
             _, other_grads, _ = _reference(program, ct, other, log=False)
             for i, want in enumerate((want_grads, other_grads)):
-                _assert_grads([g[i] for g in batched], want,
-                              f"jax.jit(jax.vmap), example {i}: differs from jax.grad")
+                _assert_grads(
+                    [g[i] for g in batched],
+                    want,
+                    f"jax.jit(jax.vmap), example {i}: differs from jax.grad",
+                )
     if "imperative" in modes:
         _check_imperative(program, ct, args, want_value, want_grads)
     if "second order" in modes:
         _check_second_order(loss, replayed, args, v)
 
 
-def _check_imperative(program: Block, ct: np.ndarray, args: list[np.ndarray],
-                      want_value: float, want_grads: Any) -> None:
+def _check_imperative(
+    program: Block, ct: np.ndarray, args: list[np.ndarray], want_value: float, want_grads: Any
+) -> None:
     tensors = [sg.tensor(a) for a in args]
     for t in tensors:
         t.attach_grad()
@@ -510,17 +592,32 @@ def _check_imperative(program: Block, ct: np.ndarray, args: list[np.ndarray],
         out.backward()
     except GradientError as e:  # no op read an input (PyTorch and MXNet raise there too)
         assert "no inputs in the computational graph" in str(e), e
-        _assert_grads([np.zeros_like(a) for a in args], want_grads,
-                      "imperative: no recorded op read an input, but jax.grad is not zero")
+        _assert_grads(
+            [np.zeros_like(a) for a in args],
+            want_grads,
+            "imperative: no recorded op read an input, but jax.grad is not zero",
+        )
         return
-    np.testing.assert_allclose(float(out.item()), want_value, rtol=1e-9, atol=1e-9,
-                               err_msg="imperative: the value differs from JAX's")
-    _assert_grads([t.grad.numpy() for t in tensors], want_grads,
-                  "imperative (record/backward): differs from jax.grad")
+    np.testing.assert_allclose(
+        float(out.item()),
+        want_value,
+        rtol=1e-9,
+        atol=1e-9,
+        err_msg="imperative: the value differs from JAX's",
+    )
+    _assert_grads(
+        [t.grad.numpy() for t in tensors],
+        want_grads,
+        "imperative (record/backward): differs from jax.grad",
+    )
 
 
-def _check_second_order(loss: Callable[..., Any], replayed: Callable[..., Any],
-                        args: list[np.ndarray], v: list[np.ndarray]) -> None:
+def _check_second_order(
+    loss: Callable[..., Any],
+    replayed: Callable[..., Any],
+    args: list[np.ndarray],
+    v: list[np.ndarray],
+) -> None:
     g = sg.grad(loss, argnums=(0, 1, 2))
 
     def sg_along_v(*a: Any) -> Any:
@@ -528,9 +625,13 @@ def _check_second_order(loss: Callable[..., Any], replayed: Callable[..., Any],
 
     def jax_along_v(*a: Any) -> Any:
         return sum(jnp.sum(gi * vi) for gi, vi in zip(jax.grad(replayed, (0, 1, 2))(*a), v))
-    _assert_grads(sg.grad(sg_along_v, argnums=(0, 1, 2))(*args),
-                  jax.grad(jax_along_v, argnums=(0, 1, 2))(*args),
-                  "second order: the Hessian-vector product differs from JAX's", rtol=1e-6)
+
+    _assert_grads(
+        sg.grad(sg_along_v, argnums=(0, 1, 2))(*args),
+        jax.grad(jax_along_v, argnums=(0, 1, 2))(*args),
+        "second order: the Hessian-vector product differs from JAX's",
+        rtol=1e-6,
+    )
 
 
 def _depth(block: Block) -> int:
@@ -545,8 +646,17 @@ def _log(program: Block, tape: list[Any]) -> None:
         kinds = sorted({n[0] for n in _walk(program)})
         trips = [int(t) for t in tape if np.ndim(t) == 0 and not isinstance(t, np.ndarray)]
         with open(path, "a") as f:
-            f.write(json.dumps({"nodes": len(list(_walk(program))), "depth": _depth(program),
-                                "kinds": kinds, "decisions": trips}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "nodes": len(list(_walk(program))),
+                        "depth": _depth(program),
+                        "kinds": kinds,
+                        "decisions": trips,
+                    }
+                )
+                + "\n"
+            )
 
 
 def _walk(block: Block) -> Any:
@@ -562,13 +672,19 @@ _SETTINGS = dict(deadline=None, suppress_health_check=list(HealthCheck), databas
 
 #: Found by a long run, kept as a regression case: a tie (`x > stop_gradient(x)`) that
 #: finite differences flipped before comparison masks were replayed.
-_TIE = (("unary", "sin", 0), ("unary", "sin", 0), ("unary", "sin", 0), ("dot", 1, 1),
-        ("stopgrad", 0), ("where", 0, 7, 0, 1))
+_TIE = (
+    ("unary", "sin", 0),
+    ("unary", "sin", 0),
+    ("unary", "sin", 0),
+    ("dot", 1, 1),
+    ("stopgrad", 0),
+    ("where", 0, 7, 0, 1),
+)
 
 
 @settings(max_examples=int(_N) if _N else 8, derandomize=not _N, **_SETTINGS)
 @example(_TIE, 0)
-@given(programs, st.integers(0, 2 ** 31 - 1))
+@given(programs, st.integers(0, 2**31 - 1))
 def test_fuzz_gradients(program: Block, seed: int) -> None:
     check_program(program, seed)
 
@@ -582,7 +698,7 @@ _LONG = -(-int(_N) // len(_SHARDS)) if _N else 300
 @pytest.mark.slow
 @pytest.mark.parametrize("shard", _SHARDS)
 @settings(max_examples=_LONG, **_SETTINGS)
-@given(programs, st.integers(0, 2 ** 31 - 1))
+@given(programs, st.integers(0, 2**31 - 1))
 def test_fuzz_gradients_long(shard: int, program: Block, seed: int) -> None:
     _release()
     check_program(program, seed)
@@ -591,7 +707,7 @@ def test_fuzz_gradients_long(shard: int, program: Block, seed: int) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("shard", _SHARDS)
 @settings(max_examples=_LONG, **_SETTINGS)
-@given(programs, st.integers(0, 2 ** 31 - 1))
+@given(programs, st.integers(0, 2**31 - 1))
 def test_fuzz_all_modes_long(shard: int, program: Block, seed: int) -> None:
     """Each program also op by op, under jax.jit and jax.vmap, imperatively and to second
     order (`check_modes`)."""
@@ -615,27 +731,57 @@ def _release() -> None:
 
 # ---------------------------------------------------------------- the interpreters agree
 
+
 def test_interpreter_covers_every_node_kind() -> None:
     """A hand-written program with every node kind, nested three deep, checks out."""
     # Values 0-2 are the inputs x (2,3), y (3,), s (); node k makes value k + 3.
-    fori_body = (("unary", "sin", 25), ("binary", "multiply", 27, 26))   # v: 25, float(i): 26
+    fori_body = (("unary", "sin", 25), ("binary", "multiply", 27, 26))  # v: 25, float(i): 26
     program = (
-        ("unary", "tanh", 0), ("binary", "safediv", 1, 3), ("sum3", 0, 1, 2),       # 3, 4, 5
-        ("reduce", "max", 0, 0), ("reduce", "mean", 5, None), ("index", "row", 0),   # 6, 7, 8
-        ("index", "revcols", 3), ("index", "elem", 0), ("index", "rev", 1),          # 9, 10, 11
-        ("index", "first", 6), ("index", "perm", 8), ("dynindex", 1, 6),             # 12, 13, 14
-        ("matmul_w", 0), ("dot", 1, 11), ("mm3", 0, 3, 9), ("mv", 0, 1, 4),          # 15 - 18
-        ("stopgrad", 3), ("where", 0, 3, 1, 2), ("intscale", 1, 0),                  # 19, 20, 21
-        ("boolmask", 2, 3, 0),                                                        # 22
-        ("cond", 1, 3, (("while", 23, 1, (("fori", 24, "t1", fori_body),), None),),  # 23
-         (("unary", "cos", 23),)),
-        ("while", 0, 3, (("fori", 24, 2, (("cond", 8, 25, (("unary", "gauss", 27),), ()),)),),
-         2),                                                                          # 24
-        ("binary", "add", 23, 24), ("sum3", 25, 19, 22), ("binary", "add", 26, 17),  # 25 - 27
-        ("sum3", 27, 15, 20), ("binary", "multiply", 28, 21), ("sum3", 29, 18, 16),  # 28 - 30
-        ("sum3", 30, 14, 13), ("sum3", 31, 12, 10), ("sum3", 32, 7, 6),              # 31 - 33
-        ("scan", 2, 0, (("dot", 35, 1), ("binary", "add", 36, 34))),                 # 34
-        ("binary", "add", 33, 34),                                                    # 35
+        ("unary", "tanh", 0),
+        ("binary", "safediv", 1, 3),
+        ("sum3", 0, 1, 2),  # 3, 4, 5
+        ("reduce", "max", 0, 0),
+        ("reduce", "mean", 5, None),
+        ("index", "row", 0),  # 6, 7, 8
+        ("index", "revcols", 3),
+        ("index", "elem", 0),
+        ("index", "rev", 1),  # 9, 10, 11
+        ("index", "first", 6),
+        ("index", "perm", 8),
+        ("dynindex", 1, 6),  # 12, 13, 14
+        ("matmul_w", 0),
+        ("dot", 1, 11),
+        ("mm3", 0, 3, 9),
+        ("mv", 0, 1, 4),  # 15 - 18
+        ("stopgrad", 3),
+        ("where", 0, 3, 1, 2),
+        ("intscale", 1, 0),  # 19, 20, 21
+        ("boolmask", 2, 3, 0),  # 22
+        (
+            "cond",
+            1,
+            3,
+            (("while", 23, 1, (("fori", 24, "t1", fori_body),), None),),  # 23
+            (("unary", "cos", 23),),
+        ),
+        (
+            "while",
+            0,
+            3,
+            (("fori", 24, 2, (("cond", 8, 25, (("unary", "gauss", 27),), ()),)),),
+            2,
+        ),  # 24
+        ("binary", "add", 23, 24),
+        ("sum3", 25, 19, 22),
+        ("binary", "add", 26, 17),  # 25 - 27
+        ("sum3", 27, 15, 20),
+        ("binary", "multiply", 28, 21),
+        ("sum3", 29, 18, 16),  # 28 - 30
+        ("sum3", 30, 14, 13),
+        ("sum3", 31, 12, 10),
+        ("sum3", 32, 7, 6),  # 31 - 33
+        ("scan", 2, 0, (("dot", 35, 1), ("binary", "add", 36, 34))),  # 34
+        ("binary", "add", 33, 34),  # 35
     )
     check_program(program, 0)
 
@@ -643,10 +789,12 @@ def test_interpreter_covers_every_node_kind() -> None:
 def test_one_program_checks_out_in_every_mode() -> None:
     """A loop, a branch and a scan, run op by op and imperatively (the modes that compile
     nothing; the long profile runs every mode on random programs)."""
-    program = (("while", 0, 1, (("binary", "multiply", 3, 1),), 2),                  # 3
-               ("cond", 2, 1, (("unary", "sin", 4),), (("unary", "cos", 4),)),       # 4
-               ("scan", 2, 3, (("dot", 6, 4), ("binary", "add", 7, 5))),             # 5
-               ("sum3", 3, 4, 5))                                                     # 6
+    program = (
+        ("while", 0, 1, (("binary", "multiply", 3, 1),), 2),  # 3
+        ("cond", 2, 1, (("unary", "sin", 4),), (("unary", "cos", 4),)),  # 4
+        ("scan", 2, 3, (("dot", 6, 4), ("binary", "add", 7, 5))),  # 5
+        ("sum3", 3, 4, 5),
+    )  # 6
     check_program(program, 3, modes=frozenset({"jit=False", "imperative"}))
 
 

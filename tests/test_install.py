@@ -4,6 +4,7 @@ The package is built from a copy of the repository and installed, without networ
 fresh virtual environment that sees the running environment's packages (jax, pip and the
 build backend: the `test` extra brings setuptools and wheel).
 """
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-_IGNORE = shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", "build", "dist", ".venv*",
-                                 ".pytest_cache", ".hypothesis")
+_IGNORE = shutil.ignore_patterns(
+    ".git", "__pycache__", "*.egg-info", "build", "dist", ".venv*", ".pytest_cache", ".hypothesis"
+)
 
 _PURELIB = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
 _PROBE = """
@@ -37,12 +39,15 @@ print(json.dumps({
 
 def _venv(path: Path) -> Path:
     """A fresh venv whose interpreter sees this environment's packages; returns its python."""
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
-                    str(path)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(path)],
+        check=True,
+    )
     python = path / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     if sys.prefix != sys.base_prefix:  # running in a venv: --system-site-packages skips it
-        purelib = subprocess.run([str(python), "-c", _PURELIB], check=True, capture_output=True,
-                                 text=True).stdout.strip()
+        purelib = subprocess.run(
+            [str(python), "-c", _PURELIB], check=True, capture_output=True, text=True
+        ).stdout.strip()
         Path(purelib, "_parent_env.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     return python
 
@@ -52,12 +57,31 @@ def test_pip_install_puts_transforms_inside_srcgrad(tmp_path: Path) -> None:
     shutil.copytree(REPO, src, ignore=_IGNORE)
     python = _venv(tmp_path / "venv")
     install = subprocess.run(
-        [str(python), "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
-         "--ignore-installed", "--disable-pip-version-check", "-q", "."],
-        cwd=src, capture_output=True, text=True)
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--ignore-installed",
+            "--disable-pip-version-check",
+            "-q",
+            ".",
+        ],
+        cwd=src,
+        capture_output=True,
+        text=True,
+    )
     assert install.returncode == 0, install.stdout + install.stderr
-    probe = subprocess.run([str(python), "-c", _PROBE], cwd=tmp_path, capture_output=True,
-                           text=True, env={**os.environ, "PYTHONPATH": ""})
+    probe = subprocess.run(
+        [str(python), "-c", _PROBE],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": ""},
+    )
     assert probe.returncode == 0, probe.stdout + probe.stderr
     found = json.loads(probe.stdout.strip().splitlines()[-1])
     site_dir = Path(found["site"]).resolve()
@@ -77,8 +101,13 @@ def test_pip_install_puts_transforms_inside_srcgrad(tmp_path: Path) -> None:
     assert packages <= files, f"subpackages left out of the wheel: {sorted(packages - files)}"
     assert found["grad"] == [0.0, 2.0, 4.0]
     _check_metadata(record.parent, files)
-    tour = subprocess.run([str(python), "-m", "srcgrad"], cwd=tmp_path, capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": ""})
+    tour = subprocess.run(
+        [str(python), "-m", "srcgrad"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": ""},
+    )
     assert tour.returncode == 0, tour.stdout + tour.stderr
     assert tour.stdout.startswith("srcgrad 0.1.0, Python ") and "jax " in tour.stdout
     assert "0.16666666" in tour.stdout  # the tour's gradient through Newton's loop

@@ -1,4 +1,5 @@
 """srcgrad.testing.check_grads: pytree arguments, argnums, and that it does catch errors."""
+
 from __future__ import annotations
 
 import sys
@@ -43,6 +44,7 @@ def test_nested_tuples_lists_and_scalars() -> None:
     def f_jnp(pair: tuple, xs: list) -> Any:
         a, b = pair
         return jnp.sum(jnp.sin(a) * xs[0]) + b * jnp.sum(xs[1])
+
     args = ((RNG.standard_normal(3), 1.5), [RNG.standard_normal(3), RNG.standard_normal(2)])
     check_grads(f, args, jax_fun=f_jnp)
 
@@ -52,9 +54,9 @@ def test_argnums_leaves_other_arguments_unchanged() -> None:
 
     def f(n: Any, x: Any) -> Any:
         seen.append(n)
-        return sg.sum(x ** n)
-    check_grads(f, (3, RNG.standard_normal(4)), argnums=1,
-                jax_fun=lambda n, x: jnp.sum(x ** n))
+        return sg.sum(x**n)
+
+    check_grads(f, (3, RNG.standard_normal(4)), argnums=1, jax_fun=lambda n, x: jnp.sum(x**n))
     assert seen and all(n == 3 and type(n) is int for n in seen)  # never cast nor traced
     check_grads(f, (3, RNG.standard_normal(4)), argnums=(-1,))
 
@@ -62,6 +64,7 @@ def test_argnums_leaves_other_arguments_unchanged() -> None:
 def test_a_wrong_gradient_is_caught_in_a_pytree() -> None:
     def wrong(params: dict, x: Any) -> Any:  # d/db is lost
         return sg.tanh(x @ params["w"] + sg.stop_gradient(params["b"]))
+
     with pytest.raises(AssertionError):
         check_grads(wrong, (PARAMS, X), jax_fun=_mlp_jnp)
     with pytest.raises(AssertionError, match="directional derivative"):
@@ -90,6 +93,7 @@ def test_float32_without_global_x64() -> None:
 
 
 # ---------------------------------------------------------------- property-test helpers
+
 
 def test_settings_turn_the_deadline_off_and_take_changes() -> None:
     s = sgt.settings()

@@ -3,6 +3,7 @@ transforms/treeverse.py): adding a per-iteration gradient to its accumulator.
 
 Layer L4 (transforms): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from srcgrad.ir.analysis import producer
@@ -17,8 +18,12 @@ def accumulate(acc: Variable, g: Variable) -> Variable:
     src = producer(g)
     if src is not None and src.type == "dynamic_update_index":
         base = producer(src.inputs[0])
-        if (base is not None and base.type == "fill_constant" and base.attrs["value"] == 0
-                and acc.dtype == g.dtype):
+        if (
+            base is not None
+            and base.type == "fill_constant"
+            and base.attrs["value"] == 0
+            and acc.dtype == g.dtype
+        ):
             _, value, i = src.inputs
             slot = add(dynamic_index(acc, i, **src.attrs), value)
             return dynamic_update_index(acc, slot, i, **src.attrs)

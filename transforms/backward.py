@@ -9,6 +9,7 @@ recursively on their sub-blocks.
 
 Layer L4 (transforms): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
@@ -53,8 +54,11 @@ class _Partials:
 
     def add(self, var: Variable, grad: Variable, fresh: bool) -> None:
         if grad.shape != var.shape:
-            raise GradientError(f"gradient of {var.name} has shape {grad.shape}, expected "
-                                f"{var.shape} (a grad maker is wrong)", loc=user_location())
+            raise GradientError(
+                f"gradient of {var.name} has shape {grad.shape}, expected "
+                f"{var.shape} (a grad maker is wrong)",
+                loc=user_location(),
+            )
         if grad.dtype != var.dtype:
             grad = emit1("convert", [grad], {"dtype": var.dtype})
             fresh = True
@@ -84,8 +88,12 @@ class _Partials:
         return out
 
 
-def backward_block(fwd: Block, seeds: Sequence[tuple[Variable, Variable]], wrt: Sequence[Variable],
-                   no_grad: set[Variable]) -> dict[Variable, Variable | None]:
+def backward_block(
+    fwd: Block,
+    seeds: Sequence[tuple[Variable, Variable]],
+    wrt: Sequence[Variable],
+    no_grad: set[Variable],
+) -> dict[Variable, Variable | None]:
     """Append to the current block the gradients of `seeds`' targets w.r.t. `wrt`.
 
     `fwd` is the block whose ops are differentiated; the grad ops go to the program's current
@@ -121,13 +129,18 @@ def _differentiate(op: Op, partials: _Partials, requires: set[Variable], gblock:
         if row.grad is None:
             raise GradientError(
                 f"{op.type} has no gradient, and it lies on the differentiated path "
-                f"(inputs {', '.join(v.type_str() for v in op.inputs)})", op=op.type, loc=op.loc)
+                f"(inputs {', '.join(v.type_str() for v in op.inputs)})",
+                op=op.type,
+                loc=op.loc,
+            )
         inputs = list(op.inputs)  # grad makers of loops add inputs to the forward op
         need = [i in requires for i in inputs]
         n_ops = len(gblock.ops)
         if any(missing):
-            gs = [_zero_grad(o, gblock) if g is None and dtypes.is_inexact(o.dtype) else g
-                  for o, g in zip(op.outputs, gs)]
+            gs = [
+                _zero_grad(o, gblock) if g is None and dtypes.is_inexact(o.dtype) else g
+                for o, g in zip(op.outputs, gs)
+            ]
         # Consumed lazily: a maker that yields has each gradient unbroadcast before it goes on.
         in_grads = []
         for v, g, nd in zip(inputs, row.grad(op, gs, need), need):
@@ -149,8 +162,11 @@ def _zero_grad(v: Variable, gblock: Block) -> Variable:
 def _check_in_program(vs: Sequence[Variable], prog: Program, what: str) -> None:
     for v in vs:
         if not isinstance(v, Variable) or v.block.program is not prog:
-            raise GradientError(f"{what} {v!r} is not in a computational graph (not a value of "
-                                "the program being built)", loc=user_location())
+            raise GradientError(
+                f"{what} {v!r} is not in a computational graph (not a value of "
+                "the program being built)",
+                loc=user_location(),
+            )
 
 
 def _owner(targets: Sequence[Any], what: str) -> Program:
@@ -159,22 +175,29 @@ def _owner(targets: Sequence[Any], what: str) -> Program:
     for t in targets:
         prog = t.block.program if isinstance(t, Variable) else None
         if prog is None or t.block not in prog.blocks:  # not a Variable, or a disposed trace
-            raise GradientError(f"{what} {t!r} is not in a computational graph (not a value of a "
-                                "program: build it inside sg.program_guard or a traced function)",
-                                loc=user_location())
+            raise GradientError(
+                f"{what} {t!r} is not in a computational graph (not a value of a "
+                "program: build it inside sg.program_guard or a traced function)",
+                loc=user_location(),
+            )
         if prog not in progs:
             progs.append(prog)
     if len(progs) > 1:
-        raise GradientError(f"the {what}s {[t.name for t in targets]} belong to different "
-                            "programs", loc=user_location())
+        raise GradientError(
+            f"the {what}s {[t.name for t in targets]} belong to different programs",
+            loc=user_location(),
+        )
     if not progs:
         raise GradientError(f"no {what} given", loc=user_location())
     return progs[0]
 
 
-def gradients(targets: Variable | Sequence[Variable], inputs: Variable | Sequence[Variable],
-              target_gradients: Any = None, no_grad_set: Iterable[Variable] | None = None
-              ) -> list[Variable | None]:
+def gradients(
+    targets: Variable | Sequence[Variable],
+    inputs: Variable | Sequence[Variable],
+    target_gradients: Any = None,
+    no_grad_set: Iterable[Variable] | None = None,
+) -> list[Variable | None]:
     """Gradients of `targets` (seeded with `target_gradients`, default ones) w.r.t. `inputs`.
 
     The grad ops are appended to the program the targets live in, as Fluid does, whether or
@@ -191,20 +214,28 @@ def gradients(targets: Variable | Sequence[Variable], inputs: Variable | Sequenc
         return _gradients(prog, ts, inputs, target_gradients, no_grad_set)
 
 
-def _gradients(prog: Program, ts: list[Variable], inputs: Variable | Sequence[Variable],
-               target_gradients: Any, no_grad_set: Iterable[Variable] | None
-               ) -> list[Variable | None]:
+def _gradients(
+    prog: Program,
+    ts: list[Variable],
+    inputs: Variable | Sequence[Variable],
+    target_gradients: Any,
+    no_grad_set: Iterable[Variable] | None,
+) -> list[Variable | None]:
     xs = [inputs] if isinstance(inputs, Variable) else list(inputs)
     _check_in_program(xs, prog, "input")
     block = prog.current_block()
     for t in ts:
         if t.block is not block:
-            raise GradientError(f"target {t.name} is not a value of the block being built",
-                                loc=user_location())
+            raise GradientError(
+                f"target {t.name} is not a value of the block being built", loc=user_location()
+            )
     for x in xs:
         if not dtypes.is_inexact(x.dtype):
-            raise GradientError(f"cannot differentiate with respect to {x.name}: {x.type_str()} "
-                                "is not a floating-point type", loc=user_location())
+            raise GradientError(
+                f"cannot differentiate with respect to {x.name}: {x.type_str()} "
+                "is not a floating-point type",
+                loc=user_location(),
+            )
     if target_gradients is None:
         tgs: list[Any] = [None] * len(ts)
     elif isinstance(target_gradients, (list, tuple)):
@@ -212,24 +243,31 @@ def _gradients(prog: Program, ts: list[Variable], inputs: Variable | Sequence[Va
     else:
         tgs = [target_gradients]
     if len(tgs) != len(ts):
-        raise GradientError(f"{len(tgs)} target gradients for {len(ts)} targets",
-                            loc=user_location())
+        raise GradientError(
+            f"{len(tgs)} target gradients for {len(ts)} targets", loc=user_location()
+        )
     seeds = []
     for t, g in zip(ts, tgs):
         if g is None:
             if not dtypes.is_inexact(t.dtype):
-                raise GradientError(f"target {t.name} ({t.type_str()}) is not floating-point",
-                                    loc=user_location())
+                raise GradientError(
+                    f"target {t.name} ({t.type_str()}) is not floating-point", loc=user_location()
+                )
             if t.shape != () and t.size != 1:
-                raise GradientError(f"target {t.name} ({t.type_str()}) is not a scalar: pass its "
-                                    "head gradient in target_gradients", loc=user_location())
+                raise GradientError(
+                    f"target {t.name} ({t.type_str()}) is not a scalar: pass its "
+                    "head gradient in target_gradients",
+                    loc=user_location(),
+                )
             g = full(t.shape, 1.0, t.dtype)
             prog.rename(g, f"{t.name}@GRAD")
         else:
             g = as_var(g, like=t)
             if g.shape != t.shape:
-                raise GradientError(f"head gradient for {t.name} has shape {g.shape}, expected "
-                                    f"{t.shape}", loc=user_location())
+                raise GradientError(
+                    f"head gradient for {t.name} has shape {g.shape}, expected {t.shape}",
+                    loc=user_location(),
+                )
             g = assign(g, base=f"{t.name}@GRAD")
         seeds.append((t, g))
     no_grad = set(no_grad_set or ())
@@ -238,16 +276,20 @@ def _gradients(prog: Program, ts: list[Variable], inputs: Variable | Sequence[Va
     return [grads[x] for x in xs]
 
 
-def append_backward(loss: Variable, parameter_list: Sequence[Variable | str] | None = None,
-                    no_grad_set: Iterable[Variable | str] | None = None
-                    ) -> list[tuple[Variable, Variable]]:
+def append_backward(
+    loss: Variable,
+    parameter_list: Sequence[Variable | str] | None = None,
+    no_grad_set: Iterable[Variable | str] | None = None,
+) -> list[tuple[Variable, Variable]]:
     """Fluid's append_backward: gradients of a scalar loss for the parameters of the program
     the loss lives in (`loss.block.program`), inside or outside its `program_guard`."""
     prog = _owner([loss], "loss")
     if loss.shape != () and loss.size != 1:
-        raise GradientError(f"the loss must be a scalar to seed its gradient, got "
-                            f"{loss.type_str()}; pass target gradients to sg.gradients instead",
-                            loc=user_location())
+        raise GradientError(
+            f"the loss must be a scalar to seed its gradient, got "
+            f"{loss.type_str()}; pass target gradients to sg.gradients instead",
+            loc=user_location(),
+        )
     by_name = {v.name: v for v in prog.inputs}
 
     def resolve(p: Variable | str) -> Variable:
@@ -257,8 +299,11 @@ def append_backward(loss: Variable, parameter_list: Sequence[Variable | str] | N
             return by_name[p]
         return p
 
-    params = ([resolve(p) for p in parameter_list] if parameter_list is not None
-              else [v for v in prog.inputs if v.kind == "param"])
+    params = (
+        [resolve(p) for p in parameter_list]
+        if parameter_list is not None
+        else [v for v in prog.inputs if v.kind == "param"]
+    )
     no_grad = {resolve(v) for v in (no_grad_set or ())}
     grads = gradients([loss], params, None, no_grad)
     return [(p, g) for p, g in zip(params, grads) if g is not None]

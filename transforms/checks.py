@@ -9,6 +9,7 @@ returns the count of the branch taken (0 from the others).
 
 Layer L4 (transforms): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from srcgrad.ir.analysis import branch_blocks
@@ -52,5 +53,9 @@ def _lift(v: Variable, loop: Op) -> Variable:
         out = owner.block.new_var(f"{v.name.split('@')[0]}_res", (), v.dtype)
         owner.outputs.append(out)
         return out
-    raise SrcgradError("a while loop without max_iters is differentiated inside another "
-                       "loop's condition; pass max_iters", op="while", loc=loop.loc)
+    raise SrcgradError(
+        "a while loop without max_iters is differentiated inside another "
+        "loop's condition; pass max_iters",
+        op="while",
+        loc=loop.loc,
+    )

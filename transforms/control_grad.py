@@ -35,6 +35,7 @@ result can be differentiated again.
 
 Layer L4 (transforms): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -62,8 +63,16 @@ from .replay import Rebuild, replayed
 from .treeverse import outputs_unused, treeverse_grad
 from srcgrad.ir.analysis import free_vars, live_ops, producer
 
-from .passes import (const_scalar, emit_at, emit_before, repoint_checks, replace_op, residuals,
-                     shape_only_reads, substitute)
+from .passes import (
+    const_scalar,
+    emit_at,
+    emit_before,
+    repoint_checks,
+    replace_op,
+    residuals,
+    shape_only_reads,
+    substitute,
+)
 
 #: Stack capacity of an unbounded loop on its first run; overflow reruns with a larger one.
 INITIAL_CAPACITY = 64
@@ -71,6 +80,7 @@ INT32 = np.dtype(np.int32)
 
 
 # ---------------------------------------------------------------- while: 1. carried values
+
 
 def _carried_requires(body: Block, init_need: list[bool], caps: list[Variable]) -> list[int]:
     """Carried values that carry a gradient: a fixed point over the loop body."""
@@ -114,6 +124,7 @@ def _carried(body: Block, gs: list, init_need: list[bool], caps: list[Variable])
 
 # ---------------------------------------------------------------- while: the forward loop op
 
+
 @dataclass
 class Carry:
     """A value to add to the carried state of a forward loop."""
@@ -149,11 +160,19 @@ def extend_loop(loop: Op, carries: list[Carry]) -> Op:
     with loop.block.program.block_guard(body):
         body.results += [c.step(p) for c, p in zip(carries, params)]
     inputs = loop.inputs[:n] + [c.init for c in carries] + loop.inputs[n:]
-    return Op("while", inputs, loop.outputs + [c.out for c in carries], dict(loop.attrs),
-              loop.loc, loop.block, loop.origin)
+    return Op(
+        "while",
+        inputs,
+        loop.outputs + [c.out for c in carries],
+        dict(loop.attrs),
+        loop.loc,
+        loop.block,
+        loop.origin,
+    )
 
 
 # ---------------------------------------------------------------- while: 2. the counter
+
 
 def _counters(loop: Op) -> dict[Variable, tuple[Variable, int]]:
     """Carried integers of a loop that add or subtract 1 per iteration.
@@ -176,8 +195,9 @@ def _counters(loop: Op) -> dict[Variable, tuple[Variable, int]]:
     return out
 
 
-def _with_counter(loop: Op, counters: dict[Variable, tuple[Variable, int]]
-                  ) -> tuple[Op, Variable, Variable]:
+def _with_counter(
+    loop: Op, counters: dict[Variable, tuple[Variable, int]]
+) -> tuple[Op, Variable, Variable]:
     """The loop with an int32 carry counting 0, 1, ...: (loop, its body parameter, the trip
     count). The loop's own such counter if it has one, else a new carry `<loop>@ITERS`;
     `counters` learns it."""
@@ -224,6 +244,7 @@ def _iteration_value(start: Variable, step: int, k1: Variable) -> Variable:
 
 # ---------------------------------------------------------------- while: 3. the grad body
 
+
 @dataclass
 class GradBody:
     """The grad block of a loop body: params (k, carried grads, capture accumulators)."""
@@ -233,8 +254,9 @@ class GradBody:
     n_head: int  # ops before this index compute k1; residual loads go there
 
 
-def _grad_body(body: Block, carried: list[int], caps: list[Variable], count: Variable,
-               parent: Block) -> GradBody:
+def _grad_body(
+    body: Block, carried: list[int], caps: list[Variable], count: Variable, parent: Block
+) -> GradBody:
     """The gradient of one iteration: from the carried values' gradients after iteration
     k1 to those before it, plus the captures' gradients added to their accumulators."""
     prog = body.program
@@ -250,12 +272,18 @@ def _grad_body(body: Block, carried: list[int], caps: list[Variable], count: Var
         k1 = subtract(count, k_next)  # the iteration replayed: count-1, ..., 0
         n_head = len(gb.ops)
         wrt = [body.params[j] for j in carried] + caps
-        grads = backward_block(body, [(body.results[j], d) for j, d in zip(carried, dcarry)],
-                               wrt, set())
-        new_dcarry = [grads[body.params[j]] if grads[body.params[j]] is not None
-                      else zeros(body.params[j].shape, body.params[j].dtype) for j in carried]
-        new_accs = [accumulate(a, grads[c]) if grads[c] is not None else a
-                    for a, c in zip(accs, caps)]
+        grads = backward_block(
+            body, [(body.results[j], d) for j, d in zip(carried, dcarry)], wrt, set()
+        )
+        new_dcarry = [
+            grads[body.params[j]]
+            if grads[body.params[j]] is not None
+            else zeros(body.params[j].shape, body.params[j].dtype)
+            for j in carried
+        ]
+        new_accs = [
+            accumulate(a, grads[c]) if grads[c] is not None else a for a, c in zip(accs, caps)
+        ]
         gb.results = [k_next] + new_dcarry + new_accs
     gb.ops[n_head:] = live_ops(gb.ops[n_head:], gb.results)  # k1's ops stay: the loads read it
     return GradBody(gb, k1, n_head)
@@ -263,8 +291,10 @@ def _grad_body(body: Block, carried: list[int], caps: list[Variable], count: Var
 
 # ---------------------------------------------------------------- while: 4. residuals
 
-def _stacked(loop: Op, counters: dict[Variable, tuple[Variable, int]], slots: int
-             ) -> dict[Variable, Variable]:
+
+def _stacked(
+    loop: Op, counters: dict[Variable, tuple[Variable, int]], slots: int
+) -> dict[Variable, Variable]:
     """Body values the loop already stacks, slot i at iteration i: value -> the loop's output.
 
     These are the stacks of an earlier gradient of the same loop (grad of grad), or a user's
@@ -275,8 +305,13 @@ def _stacked(loop: Op, counters: dict[Variable, tuple[Variable, int]], slots: in
     for j, p in enumerate(body.params):
         res = body.results[j]
         src = producer(res) if res.block is body else None
-        if (src is None or src.type != "dynamic_update_index" or src.attrs.get("axis") != 0
-                or src.inputs[0] is not p or p.shape[0] < slots):
+        if (
+            src is None
+            or src.type != "dynamic_update_index"
+            or src.attrs.get("axis") != 0
+            or src.inputs[0] is not p
+            or p.shape[0] < slots
+        ):
             continue
         start, step = counters.get(src.inputs[2], (None, 0))
         if step == 1 and const_scalar(start) == 0:
@@ -299,11 +334,14 @@ class ResidualPlan:
         if not self.rebuild.replay:
             got = self.rebuild.emit(self.rebuilt)
             got.update((r, zeros(r.shape, r.dtype)) for r in self.zeroed)
-            got.update((r, dynamic_index(s, k1, allow_negative_indices=False))
-                       for r, s in self.stacks.items())
+            got.update(
+                (r, dynamic_index(s, k1, allow_negative_indices=False))
+                for r, s in self.stacks.items()
+            )
             return got
-        loaded = {r: dynamic_index(s, k1, allow_negative_indices=False)
-                  for r, s in self.stacks.items()}
+        loaded = {
+            r: dynamic_index(s, k1, allow_negative_indices=False) for r, s in self.stacks.items()
+        }
         self.rebuild.given.update((r, lambda v=v: v) for r, v in loaded.items())
         got = self.rebuild.emit(self.rebuilt)
         got.update((r, zeros(r.shape, r.dtype)) for r in self.zeroed)
@@ -311,15 +349,21 @@ class ResidualPlan:
         return got
 
 
-def _plan_residuals(fwd: Op, loop: Op, grad: GradBody, counter: Variable,
-                    counters: dict[Variable, tuple[Variable, int]], slots: int
-                    ) -> tuple[Op, ResidualPlan, dict[Variable, Variable]]:
+def _plan_residuals(
+    fwd: Op,
+    loop: Op,
+    grad: GradBody,
+    counter: Variable,
+    counters: dict[Variable, tuple[Variable, int]],
+    slots: int,
+) -> tuple[Op, ResidualPlan, dict[Variable, Variable]]:
     """Plan each residual the grad body reads; returns the loop extended with the new
     stacks, the plan, and every stack by the body value it holds (the residuals, and the
     trip counts of inner loops that capacity checks read)."""
     body = loop.attrs["body"]
     given: dict[Variable, Callable[[], Variable]] = {
-        p: (lambda v=loop.inputs[j]: v) for j, p in enumerate(body.params) if body.results[j] is p}
+        p: (lambda v=loop.inputs[j]: v) for j, p in enumerate(body.params) if body.results[j] is p
+    }
     for p, (start, step) in counters.items():
         given.setdefault(p, lambda start=start, step=step: _iteration_value(start, step, grad.k1))
     reads = residuals(grad.block, body)
@@ -356,8 +400,16 @@ def _plan_residuals(fwd: Op, loop: Op, grad: GradBody, counter: Variable,
 
 # ---------------------------------------------------------------- while: 5. the backward loop
 
-def _backward_loop(fwd: Op, grad: Block, count: Variable, dcarry: list[Variable],
-                   caps: list[Variable], capacity: int, parent: Block) -> list[Variable]:
+
+def _backward_loop(
+    fwd: Op,
+    grad: Block,
+    count: Variable,
+    dcarry: list[Variable],
+    caps: list[Variable],
+    capacity: int,
+    parent: Block,
+) -> list[Variable]:
     """`while k < count: grad(k, ...)` from the carried values' gradients `dcarry` and zero
     accumulators for `caps`: k counts up from 0 (a loop XLA can analyse, where a count-down
     one compiles to extra kernels) and the grad body replays iteration count-1-k."""
@@ -372,8 +424,7 @@ def _backward_loop(fwd: Op, grad: Block, count: Variable, dcarry: list[Variable]
     captured = list(dict.fromkeys(free_vars(cond_b) + free_vars(grad)))
     attrs = {"cond": cond_b, "body": grad, "max_iters": capacity, "loop_id": prog.loop_count}
     prog.loop_count += 1
-    outs = emit("while", init + captured, attrs,
-                base=f"{fwd.outputs[0].name}@GRAD_loop")
+    outs = emit("while", init + captured, attrs, base=f"{fwd.outputs[0].name}@GRAD_loop")
     cond_b.owner = grad.owner = parent.ops[-1]
     return outs[1:]
 
@@ -384,8 +435,9 @@ def _stop_at_limit(loop: Op, j: int) -> None:
     reports, instead of a loop whose condition never becomes false hanging."""
     cond_b = loop.attrs["cond"]
     with loop.block.program.block_guard(cond_b), constant_pool(None):
-        cond_b.results = [logical_and(cond_b.results[0],
-                                      less_equal(cond_b.params[j], config.max_loop_records))]
+        cond_b.results = [
+            logical_and(cond_b.results[0], less_equal(cond_b.params[j], config.max_loop_records))
+        ]
 
 
 def _checkpointed_grad(op: Op, gs: list, need: list, caps: list[Variable]) -> list:
@@ -394,8 +446,12 @@ def _checkpointed_grad(op: Op, gs: list, need: list, caps: list[Variable]) -> li
     body = op.attrs["body"]
     m = op.attrs["treeverse"].n_leaves
     state = Block(body.program, body.idx, body.parent_idx)  # the body as a map of the state
-    state.params, state.results, state.ops = body.params[1:1 + m], body.results[1:1 + m], body.ops
-    carried = _carried(state, gs[1:1 + m], need[1:1 + m], caps)
+    state.params, state.results, state.ops = (
+        body.params[1 : 1 + m],
+        body.results[1 : 1 + m],
+        body.ops,
+    )
+    carried = _carried(state, gs[1 : 1 + m], need[1 : 1 + m], caps)
     if not carried:
         return [None] * len(op.inputs)
     return treeverse_grad(op, gs, need, carried, caps)
@@ -414,8 +470,11 @@ def while_grad(op: Op, gs: list, need: list) -> list:
     if not carried:
         return [None] * len(op.inputs)
     bounded = op.attrs["max_iters"] is not None
-    capacity = (op.attrs["max_iters"] if bounded
-                else prog.capacities.get(op.attrs["loop_id"], INITIAL_CAPACITY))
+    capacity = (
+        op.attrs["max_iters"]
+        if bounded
+        else prog.capacities.get(op.attrs["loop_id"], INITIAL_CAPACITY)
+    )
     first_block = len(prog.blocks)  # the grad blocks made from here on
     counters = _counters(op)
     loop, counter, count = _with_counter(op, counters)
@@ -429,6 +488,7 @@ def while_grad(op: Op, gs: list, need: list) -> list:
     def lift(v: Variable) -> Variable:  # an inner loop's largest trip count over all iterations
         with prog.block_guard(op.block):
             return reduce_max(stacks[v])
+
     repoint_checks(prog, body, lift)
     if not bounded and not any(v is count for _, v, _ in prog.capacity_checks):
         prog.capacity_checks.append((op.attrs["loop_id"], count, op))
@@ -439,13 +499,14 @@ def while_grad(op: Op, gs: list, need: list) -> list:
     result: list = [None] * len(need)
     for j, g in zip(carried, outs):
         result[j] = g if need[j] else None
-    acc_out = dict(zip(caps, outs[len(carried):]))
+    acc_out = dict(zip(caps, outs[len(carried) :]))
     for i, c in enumerate(op.inputs[n:]):
         result[n + i] = acc_out.pop(c, None)  # a value captured twice: its gradient once
     return result
 
 
 # ---------------------------------------------------------------- checkpoint
+
 
 def checkpoint_grad(op: Op, gs: list, need: list) -> list:
     """Run the checkpointed function again on the op's inputs, in the grad block, and

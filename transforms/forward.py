@@ -18,6 +18,7 @@ called on a placeholder cotangent `c`, emits the linear map c -> J^T c as srcgra
 
 Layer L4 (transforms): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from collections import ChainMap
@@ -43,6 +44,7 @@ Tangents = MutableMapping[Variable, Variable]
 #: (None: zero). Called with `op` just appended to the current block.
 JvpRule = Callable[[Op, list, Tangents], Sequence["Variable | None"]]
 
+
 def tangent_name(v: Variable) -> str:
     return f"{v.name.split('@')[0]}@TANGENT"
 
@@ -56,8 +58,9 @@ def jvp_ops(ops: Sequence[Op], block: Block, tangents: Tangents) -> None:
         for op in ops:
             block.ops.append(op)
             ts = [tangents.get(v) for v in op.inputs]
-            if (all(t is None for t in ts)
-                    or not any(dtypes.is_inexact(o.dtype) for o in op.outputs)):
+            if all(t is None for t in ts) or not any(
+                dtypes.is_inexact(o.dtype) for o in op.outputs
+            ):
                 continue
             row = REGISTRY[op.type]
             if row.grad is ZERO:
@@ -69,12 +72,16 @@ def jvp_ops(ops: Sequence[Op], block: Block, tangents: Tangents) -> None:
                 raise GradientError(
                     f"{op.type} has no derivative, and it lies on the differentiated path "
                     f"(inputs {', '.join(v.type_str() for v in op.inputs)})",
-                    op=op.type, loc=op.loc)
+                    op=op.type,
+                    loc=op.loc,
+                )
             n_ops = len(block.ops)
             with grad_section(op):  # the tangent ops take the op's user location
                 outs = (rule or _transposed)(op, ts, tangents)
-                fitted = [_fit(t, o) if t is not None and dtypes.is_inexact(o.dtype) else None
-                          for o, t in zip(op.outputs, outs)]
+                fitted = [
+                    _fit(t, o) if t is not None and dtypes.is_inexact(o.dtype) else None
+                    for o, t in zip(op.outputs, outs)
+                ]
             made = {}
             for new in block.ops[n_ops:]:
                 new.origin = None  # a tangent op sits next to its op, not in a grad section
@@ -90,8 +97,10 @@ def _fit(t: Variable, o: Variable) -> Variable:
     """The tangent `t` of `o` in `o`'s shape and dtype."""
     if t.shape != o.shape:
         if not broadcasts_to(t.shape, o.shape):
-            raise GradientError(f"the tangent of {o.name} has shape {t.shape}, expected {o.shape} "
-                                "(a forward rule is wrong)")
+            raise GradientError(
+                f"the tangent of {o.name} has shape {t.shape}, expected {o.shape} "
+                "(a forward rule is wrong)"
+            )
         t = broadcast_to(t, o.shape)
     if t.dtype != o.dtype:
         t = emit1("convert", [t], {"dtype": o.dtype})
@@ -103,6 +112,7 @@ def _zeros_like(v: Variable) -> Variable:
 
 
 # ---------------------------------------------------------------- generic: by transposition
+
 
 def _transposed(op: Op, ts: list, tangents: Tangents) -> list:
     """J t from the op's grad maker: transpose the linear map c -> J^T c it emits."""
@@ -130,8 +140,9 @@ def _transposed(op: Op, ts: list, tangents: Tangents) -> list:
     return outs
 
 
-def backward_segment(block: Block, start: int, seeds: list[tuple[Variable, Variable]],
-                     wrt: list[Variable]) -> dict[Variable, Variable | None]:
+def backward_segment(
+    block: Block, start: int, seeds: list[tuple[Variable, Variable]], wrt: list[Variable]
+) -> dict[Variable, Variable | None]:
     """`backward_block` over the ops of `block` from `start` on (a traced rule), keeping
     the names of the seed gradients (the walk would name each after its target)."""
     names = {g: g.name for _, g in seeds}
@@ -145,10 +156,13 @@ def backward_segment(block: Block, start: int, seeds: list[tuple[Variable, Varia
 
 # ---------------------------------------------------------------- explicit rules
 
+
 def _filled(op: Op, ts: list) -> list[Variable]:
     """The op's inputs with each float input replaced by its tangent (zeros if it has none)."""
-    return [t if t is not None else (_zeros_like(v) if dtypes.is_inexact(v.dtype) else v)
-            for v, t in zip(op.inputs, ts)]
+    return [
+        t if t is not None else (_zeros_like(v) if dtypes.is_inexact(v.dtype) else v)
+        for v, t in zip(op.inputs, ts)
+    ]
 
 
 def _linear(op: Op, ts: list, tangents: Tangents) -> list:
@@ -175,14 +189,16 @@ def _total(terms: list[Variable], out: Variable) -> Variable:
 
 # ---------------------------------------------------------------- control flow
 
+
 def _active_results(block: Block, seeds: list[Variable], results: list[Variable]) -> list[int]:
     """Positions of `results` that depend differentiably on `seeds` within `block`."""
     req = forward_requires(block, seeds, set())
     return [j for j, r in enumerate(results) if dtypes.is_inexact(r.dtype) and r in req]
 
 
-def _transform_block(blk: Block, tangents: Tangents, seeds: dict[Variable, Variable],
-                     wanted: list[int]) -> list[Variable]:
+def _transform_block(
+    blk: Block, tangents: Tangents, seeds: dict[Variable, Variable], wanted: list[int]
+) -> list[Variable]:
     """Transform a sub-block in place: its ops get tangent ops, its results gain the tangents
     of `results[wanted]`. `seeds` maps its parameters to their tangent parameters; values of
     enclosing blocks keep the tangents in `tangents`. Returns the new results."""
@@ -199,8 +215,10 @@ def _transform_block(blk: Block, tangents: Tangents, seeds: dict[Variable, Varia
 
 
 def _new_outputs(op: Op, wanted: list[int]) -> list[Variable]:
-    return [op.block.new_var(tangent_name(op.outputs[j]), op.outputs[j].shape,
-                             op.outputs[j].dtype) for j in wanted]
+    return [
+        op.block.new_var(tangent_name(op.outputs[j]), op.outputs[j].shape, op.outputs[j].dtype)
+        for j in wanted
+    ]
 
 
 def _replace(op: Op, inputs: list[Variable], outputs: list[Variable], attrs: dict[str, Any]) -> Op:
@@ -255,20 +273,33 @@ def jvp_cond(op: Op, ts: list, tangents: Tangents) -> list:
     n = op.attrs["n_operands"]
     branches = branch_blocks(op)
     seeded = [i for i in range(n) if ts[1 + i] is not None]
-    caps = [c for c in op.inputs[1 + n:] if c in tangents]
-    wanted = sorted({j for blk in branches for j in _active_results(
-        blk, [blk.params[i] for i in seeded] + caps, blk.results)})
+    caps = [c for c in op.inputs[1 + n :] if c in tangents]
+    wanted = sorted(
+        {
+            j
+            for blk in branches
+            for j in _active_results(blk, [blk.params[i] for i in seeded] + caps, blk.results)
+        }
+    )
     if not wanted:
         return [None] * len(op.outputs)
     for blk in branches:
-        params = {blk.params[i]: blk.add_param(tangent_name(blk.params[i]), blk.params[i].shape,
-                                               blk.params[i].dtype) for i in seeded}
+        params = {
+            blk.params[i]: blk.add_param(
+                tangent_name(blk.params[i]), blk.params[i].shape, blk.params[i].dtype
+            )
+            for i in seeded
+        }
         _transform_block(blk, tangents, params, wanted)
     outs = _new_outputs(op, wanted)
-    operands = op.inputs[1:1 + n] + [ts[1 + i] for i in seeded]
+    operands = op.inputs[1 : 1 + n] + [ts[1 + i] for i in seeded]
     captured = list(dict.fromkeys(v for blk in branches for v in free_vars(blk)))
-    _replace(op, [op.inputs[0]] + operands + captured, op.outputs + outs,
-             dict(op.attrs, n_operands=len(operands)))
+    _replace(
+        op,
+        [op.inputs[0]] + operands + captured,
+        op.outputs + outs,
+        dict(op.attrs, n_operands=len(operands)),
+    )
     result: list = [None] * len(op.outputs)
     for j, t in zip(wanted, outs):
         result[j] = t
@@ -289,12 +320,19 @@ def retraced(op: Op, outs: Sequence[Any], tangents: Tangents) -> list:
 def jvp_checkpoint(op: Op, ts: list, tangents: Tangents) -> list:
     """Forward mode through `sg.checkpoint`: differentiate a copy of the function's ops (the
     tangents need the intermediates, which a remat boundary would only recompute)."""
-    outs = op.attrs["fn"](op.inputs[:op.attrs["n_args"]])
+    outs = op.attrs["fn"](op.inputs[: op.attrs["n_args"]])
     leaves = [as_var(v) for v in jax.tree_util.tree_leaves(outs)]
     return retraced(op, leaves, tangents)
 
 
 _KINDS: dict[str, JvpRule] = {LINEAR: _linear, MULTILINEAR: _multilinear}
 
-__all__ = ["jvp_ops", "retraced", "tangent_name", "backward_segment", "jvp_while", "jvp_cond",
-           "jvp_checkpoint"]
+__all__ = [
+    "jvp_ops",
+    "retraced",
+    "tangent_name",
+    "backward_segment",
+    "jvp_while",
+    "jvp_cond",
+    "jvp_checkpoint",
+]

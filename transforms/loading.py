@@ -8,6 +8,7 @@ own names (`CODE_CACHE_SIZE`), which is what Python's `compile()` of their text 
 
 Layer L4 (transforms): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -53,8 +54,9 @@ class Source:
     canonical: dict[int, Canonical] = field(default_factory=dict)
 
 
-_FULL_TRACEBACKS = getattr(getattr(jax, "_src", None) and jax._src.config,
-                          "include_full_tracebacks_in_locations", None)
+_FULL_TRACEBACKS = getattr(
+    getattr(jax, "_src", None) and jax._src.config, "include_full_tracebacks_in_locations", None
+)
 
 
 def short_locations() -> Any:
@@ -134,8 +136,9 @@ class EagerLax:
             carry = body_fun(carry)
 
     @staticmethod
-    def cond(pred: Any, true_fun: Callable[[Any], Any], false_fun: Callable[[Any], Any],
-             operands: Any) -> Any:
+    def cond(
+        pred: Any, true_fun: Callable[[Any], Any], false_fun: Callable[[Any], Any], operands: Any
+    ) -> Any:
         if _traced((pred, operands)):
             return lax.cond(pred, true_fun, false_fun, operands)
         return true_fun(operands) if bool(pred) else false_fun(operands)
@@ -177,10 +180,14 @@ class Lowered:
                     return jitted(*args)
                 if levels > MAX_COMPILED_NESTING and not jax.config.jax_disable_jit:  # type: ignore[attr-defined]
                     raise self._too_deep()
-                with short_locations(), collection_paused(), (
-                        recursion_room(levels) if levels else _NOTHING):
+                with (
+                    short_locations(),
+                    collection_paused(),
+                    recursion_room(levels) if levels else _NOTHING,
+                ):
                     first[0] = False
                     return jitted(*args)
+
             call.jitted = jitted  # type: ignore[attr-defined]
             self._jitted = call
         return self._jitted
@@ -202,7 +209,9 @@ class Lowered:
             f"levels srcgrad compiles (XLA's compile time grows steeply with the depth and "
             f"deeper programs can crash it); the nesting starts at {self.nest_loc}. Flatten "
             "it (sg.where for branches, one loop over several steps), or run it without "
-            "compiling under `with jax.disable_jit():`", loc=user_location())
+            "compiling under `with jax.disable_jit():`",
+            loc=user_location(),
+        )
 
     def eager_fn(self) -> Callable[..., Any]:
         """The same source run eagerly: loops and branches as Python `while` / `if` over
@@ -271,8 +280,13 @@ def load(src: Source) -> Lowered:
         n = next(_counter)
     filename = f"<srcgrad:{src.name}:{n}>"
     linecache.cache[filename] = (len(src.text), None, src.text.splitlines(True), filename)
-    names: dict[str, Any] = {"jnp": jnp, "lax": lax, "jax": jax, "partial": functools.partial,
-                             "_consts": src.consts}
+    names: dict[str, Any] = {
+        "jnp": jnp,
+        "lax": lax,
+        "jax": jax,
+        "partial": functools.partial,
+        "_consts": src.consts,
+    }
     code = _compile_functions(src, filename)
     namespace = dict(names)
     _define(code, namespace)
@@ -326,8 +340,7 @@ def _moved(code: types.CodeType, lines: int) -> types.CodeType:
     """`code` (and the code objects in it) `lines` lines further down its file."""
     if not lines:
         return code
-    consts = tuple(_moved(c, lines) if isinstance(c, types.CodeType) else c
-                   for c in code.co_consts)
+    consts = tuple(_moved(c, lines) if isinstance(c, types.CodeType) else c for c in code.co_consts)
     return code.replace(co_firstlineno=code.co_firstlineno + lines, co_consts=consts)
 
 
@@ -357,14 +370,21 @@ def _renamed(canonical: Canonical, filename: str, line: int) -> types.CodeType |
             _codes[canonical.text] = code
             while len(_codes) > CODE_CACHE_SIZE:
                 _codes.popitem(last=False)
-    if code.co_cellvars or code.co_freevars or any(
-            isinstance(c, types.CodeType) for c in code.co_consts):
+    if (
+        code.co_cellvars
+        or code.co_freevars
+        or any(isinstance(c, types.CodeType) for c in code.co_consts)
+    ):
         return None
     real = canonical.names
     name = real[code.co_name]
-    return code.replace(co_varnames=tuple([real[v] for v in code.co_varnames]), co_name=name,
-                        co_filename=filename, co_firstlineno=code.co_firstlineno + line,
-                        **({"co_qualname": name} if _QUALNAME else {}))
+    return code.replace(
+        co_varnames=tuple([real[v] for v in code.co_varnames]),
+        co_name=name,
+        co_filename=filename,
+        co_firstlineno=code.co_firstlineno + line,
+        **({"co_qualname": name} if _QUALNAME else {}),
+    )
 
 
 def clear_source_cache() -> None:

@@ -2,6 +2,7 @@
 
 Layer L4 (transforms): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -128,7 +129,7 @@ def _stem(k: int) -> str:
     return stem
 
 
-_N_STEMS = 26 + 26 ** 2
+_N_STEMS = 26 + 26**2
 _STEMS = [_stem(k) for k in range(_N_STEMS)]
 
 
@@ -176,7 +177,8 @@ def _cheap(op: Op) -> bool:
     input (the transposes and reshapes of captured weights that grad makers emit; XLA does
     not move such ops out of while loops on its own). Constants stay, for XLA to fold."""
     return bool(op.inputs and op.outputs) and (
-        max(v.size for v in op.outputs) <= max(v.size for v in op.inputs))
+        max(v.size for v in op.outputs) <= max(v.size for v in op.inputs)
+    )
 
 
 class Emitter:
@@ -260,9 +262,15 @@ class Emitter:
             self.functions[slot] = [f"def {fname}({arg}):"] + body
             return fname
         n = 1 if block.params else 0  # after the line that unpacks the parameters
-        self.functions[slot] = ([f"def {fname}({arg}, captured):"] + body[:n]
-                                + [f"{_PAD}{', '.join(self.names[v] for v in captured)}"
-                                   f"{',' if len(captured) == 1 else ''} = captured"] + body[n:])
+        self.functions[slot] = (
+            [f"def {fname}({arg}, captured):"]
+            + body[:n]
+            + [
+                f"{_PAD}{', '.join(self.names[v] for v in captured)}"
+                f"{',' if len(captured) == 1 else ''} = captured"
+            ]
+            + body[n:]
+        )
         return f"partial({fname}, captured={self.tuple(captured)})"
 
     def emit_ops(self, ops: Sequence[Op], needed: Sequence[Variable]) -> None:
@@ -321,8 +329,9 @@ class Emitter:
                     c = ", ".join([slots[o] for o in outs])
                 canon.append(f"{pad}{c} = {expr}")
 
-    def emit_parts(self, live: Sequence[Op], needed: Sequence[Variable], base: str
-                   ) -> list[builtins.tuple[list[str], Canonical | None]]:
+    def emit_parts(
+        self, live: Sequence[Op], needed: Sequence[Variable], base: str
+    ) -> list[builtins.tuple[list[str], Canonical | None]]:
         """Emit `live` as functions (`part_bounds`), and into the current function one
         call of each: `a, b = base_part_k(x, y)`. Returns the functions' lines, each with its
         canonical form (None if it has none, or `live` is shorter than SHARE_OPS)."""
@@ -353,11 +362,16 @@ class Emitter:
             arg_names = [self.names[v] for v in args]
             result_names = [self.names[v] for v in results]
             comma = "," if len(results) == 1 else ""
-            functions.append((_part(fname, arg_names, frame.lines, result_names),
-                              _canonical_part(frame, fname, arg_names, result_names)))
+            functions.append(
+                (
+                    _part(fname, arg_names, frame.lines, result_names),
+                    _canonical_part(frame, fname, arg_names, result_names),
+                )
+            )
             self.frame.items.extend(args)
-            self.lines += _wrapped(f"{_PAD}(", result_names, f"{comma}) = ", tail=f"{fname}(",
-                                   more=arg_names, end=")")
+            self.lines += _wrapped(
+                f"{_PAD}(", result_names, f"{comma}) = ", tail=f"{fname}(", more=arg_names, end=")"
+            )
         return functions
 
     def _comment(self, op: Op) -> None:
@@ -410,9 +424,15 @@ def part_bounds(types: list[str]) -> list[int]:
     bounds, n, w = [0], len(types), PART_WINDOW
     while n - bounds[-1] > 2 * PART_OPS:
         start = bounds[-1]
-        head = types[start:start + w]
-        end = next((i for i in range(start + PART_OPS, start + 2 * PART_OPS)
-                    if types[i] == head[0] and types[i:i + w] == head), start + PART_OPS)
+        head = types[start : start + w]
+        end = next(
+            (
+                i
+                for i in range(start + PART_OPS, start + 2 * PART_OPS)
+                if types[i] == head[0] and types[i : i + w] == head
+            ),
+            start + PART_OPS,
+        )
         bounds.append(end)
     return bounds + [n]
 
@@ -420,12 +440,16 @@ def part_bounds(types: list[str]) -> list[int]:
 def _part(fname: str, params: list[str], body: list[str], results: list[str]) -> list[str]:
     """`def fname(params):` body `return (results)`, long lists wrapped."""
     comma = "," if len(results) == 1 else ""
-    return (_wrapped(f"def {fname}(", params, "):") + body
-            + _wrapped(f"{_PAD}return (", results, f"{comma})"))
+    return (
+        _wrapped(f"def {fname}(", params, "):")
+        + body
+        + _wrapped(f"{_PAD}return (", results, f"{comma})")
+    )
 
 
-def _canonical_part(frame: _Frame, fname: str, params: list[str], results: list[str]
-                    ) -> Canonical | None:
+def _canonical_part(
+    frame: _Frame, fname: str, params: list[str], results: list[str]
+) -> Canonical | None:
     """The canonical form of a part (`_part` of its frame), or None if it has none."""
     slots = frame.slots
     if frame.canon is None:
@@ -438,8 +462,15 @@ def _canonical_part(frame: _Frame, fname: str, params: list[str], results: list[
     return Canonical("\n".join(lines) + "\n", {c: r for r, c in slots.items()})
 
 
-def _wrapped(head: str, names: Sequence[str], close: str, tail: str = "", more: Sequence[str] = (),
-             end: str = "", width: int = 96) -> list[str]:
+def _wrapped(
+    head: str,
+    names: Sequence[str],
+    close: str,
+    tail: str = "",
+    more: Sequence[str] = (),
+    end: str = "",
+    width: int = 96,
+) -> list[str]:
     """`head` + names joined by ", " + `close` (+ `tail` + `more` + `end`), broken into lines
     of about `width` characters, continuation lines aligned after `head`."""
     lines: list[str] = []
@@ -478,9 +509,14 @@ def _attr_literals(attrs: dict[str, Any]) -> dict[str, str]:
     return {k: literal(v, attrs.get("dtype") if k == "value" else None) for k, v in attrs.items()}
 
 
-def emit_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[Variable],
-                 checks: Sequence[Variable] = (), name: str = "srcgrad_fn",
-                 ops: Sequence[Op] | None = None) -> Source:
+def emit_program(
+    program: Program,
+    feeds: Sequence[Variable],
+    fetches: Sequence[Variable],
+    checks: Sequence[Variable] = (),
+    name: str = "srcgrad_fn",
+    ops: Sequence[Op] | None = None,
+) -> Source:
     """Emit `def name(*feeds): ... return (fetches), (checks)` from the global block's ops
     (or from `ops`, a part of them whose other inputs are among `feeds`).
 
@@ -505,13 +541,17 @@ def emit_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[
     body = em.lines[body_start:]
     functions = [[f"def {fname}({params}):"] + body] + [p for p, _ in parts] + em.functions
     canonical = {1 + k: c for k, (_, c) in enumerate(parts) if c is not None}
-    return Source("\n\n".join("\n".join(p) for p in functions) + "\n", fname, em.consts,
-                  canonical)
+    return Source("\n\n".join("\n".join(p) for p in functions) + "\n", fname, em.consts, canonical)
 
 
-def lower_program(program: Program, feeds: Sequence[Variable], fetches: Sequence[Variable],
-                  checks: Sequence[Variable] = (), name: str = "srcgrad_fn",
-                  ops: Sequence[Op] | None = None) -> Lowered:
+def lower_program(
+    program: Program,
+    feeds: Sequence[Variable],
+    fetches: Sequence[Variable],
+    checks: Sequence[Variable] = (),
+    name: str = "srcgrad_fn",
+    ops: Sequence[Op] | None = None,
+) -> Lowered:
     """The one entry point from a Program to code: verify (with SRCGRAD_ENABLE_CHECKS=1),
     `emit_program`, then `load`; `Lowered.jitted()` is the one jit wrapper."""
     check(program, "the transforms, before lowering")

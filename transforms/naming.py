@@ -2,6 +2,7 @@
 
 Layer L4 (transforms): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -13,8 +14,11 @@ _NOT_IDENT = re.compile(r"[^0-9A-Za-z_]")
 _TAG = re.compile(r"@([A-Z]+)")
 #: Names an identifier must not take (it gets a trailing `_`): keywords, builtins, the
 #: emitted module's globals and block-function parameters.
-RESERVED = (frozenset(keyword.kwlist) | frozenset(dir(builtins))
-            | {"jnp", "lax", "jax", "np", "_consts", "partial", "carry", "operands", "captured"})
+RESERVED = (
+    frozenset(keyword.kwlist)
+    | frozenset(dir(builtins))
+    | {"jnp", "lax", "jax", "np", "_consts", "partial", "carry", "operands", "captured"}
+)
 
 
 def _lower_tag(m: re.Match) -> str:
@@ -34,8 +38,13 @@ def identifier(name: str, taken: set[str]) -> str:
     become `_`. The substitutions run only where they change something (most names are
     already identifiers).
     """
-    if (name.isidentifier() and name not in taken and name[0] != "_" != name[-1]
-            and name not in RESERVED and name.isascii()):
+    if (
+        name.isidentifier()
+        and name not in taken
+        and name[0] != "_" != name[-1]
+        and name not in RESERVED
+        and name.isascii()
+    ):
         taken.add(name)  # the common case: already a fresh, clean identifier
         return name
     at = name.find("@")

@@ -8,6 +8,7 @@ gradients, so `backward` and `lower_jax` both import this module and not each ot
 
 Layer L4 (transforms): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import re
@@ -89,8 +90,9 @@ def replace_op(old: Op, new: Op, made: Sequence[Block]) -> None:
             if op.origin is old:
                 op.origin = new
     prog = block.program
-    prog.capacity_checks = [(lid, v, new if op is old else op)
-                            for lid, v, op in prog.capacity_checks]
+    prog.capacity_checks = [
+        (lid, v, new if op is old else op) for lid, v, op in prog.capacity_checks
+    ]
 
 
 T = TypeVar("T")
@@ -114,5 +116,6 @@ def emit_before(anchor: Op, make: Callable[[], T]) -> T:
 
 def repoint_checks(prog: Program, fwd: Block, outer: Callable[[Variable], Variable]) -> None:
     """Re-point capacity checks made inside `fwd` at values of the enclosing block."""
-    prog.capacity_checks = [(lid, outer(v) if v.block is fwd else v, op)
-                            for lid, v, op in prog.capacity_checks]
+    prog.capacity_checks = [
+        (lid, outer(v) if v.block is fwd else v, op) for lid, v, op in prog.capacity_checks
+    ]

@@ -17,6 +17,7 @@ leaves the forward op as it is.
 
 Layer L4 (transforms): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import re
@@ -31,7 +32,8 @@ from srcgrad.core.registry import recomputable
 def holds_loop(op: Op) -> bool:
     """True for a `while` op, or an op with a `while` somewhere in its sub-blocks."""
     return op.type == "while" or any(
-        o.type == "while" for sub in op.sub_blocks() for blk in walk_blocks(sub) for o in blk.ops)
+        o.type == "while" for sub in op.sub_blocks() for blk in walk_blocks(sub) for o in blk.ops
+    )
 
 
 def replayed(body: Block, reads: Sequence[Variable]) -> set[Op]:
@@ -63,10 +65,14 @@ def _base(v: Variable) -> str:
 def _copy_ops(ops: Sequence[Op], into: Block, vmap: dict[Variable, Variable]) -> None:
     """Append copies of `ops` to `into`, reading `vmap`'s copies; `vmap` learns the outputs."""
     for op in ops:
-        attrs = {k: _copy_block(v, into, vmap) if isinstance(v, Block) else v
-                 for k, v in op.attrs.items()}
-        outs = [into.new_var(_base(o), o.shape, o.dtype, stop_gradient=o.stop_gradient)
-                for o in op.outputs]
+        attrs = {
+            k: _copy_block(v, into, vmap) if isinstance(v, Block) else v
+            for k, v in op.attrs.items()
+        }
+        outs = [
+            into.new_var(_base(o), o.shape, o.dtype, stop_gradient=o.stop_gradient)
+            for o in op.outputs
+        ]
         vmap.update(zip(op.outputs, outs))
         new = Op(op.type, [vmap.get(i, i) for i in op.inputs], outs, attrs, op.loc, into, op.origin)
         into.ops.append(new)
@@ -103,8 +109,12 @@ class Rebuild:
     rebuilt or recorded (`inputs_to_record`); anything else is recorded.
     """
 
-    def __init__(self, fwd: Block, given: dict[Variable, Callable[[], Variable]],
-                 replay: set[Op] | None = None):
+    def __init__(
+        self,
+        fwd: Block,
+        given: dict[Variable, Callable[[], Variable]],
+        replay: set[Op] | None = None,
+    ):
         self.fwd = fwd
         self.given = given
         self.replay = replay or set()  # inner loops run again from their inputs (replay.py)
@@ -117,8 +127,9 @@ class Rebuild:
             return True
         if v not in self._can:
             src = self.producer.get(v)
-            self._can[v] = src is not None and (src in self.replay or (
-                recomputable(src) and all(self.can(i) for i in src.inputs)))
+            self._can[v] = src is not None and (
+                src in self.replay or (recomputable(src) and all(self.can(i) for i in src.inputs))
+            )
         return self._can[v]
 
     def inputs_to_record(self, vs: list[Variable]) -> list[Variable]:
@@ -156,8 +167,10 @@ class Rebuild:
                         out.update(zip(src.outputs, replay_op(src, ins)))
                         return out[v]
                     name = src.outputs[0].name  # a replayed loop's records keep their names
-                    base = re.sub(r"_[0-9]+$", "",
-                                  name if name.endswith("@INIT") else name.split("@")[0])
+                    base = re.sub(
+                        r"_[0-9]+$", "", name if name.endswith("@INIT") else name.split("@")[0]
+                    )
                     out.update(zip(src.outputs, emit(src.type, ins, dict(src.attrs), base=base)))
             return out[v]
+
         return {v: get(v) for v in vs}

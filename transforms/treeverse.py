@@ -16,6 +16,7 @@ one body run; time: a few forward runs per step, as in revolve.
 
 Layer L4 (transforms): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -27,9 +28,21 @@ from srcgrad.ir.program import Block, Op, Variable
 from srcgrad.ops.remat import FREE, Treeverse
 from srcgrad.ops.control import cond, while_loop
 from srcgrad.ops.creation import arange, zeros, zeros_like
-from srcgrad.ops.elementwise import (add, astype, equal, floor_divide, greater, less,
-                                     less_equal, logical_and, logical_or, maximum, minimum,
-                                     subtract, where)
+from srcgrad.ops.elementwise import (
+    add,
+    astype,
+    equal,
+    floor_divide,
+    greater,
+    less,
+    less_equal,
+    logical_and,
+    logical_or,
+    maximum,
+    minimum,
+    subtract,
+    where,
+)
 from srcgrad.ops.indexing import dynamic_index, dynamic_update_index, scatter_add
 from srcgrad.ops.reduce import sum as reduce_sum
 from srcgrad.ops.shape import reshape
@@ -63,25 +76,37 @@ def _next(at: Variable, back: Variable, top: Variable, k: int) -> Variable:
     return where(logical_or(equal(free, 0), less_equal(gap, 2)), FREE, out)
 
 
-def _load(back: Variable, top: Variable, order: Variable, slots: list[Variable],
-          steps: Variable) -> tuple[Variable, list[Variable], Variable]:
+def _load(
+    back: Variable, top: Variable, order: Variable, slots: list[Variable], steps: Variable
+) -> tuple[Variable, list[Variable], Variable]:
     """The latest snapshot (before step `back`): (its step, its state, the stack's new size:
     the snapshot is popped if the next turn is from it)."""
     pos = maximum(subtract(top, 1), 0)
     slot = dynamic_index(order, pos, allow_negative_indices=False)
     at = dynamic_index(steps, slot, allow_negative_indices=False)
-    return (at, [dynamic_index(s, slot, allow_negative_indices=False) for s in slots],
-            where(equal(add(at, 1), back), pos, top))
+    return (
+        at,
+        [dynamic_index(s, slot, allow_negative_indices=False) for s in slots],
+        where(equal(add(at, 1), back), pos, top),
+    )
 
 
-def _store(save: Variable, at: Variable, val: list[Variable], top: Variable, order: Variable,
-           slots: list[Variable], steps: Variable) -> tuple[list[Variable], Variable, Variable]:
+def _store(
+    save: Variable,
+    at: Variable,
+    val: list[Variable],
+    top: Variable,
+    order: Variable,
+    slots: list[Variable],
+    steps: Variable,
+) -> tuple[list[Variable], Variable, Variable]:
     """Where `save`, push `val` (the state of step `at`)."""
     slot = dynamic_index(order, minimum(top, steps.shape[0] - 1), allow_negative_indices=False)
 
     def put(buf: Variable, v: Variable) -> Variable:
         keep = dynamic_index(buf, slot, allow_negative_indices=False)
         return dynamic_update_index(buf, where(save, v, keep), slot, allow_negative_indices=False)
+
     return [put(s, v) for s, v in zip(slots, val)], put(steps, at), add(top, astype(save, INT32))
 
 
@@ -90,9 +115,10 @@ def read_leaves(op: Op) -> list[int]:
     value: the body run gets zeros for them)."""
     body = op.attrs["body"]
     m = op.attrs["treeverse"].n_leaves
-    snapshots = {id(r) for r in body.results[1 + m:1 + 2 * m]}
-    used = {id(v) for o in body.ops if not any(id(x) in snapshots for x in o.outputs)
-            for v in o.inputs}
+    snapshots = {id(r) for r in body.results[1 + m : 1 + 2 * m]}
+    used = {
+        id(v) for o in body.ops if not any(id(x) in snapshots for x in o.outputs) for v in o.inputs
+    }
     return [j for j in range(m) if id(body.params[1 + j]) in used]
 
 
@@ -101,11 +127,10 @@ def outputs_unused(op: Op, gs: list) -> bool:
     do in a second-order gradient, which then records the loop as any other)."""
     info: Treeverse = op.attrs["treeverse"]
     m = info.n_leaves
-    return all(g is None or is_known_zero(g) for g in gs[1 + m:])
+    return all(g is None or is_known_zero(g) for g in gs[1 + m :])
 
 
-def treeverse_grad(op: Op, gs: list, need: list, carried: list[int],
-                   caps: list[Variable]) -> list:
+def treeverse_grad(op: Op, gs: list, need: list, carried: list[int], caps: list[Variable]) -> list:
     """The gradients of a checkpointed `while` op's inputs; `carried` are the state leaves
     whose gradient flows back through the loop, `caps` the captured values that need one."""
     info: Treeverse = op.attrs["treeverse"]
@@ -117,8 +142,17 @@ def treeverse_grad(op: Op, gs: list, need: list, carried: list[int],
     order, top = _order(steps)
     at, val, top = _load(count, top, order, slots, steps)
     grads = [gs[1 + j] if gs[1 + j] is not None else zeros_like(op.outputs[1 + j]) for j in carried]
-    state = (at, count, _next(at, count, top, k), top, val, grads,
-             [zeros(c.shape, c.dtype) for c in caps], slots, steps)
+    state = (
+        at,
+        count,
+        _next(at, count, top, k),
+        top,
+        val,
+        grads,
+        [zeros(c.shape, c.dtype) for c in caps],
+        slots,
+        steps,
+    )
 
     def step(s: Any) -> Any:
         at, back, nxt, top, val, grads, accs, slots, steps = s
@@ -132,18 +166,26 @@ def treeverse_grad(op: Op, gs: list, need: list, carried: list[int],
         run.ops = block.ops[first:]
 
         def turn() -> Any:
-            got = backward_block(run, [(out[j], g) for j, g in zip(carried, grads)],
-                                 [full_val[j] for j in carried] + caps, set())
-            new_grads = [got[full_val[j]] if got[full_val[j]] is not None
-                         else zeros_like(full_val[j]) for j in carried]
-            new_accs = [accumulate(a, got[c]) if got[c] is not None else a
-                        for a, c in zip(accs, caps)]
+            got = backward_block(
+                run,
+                [(out[j], g) for j, g in zip(carried, grads)],
+                [full_val[j] for j in carried] + caps,
+                set(),
+            )
+            new_grads = [
+                got[full_val[j]] if got[full_val[j]] is not None else zeros_like(full_val[j])
+                for j in carried
+            ]
+            new_accs = [
+                accumulate(a, got[c]) if got[c] is not None else a for a, c in zip(accs, caps)
+            ]
             back1 = subtract(back, 1)
             at1, val1, top1 = _load(back1, top, order, slots, steps)
             return at1, back1, _next(at1, back1, top1, k), top1, val1, new_grads, new_accs
 
         def advance() -> Any:
             return add(at, 1), back, nxt, top, [out[j] for j in read], grads, accs
+
         at, back, nxt, top, val, grads, accs = cond(equal(add(at, 1), back), turn, advance)
         save = equal(at, nxt)
         slots, steps, top = _store(save, at, val, top, order, slots, steps)

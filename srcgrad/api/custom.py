@@ -15,6 +15,7 @@ Forward mode through a `custom_vjp` op differentiates `fwd`'s ops (jax refuses j
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import functools
@@ -63,11 +64,20 @@ def _refuse_closure(op: Op, need: Sequence[bool]) -> None:
             raise GradientError(
                 f"the {op.type} function {op.attrs['fun']!r} closes over {v.name} "
                 f"({v.type_str()}), which is being differentiated; its rule cannot see it: "
-                "pass it as an argument", op=op.type, loc=op.loc)
+                "pass it as an argument",
+                op=op.type,
+                loc=op.loc,
+            )
 
 
-def _call(kind: str, fun: Callable[..., Any], body_fn: Callable[..., Any], args: tuple,
-          attrs: dict[str, Any], n_results: Callable[[Any], tuple[list[Any], Any, int]]) -> Any:
+def _call(
+    kind: str,
+    fun: Callable[..., Any],
+    body_fn: Callable[..., Any],
+    args: tuple,
+    attrs: dict[str, Any],
+    n_results: Callable[[Any], tuple[list[Any], Any, int]],
+) -> Any:
     """Emit a `kind` op whose body is `body_fn(*args)`; returns the user-visible outputs."""
     prog = active_program(kind)
     parent = prog.current_block()
@@ -79,9 +89,19 @@ def _call(kind: str, fun: Callable[..., Any], body_fn: Callable[..., Any], args:
         body = conversion.user_fn(body_fn)
         results, out_tree, n_out = n_results(body(*tree_unflatten(in_tree, params)))
         blk.results = [as_var(v) for v in results]
-    outs = emit(kind, ins + free_vars(blk), dict(attrs, body=blk, n_args=len(ins), n_out=n_out,
-                                                 in_tree=in_tree, out_tree=out_tree,
-                                                 fun=Rule(fun)))
+    outs = emit(
+        kind,
+        ins + free_vars(blk),
+        dict(
+            attrs,
+            body=blk,
+            n_args=len(ins),
+            n_out=n_out,
+            in_tree=in_tree,
+            out_tree=out_tree,
+            fun=Rule(fun),
+        ),
+    )
     blk.owner = parent.ops[-1]
     return tree_unflatten(out_tree, outs[:n_out])
 
@@ -121,7 +141,7 @@ def _body_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutTyp
 
 def _lower_body(em: Any, op: Op) -> None:
     fname = em.block_function(op.attrs["body"], "custom")
-    em.assign(op.outputs, f"{fname}({em.tuple(op.inputs[:op.attrs['n_args']])})", unpack=True)
+    em.assign(op.outputs, f"{fname}({em.tuple(op.inputs[: op.attrs['n_args']])})", unpack=True)
 
 
 def _own(block: Block, start: int, op: Op) -> None:
@@ -144,8 +164,11 @@ class _Custom:
     def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()):
         kind = type(self).__name__
         if nondiff_argnums:
-            raise SrcgradError("nondiff_argnums is not supported; close over "
-                               "non-differentiable values instead", op=kind, loc=user_location())
+            raise SrcgradError(
+                "nondiff_argnums is not supported; close over non-differentiable values instead",
+                op=kind,
+                loc=user_location(),
+            )
         functools.update_wrapper(self, fun)
         self.fun = fun
 
@@ -158,13 +181,17 @@ class _Custom:
     @api_boundary
     def __call__(self, *args: Any) -> Any:
         if not self._defined():
-            raise SrcgradError(f"no {self.rule} defined for the function {_name(self.fun)}: "
-                               f"call {self.define} first", op=type(self).__name__,
-                               loc=user_location())
+            raise SrcgradError(
+                f"no {self.rule} defined for the function {_name(self.fun)}: "
+                f"call {self.define} first",
+                op=type(self).__name__,
+                loc=user_location(),
+            )
         return dispatch.call(self._emit, args, {})
 
 
 # ---------------------------------------------------------------- custom_vjp
+
 
 class custom_vjp(_Custom):
     """jax.custom_vjp: `f.defvjp(fwd, bwd)` gives `f` the gradient rule `bwd`.
@@ -190,12 +217,16 @@ class custom_vjp(_Custom):
 
         def split(res: Any) -> tuple[list[Any], Any, int]:
             if not isinstance(res, (tuple, list)) or len(res) != 2:
-                raise SrcgradError(f"fwd {_name(self.fwd)} must return a pair "
-                                   "(output, residuals)", op="custom_vjp", loc=user_location())
+                raise SrcgradError(
+                    f"fwd {_name(self.fwd)} must return a pair (output, residuals)",
+                    op="custom_vjp",
+                    loc=user_location(),
+                )
             out, out_tree = tree_flatten(res[0])
             self._check_primal(out_tree, [as_var(v).type_str() for v in out], want_tree, want)
             resid, attrs["res_tree"] = tree_flatten(res[1])
             return out + resid, out_tree, len(out)
+
         return _call("custom_vjp", self.fun, self.fwd, args, attrs, split)
 
     def _check_primal(self, tree: Any, got: list[str], want_tree: Any, want: list[str]) -> None:
@@ -203,15 +234,21 @@ class custom_vjp(_Custom):
         every call of the function gives, differentiated or not."""
         fwd, fun = _name(self.fwd), _name(self.fun)
         if tree != want_tree:
-            raise SrcgradError(f"fwd {fwd} returned a primal output of structure {tree}, the "
-                               f"function {fun} returns {want_tree}", op="custom_vjp",
-                               loc=user_location())
+            raise SrcgradError(
+                f"fwd {fwd} returned a primal output of structure {tree}, the "
+                f"function {fun} returns {want_tree}",
+                op="custom_vjp",
+                loc=user_location(),
+            )
         for path, g, w in zip(_paths(tree), got, want):
             if g != w:
-                raise SrcgradError(f"fwd {fwd} returned a primal output{path} of {g}, the "
-                                   f"function {fun} returns {w} there; fwd must return the "
-                                   "function's output (shapes and dtypes equal)",
-                                   op="custom_vjp", loc=user_location())
+                raise SrcgradError(
+                    f"fwd {fwd} returned a primal output{path} of {g}, the "
+                    f"function {fun} returns {w} there; fwd must return the "
+                    "function's output (shapes and dtypes equal)",
+                    op="custom_vjp",
+                    loc=user_location(),
+                )
 
 
 def _custom_vjp_grad(op: Op, gs: list, need: list) -> list:
@@ -226,8 +263,10 @@ def _custom_vjp_grad(op: Op, gs: list, need: list) -> list:
     else:
         a["differentiated"] = True
         grads = _bwd(op, gs[:k])
-    return [g if nd and dtypes.is_inexact(v.dtype) else None
-            for v, g, nd in zip(op.inputs, grads + [None] * (len(op.inputs) - n), need)]
+    return [
+        g if nd and dtypes.is_inexact(v.dtype) else None
+        for v, g, nd in zip(op.inputs, grads + [None] * (len(op.inputs) - n), need)
+    ]
 
 
 def _bwd(op: Op, gs: list) -> list:
@@ -240,9 +279,13 @@ def _bwd(op: Op, gs: list) -> list:
     primals = tree_unflatten(a["in_tree"], op.inputs[:n])
     got = a["bwd"](tree_unflatten(a["res_tree"], list(res)), tree_unflatten(a["out_tree"], cts))
     if not isinstance(got, (tuple, list)) or len(got) != len(primals):
-        raise GradientError(f"bwd {a['bwd']!r} must return a tuple of "
-                            f"{len(primals)} cotangents (one per argument), got "
-                            f"{type(got).__name__}", op="custom_vjp", loc=op.loc)
+        raise GradientError(
+            f"bwd {a['bwd']!r} must return a tuple of "
+            f"{len(primals)} cotangents (one per argument), got "
+            f"{type(got).__name__}",
+            op="custom_vjp",
+            loc=op.loc,
+        )
     grads: list = []
     for i, (p, g) in enumerate(zip(primals, got)):
         p_leaves, p_tree = tree_flatten(p)
@@ -263,9 +306,12 @@ def _typed_like(g: Any, v: Variable, rule: str, what: str, op: Op) -> Variable:
     weak = isinstance(g, (int, float)) and not isinstance(g, bool)
     gv = as_var(g, like=v) if weak else as_var(g)
     if gv.shape != v.shape or (dtypes.is_inexact(v.dtype) and not weak and gv.dtype != v.dtype):
-        raise GradientError(f"{rule} returned {gv.type_str()} for {what}, which is "
-                            f"{v.type_str()}: it must have the same shape and dtype",
-                            op=op.type, loc=op.loc)
+        raise GradientError(
+            f"{rule} returned {gv.type_str()} for {what}, which is "
+            f"{v.type_str()}: it must have the same shape and dtype",
+            op=op.type,
+            loc=op.loc,
+        )
     return gv
 
 
@@ -276,8 +322,10 @@ def _through_fwd(op: Op, gs: list, need: list) -> list:
     n = a["n_args"]
     block = op.block.program.current_block()
     start = len(block.ops)
-    copies = [as_var(v) for v in tree_flatten(tuple(a["fwd"](*tree_unflatten(
-        a["in_tree"], op.inputs[:n]))))[0]]
+    copies = [
+        as_var(v)
+        for v in tree_flatten(tuple(a["fwd"](*tree_unflatten(a["in_tree"], op.inputs[:n]))))[0]
+    ]
     seeds = [(c, g) for c, g in zip(copies, gs) if g is not None and not is_known_zero(g)]
     wrt = list(dict.fromkeys(v for v, nd in zip(op.inputs[:n], need) if nd))
     got = backward_segment(block, start, seeds, wrt) if seeds else {}
@@ -287,11 +335,12 @@ def _through_fwd(op: Op, gs: list, need: list) -> list:
 
 def _jvp_custom_vjp(op: Op, ts: list, tangents: Any) -> list:
     a = op.attrs
-    res = a["fwd"](*tree_unflatten(a["in_tree"], op.inputs[:a["n_args"]]))
+    res = a["fwd"](*tree_unflatten(a["in_tree"], op.inputs[: a["n_args"]]))
     return retraced(op, [as_var(v) for v in tree_flatten(tuple(res))[0]], tangents)
 
 
 # ---------------------------------------------------------------- custom_jvp
+
 
 class custom_jvp(_Custom):
     """jax.custom_jvp: `f.defjvp(jvp)` gives `f` the forward rule
@@ -312,6 +361,7 @@ class custom_jvp(_Custom):
         def split(out: Any) -> tuple[list[Any], Any, int]:
             leaves, tree = tree_flatten(out)
             return leaves, tree, len(leaves)
+
         return _call("custom_jvp", self.fun, self.fun, args, {"jvp": Rule(self.jvp)}, split)
 
 
@@ -322,29 +372,40 @@ def _apply_rule(op: Op, tangents: list[Variable]) -> list[Variable]:
     primals = tree_unflatten(a["in_tree"], op.inputs[:n])
     got = a["jvp"](primals, tree_unflatten(a["in_tree"], tangents))
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise GradientError(f"the rule {a['jvp']!r} must return a pair "
-                            "(primal_out, tangent_out)", op="custom_jvp", loc=op.loc)
+        raise GradientError(
+            f"the rule {a['jvp']!r} must return a pair (primal_out, tangent_out)",
+            op="custom_jvp",
+            loc=op.loc,
+        )
     rule = f"the rule {a['jvp']!r}"
     for part, what in ((got[0], "primal outputs"), (got[1], "tangents")):
         tree = tree_flatten(part, is_leaf=lambda x: x is None)[1]  # None: a zero tangent
         if tree != a["out_tree"]:
-            raise GradientError(f"{rule} returned {what} of structure {tree}, the function's "
-                                f"output is {a['out_tree']}", op="custom_jvp", loc=op.loc)
+            raise GradientError(
+                f"{rule} returned {what} of structure {tree}, the function's "
+                f"output is {a['out_tree']}",
+                op="custom_jvp",
+                loc=op.loc,
+            )
     paths = _paths(a["out_tree"])
     for path, o, p in zip(paths, op.outputs, tree_flatten(got[0])[0]):
         _typed_like(p, o, rule, f"the primal output{path}", op)
     outs = []
     for path, o, t in zip(paths, op.outputs, tree_flatten(got[1], is_leaf=lambda x: x is None)[0]):
-        outs.append(zeros(o.shape, o.dtype) if t is None
-                    else _typed_like(t, o, rule, f"the tangent of output{path}", op))
+        outs.append(
+            zeros(o.shape, o.dtype)
+            if t is None
+            else _typed_like(t, o, rule, f"the tangent of output{path}", op)
+        )
     return outs
 
 
 def _jvp_custom_jvp(op: Op, ts: list, tangents: Any) -> list:
     n = op.attrs["n_args"]
     _refuse_closure(op, [False] * n + [t is not None for t in ts[n:]])
-    return _apply_rule(op, [t if t is not None else _tangent_zero(v)
-                            for v, t in zip(op.inputs[:n], ts)])
+    return _apply_rule(
+        op, [t if t is not None else _tangent_zero(v) for v, t in zip(op.inputs[:n], ts)]
+    )
 
 
 def _custom_jvp_grad(op: Op, gs: list, need: list) -> list:
@@ -356,10 +417,14 @@ def _custom_jvp_grad(op: Op, gs: list, need: list) -> list:
     start = len(block.ops)
     placeholders = [_tangent_zero(v) for v in op.inputs[:n]]
     t_out = _apply_rule(op, placeholders)
-    seeds = [(t, g) for t, g, o in zip(t_out, gs, op.outputs)
-             if g is not None and dtypes.is_inexact(o.dtype)]
-    wrt = [p for p, v, nd in zip(placeholders, op.inputs, need)
-           if nd and dtypes.is_inexact(v.dtype)]
+    seeds = [
+        (t, g)
+        for t, g, o in zip(t_out, gs, op.outputs)
+        if g is not None and dtypes.is_inexact(o.dtype)
+    ]
+    wrt = [
+        p for p, v, nd in zip(placeholders, op.inputs, need) if nd and dtypes.is_inexact(v.dtype)
+    ]
     got = backward_segment(block, start, seeds, wrt)
     grads = [got.get(p) if nd else None for p, nd in zip(placeholders, need)]
     block.ops[start:] = live_ops(block.ops[start:], [g for g in grads if g is not None])
@@ -367,9 +432,11 @@ def _custom_jvp_grad(op: Op, gs: list, need: list) -> list:
     return grads + [None] * (len(op.inputs) - n)
 
 
-register("custom_vjp", _body_rule, None, _custom_vjp_grad, lower_stmt=_lower_body,
-         jvp=_jvp_custom_vjp)
-register("custom_jvp", _body_rule, None, _custom_jvp_grad, lower_stmt=_lower_body,
-         jvp=_jvp_custom_jvp)
+register(
+    "custom_vjp", _body_rule, None, _custom_vjp_grad, lower_stmt=_lower_body, jvp=_jvp_custom_vjp
+)
+register(
+    "custom_jvp", _body_rule, None, _custom_jvp_grad, lower_stmt=_lower_body, jvp=_jvp_custom_jvp
+)
 
 __all__ = ["custom_vjp", "custom_jvp"]

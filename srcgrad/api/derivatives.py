@@ -8,6 +8,7 @@ inside a srcgrad trace, an `sg.scan` runs over it.
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -49,15 +50,24 @@ def _split_aux(out: Any, has_aux: bool, who: str) -> tuple[Any, Any]:
     if not has_aux:
         return out, None
     if not isinstance(out, (tuple, list)) or len(out) != 2:
-        raise GradientError(f"{who}(has_aux=True) needs the function to return a pair "
-                            "(output, aux)", loc=user_location())
+        raise GradientError(
+            f"{who}(has_aux=True) needs the function to return a pair (output, aux)",
+            loc=user_location(),
+        )
     return out[0], out[1]
 
 
 # ---------------------------------------------------------------- jvp
 
-def _jvp_inline(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
-                argnums: tuple[int, ...], has_aux: bool, name_inputs: bool = False) -> tuple:
+
+def _jvp_inline(
+    fun: Callable[..., Any],
+    primals: Sequence[Any],
+    tangents: Sequence[Any],
+    argnums: tuple[int, ...],
+    has_aux: bool,
+    name_inputs: bool = False,
+) -> tuple:
     """Trace `fun(*primals)` and its tangent ops; `tangents` holds one tangent per float leaf
     of the primals at `argnums`. Returns (out, tangent_out[, aux]); an integer output's
     tangent is None."""
@@ -101,53 +111,72 @@ def _float0(out: Any, t_out: Any) -> Any:
     """`t_out` with JAX's float0 zeros for the tangents of integer outputs (None here)."""
     o_leaves, tree = tree_flatten(out)
     t_leaves = tree.flatten_up_to(t_out)  # type: ignore[attr-defined]  # no jaxlib stub
-    return tree_unflatten(tree, [np.zeros(_shape(o), jax.dtypes.float0) if t is None else t
-                                 for o, t in zip(o_leaves, t_leaves)])
+    return tree_unflatten(
+        tree,
+        [
+            np.zeros(_shape(o), jax.dtypes.float0) if t is None else t
+            for o, t in zip(o_leaves, t_leaves)
+        ],
+    )
 
 
 def _check_jvp_args(primals: Any, tangents: Any) -> list[Any]:
     """The tangents of the float leaves of `primals`, checked against them as jax.jvp does."""
     for what, v in (("primal", primals), ("tangent", tangents)):
         if not isinstance(v, (tuple, list)):
-            raise TypeError(f"primal and tangent arguments to sg.jvp must be tuples or lists; "
-                            f"found {what} of type {type(v).__name__}")
+            raise TypeError(
+                f"primal and tangent arguments to sg.jvp must be tuples or lists; "
+                f"found {what} of type {type(v).__name__}"
+            )
     p_leaves, p_tree = tree_flatten(tuple(primals))
     t_leaves, t_tree = tree_flatten(tuple(tangents))
     if p_tree != t_tree:
-        raise TypeError("primal and tangent arguments to sg.jvp must have the same tree "
-                        f"structure; primals have {p_tree} and tangents have {t_tree}")
+        raise TypeError(
+            "primal and tangent arguments to sg.jvp must have the same tree "
+            f"structure; primals have {p_tree} and tangents have {t_tree}"
+        )
     out = []
     for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
         if _shape(p) != _shape(t):
-            raise ValueError(f"sg.jvp called with different primal and tangent shapes; got "
-                             f"primal shape {_shape(p)} and tangent shape {_shape(t)} "
-                             f"(leaf {i})")
+            raise ValueError(
+                f"sg.jvp called with different primal and tangent shapes; got "
+                f"primal shape {_shape(p)} and tangent shape {_shape(t)} "
+                f"(leaf {i})"
+            )
         t_dt = t.dtype if hasattr(t, "dtype") else None
         if not _is_float(p):
             if t_dt is None or np.dtype(t_dt) != jax.dtypes.float0:
                 got = type(t).__name__ if t_dt is None else np.dtype(t_dt).name
-                raise TypeError(f"sg.jvp: the tangent of the integer primal leaf {i} must be "
-                                f"float0 (jax.dtypes.float0), got {got}")
+                raise TypeError(
+                    f"sg.jvp: the tangent of the integer primal leaf {i} must be "
+                    f"float0 (jax.dtypes.float0), got {got}"
+                )
             continue
         p_dt = p.dtype if isinstance(p, Variable) else leaf_dtype(p)
         if t_dt is not None and dtypes.canonical(np.dtype(t_dt)) != p_dt:
-            raise TypeError(f"sg.jvp: primal and tangent dtypes differ at leaf {i}: primal "
-                            f"{np.dtype(p_dt).name}, tangent {np.dtype(t_dt).name}")
+            raise TypeError(
+                f"sg.jvp: primal and tangent dtypes differ at leaf {i}: primal "
+                f"{np.dtype(p_dt).name}, tangent {np.dtype(t_dt).name}"
+            )
         out.append(t if t_dt is not None or isinstance(t, Variable) else np.asarray(t, p_dt))
     return out
 
 
-def _compiled_jvp(fun: Callable[..., Any], n: int, argnums: tuple[int, ...], has_aux: bool,
-                  who: str) -> Transformed:
+def _compiled_jvp(
+    fun: Callable[..., Any], n: int, argnums: tuple[int, ...], has_aux: bool, who: str
+) -> Transformed:
     """A Transformed taking the n primals, then the float tangents of the argnums' leaves."""
+
     def inline(*args: Any) -> Any:
         return _jvp_inline(fun, args[:n], args[n:], argnums, has_aux, name_inputs=True)
+
     return Transformed(inline, fun, who, params=(n, argnums, has_aux))
 
 
 @api_boundary
-def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
-        has_aux: bool = False) -> tuple:
+def jvp(
+    fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False
+) -> tuple:
     """(fun(*primals), its directional derivative along `tangents`), as jax.jvp.
 
     The tangent program is srcgrad's forward-mode transform of `fun`'s IR: each op is
@@ -173,9 +202,12 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
 
     def f_jvp(*tangents: Any) -> Any:
         if len(tangents) != len(primals):
-            raise TypeError(f"the linearized function takes {len(primals)} tangents, one per "
-                            f"primal; got {len(tangents)}")
+            raise TypeError(
+                f"the linearized function takes {len(primals)} tangents, one per "
+                f"primal; got {len(tangents)}"
+            )
         return jvp(fun, primals, tangents, has_aux=has_aux)[1]
+
     return (res[0], f_jvp) + tuple(res[2:])
 
 
@@ -195,6 +227,7 @@ def hvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
 
 # ---------------------------------------------------------------- Jacobians
 
+
 class _Basis:
     """The flattened float leaves of the differentiated arguments, and their standard basis."""
 
@@ -202,16 +235,21 @@ class _Basis:
         self.trees, self.leaves = [], []
         for i in argnums:
             if i >= len(args):
-                raise GradientError(f"{who}: argnums {i} but only {len(args)} arguments were "
-                                    "given", loc=user_location())
+                raise GradientError(
+                    f"{who}: argnums {i} but only {len(args)} arguments were given",
+                    loc=user_location(),
+                )
             leaves, tree = tree_flatten(args[i])
             for v in leaves:
                 if not _is_float(v):
                     dt = v.dtype if isinstance(v, Variable) else leaf_dtype(v)
                     where = "the output" if outputs else f"argument {i}"
-                    raise GradientError(f"{who} requires real floating-point "
-                                        f"{'outputs' if outputs else 'inputs'}, but {where} has a "
-                                        f"leaf of dtype {np.dtype(dt).name}", loc=user_location())
+                    raise GradientError(
+                        f"{who} requires real floating-point "
+                        f"{'outputs' if outputs else 'inputs'}, but {where} has a "
+                        f"leaf of dtype {np.dtype(dt).name}",
+                        loc=user_location(),
+                    )
             self.trees.append(tree)
             self.leaves += leaves
         self.shapes = [_shape(v) for v in self.leaves]
@@ -223,20 +261,24 @@ class _Basis:
     def columns(self) -> list[np.ndarray]:
         """Per leaf, the basis along it: (total, *shape), one-hot across all leaves."""
         eye = np.eye(self.total)
-        return [eye[:, a:a + s].reshape((self.total,) + shape).astype(dt)
-                for a, s, shape, dt in zip(self.offsets, self.sizes, self.shapes, self.dtypes)]
+        return [
+            eye[:, a : a + s].reshape((self.total,) + shape).astype(dt)
+            for a, s, shape, dt in zip(self.offsets, self.sizes, self.shapes, self.dtypes)
+        ]
 
     def split(self, row: Any) -> list[Any]:
         """A traced basis row (total,) cut into one tangent per leaf."""
-        return [astype(reshape(row[a:a + s], shape), dt)
-                for a, s, shape, dt in zip(self.offsets, self.sizes, self.shapes, self.dtypes)]
+        return [
+            astype(reshape(row[a : a + s], shape), dt)
+            for a, s, shape, dt in zip(self.offsets, self.sizes, self.shapes, self.dtypes)
+        ]
 
     def tree(self, per_leaf: list[Any], single: bool) -> Any:
         """`per_leaf` (one value per leaf) in the structure of the differentiated arguments."""
         out, k = [], 0
         for tree in self.trees:
             n = tree.num_leaves  # type: ignore[attr-defined]  # no jaxlib stub
-            out.append(tree_unflatten(tree, per_leaf[k:k + n]))
+            out.append(tree_unflatten(tree, per_leaf[k : k + n]))
             k += n
         return out[0] if single else tuple(out)
 
@@ -256,8 +298,9 @@ class _Jacobian(Transformed):
     `hessian`) are cached under the user's function.
     """
 
-    def __init__(self, fun: Callable[..., Any], argnums: int | Sequence[int], has_aux: bool,
-                 forward: bool):
+    def __init__(
+        self, fun: Callable[..., Any], argnums: int | Sequence[int], has_aux: bool, forward: bool
+    ):
         self.fun, self.has_aux, self.forward = fun, has_aux, forward
         self.nums, self.single = argnums_tuple(argnums)
         self.who = "jacfwd" if forward else "jacrev"
@@ -286,6 +329,7 @@ class _Jacobian(Transformed):
         def push(*cols: Any) -> Any:
             res = compiled(*args, *cols)
             return res[0], res[1], res[2] if self.has_aux else None
+
         out, t_out, aux = _over_basis(push, compiled, args, basis.columns())
         o_leaves, o_tree = tree_flatten(out)
         per_out = []
@@ -293,8 +337,12 @@ class _Jacobian(Transformed):
             if t is None:
                 per_out.append([np.zeros(np.shape(o) + s, jax.dtypes.float0) for s in basis.shapes])
                 continue
-            per_out.append([_place(t[a:a + n], np.shape(o), s, True, jnp)
-                            for a, n, s in zip(basis.offsets, basis.sizes, basis.shapes)])
+            per_out.append(
+                [
+                    _place(t[a : a + n], np.shape(o), s, True, jnp)
+                    for a, n, s in zip(basis.offsets, basis.sizes, basis.shapes)
+                ]
+            )
         return self._result(basis, out, per_out, aux)
 
     def _rev_arrays(self, args: tuple) -> Any:
@@ -314,12 +362,15 @@ class _Jacobian(Transformed):
         def pull(*a: Any) -> Any:
             grads, _, aux = _pullback(fun, a[:n], a[n:], nums, has_aux)
             return grads, aux
+
         compiled = Transformed(pull, fun, "jacrev", params=(n, nums, has_aux))
-        _, grads, aux = _over_basis(lambda *cts: (None,) + tuple(compiled(*args, *cts)), compiled,
-                                    args, rows.columns())
-        per_out = [[_place(g[a:a + size], shape, s, False, jnp)
-                    for g, s in zip(grads, basis.shapes)]
-                   for a, size, shape in zip(rows.offsets, rows.sizes, rows.shapes)]
+        _, grads, aux = _over_basis(
+            lambda *cts: (None,) + tuple(compiled(*args, *cts)), compiled, args, rows.columns()
+        )
+        per_out = [
+            [_place(g[a : a + size], shape, s, False, jnp) for g, s in zip(grads, basis.shapes)]
+            for a, size, shape in zip(rows.offsets, rows.sizes, rows.shapes)
+        ]
         return self._result(basis, out[0], per_out, aux)
 
     # -- inside a srcgrad trace: sg.scan over the basis
@@ -332,6 +383,7 @@ class _Jacobian(Transformed):
         def step(carry: Any, row: Variable) -> Any:
             t_out = _jvp_inline(fun, args, basis.split(row), nums, has_aux)[1]
             return carry, [t for t in tree_flatten(t_out)[0]]
+
         _, cols = scan(step, (), np.eye(basis.total, dtype=dtypes.default_float()))
         o_leaves = tree_flatten(out)[0]
         cols_it = iter(cols)
@@ -341,8 +393,12 @@ class _Jacobian(Transformed):
                 per_out.append([np.zeros(o.shape + s, jax.dtypes.float0) for s in basis.shapes])
                 continue
             t = next(cols_it)
-            per_out.append([_place(t[a:a + n], o.shape, s, True, _VarOps)
-                            for a, n, s in zip(basis.offsets, basis.sizes, basis.shapes)])
+            per_out.append(
+                [
+                    _place(t[a : a + n], o.shape, s, True, _VarOps)
+                    for a, n, s in zip(basis.offsets, basis.sizes, basis.shapes)
+                ]
+            )
         return self._result(basis, out, per_out, aux)
 
     def _rev_traced(self, args: tuple) -> Any:
@@ -353,17 +409,21 @@ class _Jacobian(Transformed):
         if rows.total == 1:
             grads = [reshape(g, (1,) + g.shape) for g in grads]
         else:
+
             def step(carry: Any, row: Variable) -> Any:
                 return carry, _pullback(fun, args, rows.split(row), nums, has_aux)[0]
+
             _, grads = scan(step, (), np.eye(rows.total, dtype=dtypes.default_float()))
-        per_out = [[_place(g[a:a + size], shape, s, False, _VarOps)
-                    for g, s in zip(grads, basis.shapes)]
-                   for a, size, shape in zip(rows.offsets, rows.sizes, rows.shapes)]
+        per_out = [
+            [_place(g[a : a + size], shape, s, False, _VarOps) for g, s in zip(grads, basis.shapes)]
+            for a, size, shape in zip(rows.offsets, rows.sizes, rows.shapes)
+        ]
         return self._result(basis, out, per_out, aux)
 
 
-def _over_basis(call: Callable[..., tuple], compiled: Transformed, args: tuple,
-                columns: list[np.ndarray]) -> tuple:
+def _over_basis(
+    call: Callable[..., tuple], compiled: Transformed, args: tuple, columns: list[np.ndarray]
+) -> tuple:
     """`call(*basis_vector)` -> (unbatched, batched, unbatched) for every basis vector, the
     middle part stacked: jax.vmap, or (for a program that sizes its loop records on
     concrete inputs: a data-dependent while loop under reverse mode) one call per vector."""
@@ -391,8 +451,13 @@ class _VarOps:
     reshape = staticmethod(reshape)
 
 
-def _pullback(fun: Callable[..., Any], args: Sequence[Any], cts: Sequence[Any] | None,
-              argnums: tuple[int, ...], has_aux: bool) -> tuple[list[Variable], Any, Any]:
+def _pullback(
+    fun: Callable[..., Any],
+    args: Sequence[Any],
+    cts: Sequence[Any] | None,
+    argnums: tuple[int, ...],
+    has_aux: bool,
+) -> tuple[list[Variable], Any, Any]:
     """The gradients of <fun(*args), cts> w.r.t. the float leaves at `argnums` (one
     cotangent per output leaf; None: ones), the output and the aux output."""
     args = list(args)
@@ -406,33 +471,41 @@ def _pullback(fun: Callable[..., Any], args: Sequence[Any], cts: Sequence[Any] |
     outs = [as_var(v) for v in tree_flatten(out)[0]]
     for o in outs:
         if not _is_float(o):
-            raise GradientError(f"jacrev requires real floating-point outputs, got {o.type_str()}",
-                                loc=user_location())
-    seeds = ([ones(o.shape, o.dtype) for o in outs] if cts is None
-             else [as_var(c, like=o) for c, o in zip(cts, outs)])
+            raise GradientError(
+                f"jacrev requires real floating-point outputs, got {o.type_str()}",
+                loc=user_location(),
+            )
+    seeds = (
+        [ones(o.shape, o.dtype) for o in outs]
+        if cts is None
+        else [as_var(c, like=o) for c, o in zip(cts, outs)]
+    )
     grads = gradients(outs, wrt, seeds)
     return [g if g is not None else zeros(x.shape, x.dtype) for g, x in zip(grads, wrt)], out, aux
 
 
 @api_boundary
-def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
-           has_aux: bool = False) -> Callable[..., Any]:
+def jacfwd(
+    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[..., Any]:
     """The Jacobian of `fun` by forward mode (jax.jacfwd): one jvp per input direction,
     batched over the basis. Output leaves of shape S and inputs of shape I give S + I."""
     return _Jacobian(fun, argnums, has_aux, forward=True)
 
 
 @api_boundary
-def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
-           has_aux: bool = False) -> Callable[..., Any]:
+def jacrev(
+    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[..., Any]:
     """The Jacobian of `fun` by reverse mode (jax.jacrev): one vjp per output direction,
     batched over the basis."""
     return _Jacobian(fun, argnums, has_aux, forward=False)
 
 
 @api_boundary
-def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
-            has_aux: bool = False) -> Callable[..., Any]:
+def hessian(
+    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[..., Any]:
     """The Hessian of a scalar `fun` (jax.hessian): forward over reverse,
     `jacfwd(jacrev(fun))`: the gradient program's jvp, batched over the input basis."""
     return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)

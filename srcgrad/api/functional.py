@@ -4,6 +4,7 @@ srcgrad/api/fluid.py).
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -35,15 +36,19 @@ def argnums_tuple(argnums: int | Sequence[int]) -> tuple[tuple[int, ...], bool]:
 def _param_name(fun: Callable[..., Any], i: int) -> str:
     """The name of `fun`'s positional parameter `i` ("argument i" when it has none)."""
     try:
-        params = [p for p in inspect.signature(fun).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        params = [
+            p
+            for p in inspect.signature(fun).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
     except (TypeError, ValueError):
         params = []
     return f"argument {i} ({params[i].name!r})" if i < len(params) else f"argument {i}"
 
 
-def _diff_copies(args: tuple, argnums: tuple[int, ...], who: str,
-                 fun: Callable[..., Any] | None = None) -> tuple[tuple, list[Variable]]:
+def _diff_copies(
+    args: tuple, argnums: tuple[int, ...], who: str, fun: Callable[..., Any] | None = None
+) -> tuple[tuple, list[Variable]]:
     """Fresh copies of the differentiated arguments, so each is its own gradient target.
 
     Only real floating-point arguments are differentiable: an integer or complex one raises
@@ -53,33 +58,47 @@ def _diff_copies(args: tuple, argnums: tuple[int, ...], who: str,
     wrt: list[Variable] = []
     for i in argnums:
         if i >= len(args):
-            raise GradientError(f"{who}: argnums {i} but only {len(args)} arguments were given",
-                                loc=user_location())
+            raise GradientError(
+                f"{who}: argnums {i} but only {len(args)} arguments were given", loc=user_location()
+            )
         leaves, tree = jax.tree_util.tree_flatten(args[i])
         copies = []
         keys = active_program(who).key_data
         for v in leaves:
             if v in keys:
                 name = _param_name(fun, i) if fun is not None else f"argument {i}"
-                raise GradientError(f"{who} requires floating-point inputs, but {name} is a "
-                                    f"PRNG key: {key_type(v, keys[v])} ({v.name}); keys take no "
-                                    "gradient: differentiate with respect to the other "
-                                    "arguments (argnums)", loc=user_location())
+                raise GradientError(
+                    f"{who} requires floating-point inputs, but {name} is a "
+                    f"PRNG key: {key_type(v, keys[v])} ({v.name}); keys take no "
+                    "gradient: differentiate with respect to the other "
+                    "arguments (argnums)",
+                    loc=user_location(),
+                )
             if not dtypes.is_float(v.dtype):
                 what = {"c": "complex", "b": "bool"}.get(v.dtype.kind, "integer")
-                hint = ("; srcgrad differentiates real functions only: pass the real and "
-                        "imaginary parts as separate arguments") if what == "complex" else ""
+                hint = (
+                    (
+                        "; srcgrad differentiates real functions only: pass the real and "
+                        "imaginary parts as separate arguments"
+                    )
+                    if what == "complex"
+                    else ""
+                )
                 name = _param_name(fun, i) if fun is not None else f"argument {i}"
-                raise GradientError(f"{who} requires floating-point inputs, but {name} is "
-                                    f"{what}: {v.type_str()} ({v.name}){hint}", loc=user_location())
+                raise GradientError(
+                    f"{who} requires floating-point inputs, but {name} is "
+                    f"{what}: {v.type_str()} ({v.name}){hint}",
+                    loc=user_location(),
+                )
             copies.append(assign(v, base=v.name.split("@")[0]))
         wrt += copies
         args[i] = jax.tree_util.tree_unflatten(tree, copies)
     return tuple(args), wrt
 
 
-def _value_and_grad_inline(fun: Callable[..., Any], argnums: int | Sequence[int], has_aux: bool,
-                           who: str) -> Callable[..., Any]:
+def _value_and_grad_inline(
+    fun: Callable[..., Any], argnums: int | Sequence[int], has_aux: bool, who: str
+) -> Callable[..., Any]:
     nums, single = argnums_tuple(argnums)
 
     def inline(*args: Any) -> Any:
@@ -88,33 +107,50 @@ def _value_and_grad_inline(fun: Callable[..., Any], argnums: int | Sequence[int]
         aux = None
         if has_aux:
             if not isinstance(out, (tuple, list)) or len(out) != 2:
-                raise GradientError(f"{who}(has_aux=True) needs the function to return a pair "
-                                    "(output, aux)", loc=user_location())
+                raise GradientError(
+                    f"{who}(has_aux=True) needs the function to return a pair (output, aux)",
+                    loc=user_location(),
+                )
             out, aux = out
         elif isinstance(out, (tuple, list, dict)):
-            raise GradientError(f"{who} needs a scalar output, but the function returned a "
-                                f"{type(out).__name__} of {len(out)} values; if it returns "
-                                f"(loss, aux), pass has_aux=True to sg.{who}", loc=user_location())
+            raise GradientError(
+                f"{who} needs a scalar output, but the function returned a "
+                f"{type(out).__name__} of {len(out)} values; if it returns "
+                f"(loss, aux), pass has_aux=True to sg.{who}",
+                loc=user_location(),
+            )
         out = as_var(out)
         if out.shape != ():
-            raise GradientError(f"{who} needs a scalar output, got {out.type_str()}; use sg.vjp "
-                                "for non-scalar outputs", loc=user_location())
+            raise GradientError(
+                f"{who} needs a scalar output, got {out.type_str()}; use sg.vjp "
+                "for non-scalar outputs",
+                loc=user_location(),
+            )
         if not dtypes.is_float(out.dtype):
-            raise GradientError(f"{who} needs a real floating-point output, got {out.type_str()}"
-                                + ("; srcgrad differentiates real functions only"
-                                   if out.dtype.kind == "c" else ""), loc=user_location())
+            raise GradientError(
+                f"{who} needs a real floating-point output, got {out.type_str()}"
+                + ("; srcgrad differentiates real functions only" if out.dtype.kind == "c" else ""),
+                loc=user_location(),
+            )
         grads = gradients([out], wrt)
         grads = [g if g is not None else zeros(x.shape, x.dtype) for g, x in zip(grads, wrt)]
         it = iter(grads)
         per_arg = [jax.tree_util.tree_map(lambda _: next(it), args[i]) for i in nums]
         g = per_arg[0] if single else tuple(per_arg)
         return ((out, aux) if has_aux else out), g
+
     return inline
 
 
 @api_boundary
-def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False, *,
-         static_argnums: int | Sequence[int] = (), jit: bool = True) -> Transformed:
+def grad(
+    fun: Callable[..., Any],
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    *,
+    static_argnums: int | Sequence[int] = (),
+    jit: bool = True,
+) -> Transformed:
     """The gradient of a scalar function (jax.grad's contract), by source transformation.
 
     Arguments at `static_argnums` are passed to `fun` as Python values (strings, flags, ints
@@ -126,17 +162,29 @@ def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: boo
     def inline(*args: Any) -> Any:
         value, g = vg(*args)
         return (g, value[1]) if has_aux else g
+
     return Transformed(inline, fun, "grad", jit, (argnums_tuple(argnums), has_aux), static_argnums)
 
 
 @api_boundary
-def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
-                   has_aux: bool = False, *, static_argnums: int | Sequence[int] = (),
-                   jit: bool = True) -> Transformed:
+def value_and_grad(
+    fun: Callable[..., Any],
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    *,
+    static_argnums: int | Sequence[int] = (),
+    jit: bool = True,
+) -> Transformed:
     """The value and gradient of a scalar function (jax.value_and_grad's contract)."""
     _check_static(argnums, static_argnums, "value_and_grad")
-    return Transformed(_value_and_grad_inline(fun, argnums, has_aux, "value_and_grad"), fun,
-                       "value_and_grad", jit, (argnums_tuple(argnums), has_aux), static_argnums)
+    return Transformed(
+        _value_and_grad_inline(fun, argnums, has_aux, "value_and_grad"),
+        fun,
+        "value_and_grad",
+        jit,
+        (argnums_tuple(argnums), has_aux),
+        static_argnums,
+    )
 
 
 def _check_static(
@@ -144,8 +192,11 @@ def _check_static(
 ) -> None:
     both = set(argnums_tuple(argnums)[0]) & set(static_positions(static_argnums, who))
     if both:
-        raise SrcgradError(f"{who}: argument {sorted(both)[0]} is both differentiated (argnums) "
-                           "and static (static_argnums)", loc=user_location())
+        raise SrcgradError(
+            f"{who}: argument {sorted(both)[0]} is both differentiated (argnums) "
+            "and static (static_argnums)",
+            loc=user_location(),
+        )
 
 
 def _vjp_inline(fun: Callable[..., Any], primals: tuple) -> tuple[Any, Callable[[Any], tuple]]:
@@ -155,14 +206,19 @@ def _vjp_inline(fun: Callable[..., Any], primals: tuple) -> tuple[Any, Callable[
     out_vars = [as_var(v) for v in out_leaves]
     for o in out_vars:
         if o.dtype.kind == "c":
-            raise GradientError(f"vjp: the output {o.name} is complex ({o.type_str()}); srcgrad "
-                                "differentiates real functions only", loc=user_location())
+            raise GradientError(
+                f"vjp: the output {o.name} is complex ({o.type_str()}); srcgrad "
+                "differentiates real functions only",
+                loc=user_location(),
+            )
 
     def vjp_fn(ct: Any) -> tuple:
         ct_leaves, ct_tree = jax.tree_util.tree_flatten(ct)
         if ct_tree != out_tree:
-            raise GradientError(f"vjp: cotangent structure {ct_tree} differs from the output's "
-                                f"{out_tree}", loc=user_location())
+            raise GradientError(
+                f"vjp: cotangent structure {ct_tree} differs from the output's {out_tree}",
+                loc=user_location(),
+            )
         targets = [(o, c) for o, c in zip(out_vars, ct_leaves) if dtypes.is_inexact(o.dtype)]
         grads = (
             gradients([o for o, _ in targets], wrt, [c for _, c in targets])
@@ -172,6 +228,7 @@ def _vjp_inline(fun: Callable[..., Any], primals: tuple) -> tuple[Any, Callable[
         grads = [g if g is not None else zeros(x.shape, x.dtype) for g, x in zip(grads, wrt)]
         it = iter(grads)
         return tuple(jax.tree_util.tree_map(lambda _: next(it), p) for p in primals)
+
     return jax.tree_util.tree_unflatten(out_tree, out_vars), vjp_fn
 
 
@@ -179,9 +236,11 @@ def _refuse_complex(fun: Callable[..., Any], primals: tuple) -> None:
     """A GradientError at `sg.vjp` time (not from the returned function) for a complex primal."""
     for i, p in enumerate(primals):
         if any(np.iscomplexobj(l) for l in jax.tree_util.tree_leaves(p)):
-            raise GradientError(f"vjp requires floating-point inputs, but {_param_name(fun, i)}"
-                                " is complex; srcgrad differentiates real functions only",
-                                loc=user_location())
+            raise GradientError(
+                f"vjp requires floating-point inputs, but {_param_name(fun, i)}"
+                " is complex; srcgrad differentiates real functions only",
+                loc=user_location(),
+            )
 
 
 @api_boundary
@@ -197,12 +256,15 @@ def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tu
     _refuse_complex(fun, primals)
     out = jit(fun)(*primals)
     if any(np.iscomplexobj(o) for o in jax.tree_util.tree_leaves(out)):
-        raise GradientError("vjp: the function's output is complex; srcgrad differentiates real "
-                            "functions only", loc=user_location())
+        raise GradientError(
+            "vjp: the function's output is complex; srcgrad differentiates real functions only",
+            loc=user_location(),
+        )
 
     def pullback(primals: tuple, ct: Any) -> tuple:
         _, fn = _vjp_inline(fun, primals)
         return fn(ct)
+
     compiled = Transformed(pullback, fun, "vjp", params=(len(primals),))
     return out, lambda ct: compiled(tuple(primals), ct)
 
@@ -212,20 +274,26 @@ def _check_vjp_primals(fun: Callable[..., Any], primals: tuple) -> None:
     with_paths = jax.tree_util.tree_flatten_with_path(primals)[0]
     for (_, leaf), name in zip(with_paths, arg_names(fun, primals, [p for p, _ in with_paths])):
         if dtypes.key_impl(leaf) is not None:
-            raise GradientError(f"vjp: the primal {name!r} is a PRNG key ({leaf.dtype}"
-                                f"{list(np.shape(leaf))}); vjp differentiates every primal, so "
-                                "each must be floating point (close over keys instead)",
-                                loc=user_location())
+            raise GradientError(
+                f"vjp: the primal {name!r} is a PRNG key ({leaf.dtype}"
+                f"{list(np.shape(leaf))}); vjp differentiates every primal, so "
+                "each must be floating point (close over keys instead)",
+                loc=user_location(),
+            )
         dt = leaf.dtype if isinstance(leaf, Variable) else leaf_dtype(leaf)
         if not dtypes.is_inexact(dt):
-            raise GradientError(f"vjp: the primal {name!r} is {np.dtype(dt).name}; vjp "
-                                "differentiates every primal, so each must be floating point "
-                                "(close over integer arguments instead)", loc=user_location())
+            raise GradientError(
+                f"vjp: the primal {name!r} is {np.dtype(dt).name}; vjp "
+                "differentiates every primal, so each must be floating point "
+                "(close over integer arguments instead)",
+                loc=user_location(),
+            )
 
 
 @api_boundary
-def jit(fun: Callable[..., Any], *, static_argnums: int | Sequence[int] = (),
-        jit: bool = True) -> Transformed:
+def jit(
+    fun: Callable[..., Any], *, static_argnums: int | Sequence[int] = (), jit: bool = True
+) -> Transformed:
     """Trace `fun` once per input signature (and static argument values), lower it to JAX
     source and compile it."""
     return Transformed(fun, fun, "jit", jit, static_argnums=static_argnums)
@@ -253,12 +321,18 @@ def trace(a: Any, *args: Any, **kwargs: Any) -> Any:
         return linalg_trace(a, *args, **kwargs)
     if kwargs:
         wrong = ", ".join(f"{k}=" for k in kwargs)
-        hint = (" (the matrix trace's parameters: its first argument must be an array, not a "
-                "function)" if set(kwargs) <= set(_TRACE_KEYWORDS) else "")
-        raise SrcgradError(f"sg.trace(fun, *example_args) traces the function "
-                           f"{getattr(a, '__name__', type(a).__name__)} and takes no keyword "
-                           f"arguments, got {wrong}{hint}; sg.trace_program(fun, *example_args) "
-                           "is the same tracer", loc=user_location())
+        hint = (
+            " (the matrix trace's parameters: its first argument must be an array, not a function)"
+            if set(kwargs) <= set(_TRACE_KEYWORDS)
+            else ""
+        )
+        raise SrcgradError(
+            f"sg.trace(fun, *example_args) traces the function "
+            f"{getattr(a, '__name__', type(a).__name__)} and takes no keyword "
+            f"arguments, got {wrong}{hint}; sg.trace_program(fun, *example_args) "
+            "is the same tracer",
+            loc=user_location(),
+        )
     return trace_program(a, *args)
 
 
@@ -268,5 +342,16 @@ def source(fun: Callable[..., Any], *example_args: Any) -> str:
     return _as_transformed(fun).lower(*example_args)[0].source
 
 
-__all__ = ["argnums_tuple", "grad", "value_and_grad", "vjp", "jit", "trace", "trace_program",
-           "source", "append_backward", "gradients", "Transformed"]
+__all__ = [
+    "argnums_tuple",
+    "grad",
+    "value_and_grad",
+    "vjp",
+    "jit",
+    "trace",
+    "trace_program",
+    "source",
+    "append_backward",
+    "gradients",
+    "Transformed",
+]

@@ -8,10 +8,29 @@ Implemented in srcgrad/imperative/autograd.py.
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
-from ..imperative.autograd import (Tape, backward, compile_count, grad, is_recording, no_grad,
-                                   pause, record, tape)
+from ..imperative.autograd import (
+    Tape,
+    backward,
+    compile_count,
+    grad,
+    is_recording,
+    no_grad,
+    pause,
+    record,
+    tape,
+)
 
-__all__ = ["record", "pause", "no_grad", "is_recording", "backward", "grad", "tape",
-           "compile_count", "Tape"]
+__all__ = [
+    "record",
+    "pause",
+    "no_grad",
+    "is_recording",
+    "backward",
+    "grad",
+    "tape",
+    "compile_count",
+    "Tape",
+]

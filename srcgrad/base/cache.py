@@ -16,6 +16,7 @@ threads making the same first call compile once and wait for it.
 
 Layer L0 (base): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import collections
@@ -87,7 +88,7 @@ class CompileCache:
             return
         with self._lock:
             held = self._by_fun.pop(tuple(id(o) for o in owners), None)
-        for slot in (held[1].values() if held is not None else ()):
+        for slot in held[1].values() if held is not None else ():
             with slot.lock:
                 slot.entry = None
 
@@ -230,6 +231,7 @@ def binding_reader(fun: Callable[..., Any]) -> Callable[[], tuple[Any, ...]] | N
             except ValueError:  # a cell not yet assigned
                 out.append(_UNBOUND)
         return tuple(out)
+
     return read
 
 

@@ -2,6 +2,7 @@
 
 Layer L0 (base): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import os
@@ -35,13 +36,18 @@ class Config:
         rule a tape at least half of whose calls are such is compiled at once. Default True.
     """
 
-    __slots__ = ("_max_loop_records", "_traceback_filtering", "_tape_compile_after",
-                 "_tape_compile_cold")
+    __slots__ = (
+        "_max_loop_records",
+        "_traceback_filtering",
+        "_tape_compile_after",
+        "_tape_compile_cold",
+    )
 
     def __init__(self) -> None:
-        self._max_loop_records = 2 ** 20
+        self._max_loop_records = 2**20
         self._traceback_filtering = os.environ.get(
-            "SRCGRAD_TRACEBACK_FILTERING", "on").strip().lower() not in ("off", "0", "false", "no")
+            "SRCGRAD_TRACEBACK_FILTERING", "on"
+        ).strip().lower() not in ("off", "0", "false", "no")
         self._tape_compile_after: int | None = None
         self._tape_compile_cold = True
 
@@ -51,9 +57,10 @@ class Config:
 
     @max_loop_records.setter
     def max_loop_records(self, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2 ** 31 - 1:
-            raise ValueError("sg.config.max_loop_records must be an int in [1, 2**31 - 2], "
-                             f"got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**31 - 1:
+            raise ValueError(
+                f"sg.config.max_loop_records must be an int in [1, 2**31 - 2], got {value!r}"
+            )
         self._max_loop_records = value
 
     @property
@@ -72,10 +79,13 @@ class Config:
 
     @tape_compile_after.setter
     def tape_compile_after(self, value: Any) -> None:
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or value < 1):
-            raise ValueError("sg.config.tape_compile_after must be None (the cost rule) or an "
-                             f"int >= 1, got {value!r}")
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise ValueError(
+                "sg.config.tape_compile_after must be None (the cost rule) or an "
+                f"int >= 1, got {value!r}"
+            )
         self._tape_compile_after = value
 
     @property
@@ -89,10 +99,12 @@ class Config:
         self._tape_compile_cold = value
 
     def __repr__(self) -> str:
-        return (f"Config(max_loop_records={self.max_loop_records}, "
-                f"traceback_filtering={self.traceback_filtering}, "
-                f"tape_compile_after={self.tape_compile_after}, "
-                f"tape_compile_cold={self.tape_compile_cold})")
+        return (
+            f"Config(max_loop_records={self.max_loop_records}, "
+            f"traceback_filtering={self.traceback_filtering}, "
+            f"tape_compile_after={self.tape_compile_after}, "
+            f"tape_compile_cold={self.tape_compile_cold})"
+        )
 
 
 config = Config()

@@ -9,6 +9,7 @@ unchanged and only a failed trace is retried with its functions converted.
 
 Layer L0 (base): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import threading
@@ -19,17 +20,21 @@ from .hooks import Hook
 T = TypeVar("T")
 
 CONVERT: Hook[Callable[[Any], Any]] = Hook(
-    "srcgrad.base.conversion.CONVERT", "a function -> its converted form (srcgrad.convert)")
+    "srcgrad.base.conversion.CONVERT", "a function -> its converted form (srcgrad.convert)"
+)
 WANTS_CONVERSION: Hook[Callable[[BaseException], bool]] = Hook(
     "srcgrad.base.conversion.WANTS_CONVERSION",
-    "whether converting the traced functions may remove this error (srcgrad.convert)")
+    "whether converting the traced functions may remove this error (srcgrad.convert)",
+)
 EXPLAIN_FAILURE: Hook[Callable[[BaseException], "BaseException | None"]] = Hook(
     "srcgrad.base.conversion.EXPLAIN_FAILURE",
-    "a clearer error for a trace that failed converted, or None (srcgrad.convert)")
+    "a clearer error for a trace that failed converted, or None (srcgrad.convert)",
+)
 LOOP_HINT: Hook[Callable[[Any], str]] = Hook(
     "srcgrad.base.conversion.LOOP_HINT",
     "the advice for an unbounded loop at a user line, if conversion made it (srcgrad.convert)",
-    default=lambda loc: "")
+    default=lambda loc: "",
+)
 
 
 class _State(threading.local):

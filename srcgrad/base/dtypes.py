@@ -2,6 +2,7 @@
 
 Layer L0 (base): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -12,10 +13,21 @@ import jax.numpy as jnp
 import numpy as np
 
 _SHORT = {
-    "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
-    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
-    "bool": "bool", "complex64": "c64", "complex128": "c128",
+    "float16": "f16",
+    "bfloat16": "bf16",
+    "float32": "f32",
+    "float64": "f64",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
+    "bool": "bool",
+    "complex64": "c64",
+    "complex128": "c128",
 }
 
 
@@ -39,6 +51,7 @@ def x64_scope(on: bool = True) -> Any:
     scope = getattr(jax, "enable_x64", None)
     if scope is None:
         from jax import experimental
+
         scope = experimental.enable_x64  # type: ignore[attr-defined]  # JAX 0.4.30 only
     return scope(on)
 

@@ -2,6 +2,7 @@
 
 Layer L0 (base): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -44,8 +45,9 @@ def is_internal(filename: str) -> bool:
     """True for srcgrad's own files and the code it generates (memoized per file name)."""
     internal = _internal.get(filename)
     if internal is None:
-        internal = _internal[filename] = (filename.startswith(_PKG_DIRS) and filename != _TOUR
-                                          or filename.startswith("<srcgrad"))
+        internal = _internal[filename] = (
+            filename.startswith(_PKG_DIRS) and filename != _TOUR or filename.startswith("<srcgrad")
+        )
     return internal
 
 
@@ -95,6 +97,7 @@ def _source_loc(filename: str, lineno: int, function: str) -> SourceLoc:
 def _jax_dirs() -> tuple[str, ...]:
     import jax
     import jaxlib
+
     return tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (jax, jaxlib))
 
 
@@ -138,8 +141,10 @@ class SrcgradError(Exception):
 #: The traced value types, whose arguments `_call_site` lists (the IR's Variable: errors sit
 #: below the IR).
 TRACED_TYPES: Hook[tuple[type, ...]] = Hook(
-    "srcgrad.base.errors.TRACED_TYPES", "the traced value types (srcgrad.ir.program.Variable)",
-    default=())
+    "srcgrad.base.errors.TRACED_TYPES",
+    "the traced value types (srcgrad.ir.program.Variable)",
+    default=(),
+)
 
 
 def _call_site() -> tuple[str | None, list, SourceLoc | None]:
@@ -151,12 +156,15 @@ def _call_site() -> tuple[str | None, list, SourceLoc | None]:
         if not frame.f_code.co_name.startswith(("_", "<")):
             entry = frame
         frame = frame.f_back
-    loc = (SourceLoc(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
-           if frame is not None else None)
+    loc = (
+        SourceLoc(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+        if frame is not None
+        else None
+    )
     if entry is None:
         return None, [], loc
     code = entry.f_code
-    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
     args = [entry.f_locals.get(n) for n in names]
     traced = TRACED_TYPES.value
     return code.co_name, [v for v in args if isinstance(v, traced)], loc

@@ -15,6 +15,7 @@ op's registry row). Reading a hook that was never set is an error naming the hoo
 
 Layer L0 (base): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Generic, TypeVar
@@ -30,8 +31,9 @@ class Hook(Generic[T]):
 
     __slots__ = ("name", "doc", "value", "_on_set")
 
-    def __init__(self, name: str, doc: str, default: T = UNSET,
-                 on_set: Callable[[T], None] | None = None) -> None:
+    def __init__(
+        self, name: str, doc: str, default: T = UNSET, on_set: Callable[[T], None] | None = None
+    ) -> None:
         self.name = name
         self.doc = doc
         #: The value (the fast path reads it directly); `UNSET` until set, unless defaulted.
@@ -53,8 +55,10 @@ class Hook(Generic[T]):
         """The value; an error naming the hook when nothing set it (srcgrad not imported)."""
         value = self.value
         if value is UNSET:
-            raise RuntimeError(f"{self.name} ({self.doc}) is not set: import srcgrad, whose "
-                               "srcgrad/wiring.py sets it")
+            raise RuntimeError(
+                f"{self.name} ({self.doc}) is not set: import srcgrad, whose "
+                "srcgrad/wiring.py sets it"
+            )
         return value
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

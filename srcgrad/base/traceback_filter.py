@@ -10,6 +10,7 @@ below it, their traced function. Frames of the emitted code (`<srcgrad:...>` fil
 
 Layer L0 (base): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import functools
@@ -48,6 +49,7 @@ def leave_out_internal_frames(e: BaseException) -> None:
 
 def api_boundary(fn: F) -> F:
     """`fn` with the tracebacks of the exceptions it raises filtered (see the module doc)."""
+
     @functools.wraps(fn)
     def boundary(*args: Any, **kwargs: Any) -> Any:
         try:
@@ -55,4 +57,5 @@ def api_boundary(fn: F) -> F:
         except Exception as e:
             leave_out_internal_frames(e)
             raise
+
     return boundary

@@ -4,6 +4,7 @@ positions.
 
 Layer L5 (compiled): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -73,7 +74,7 @@ def _as_var(x: Any) -> Variable:
 
 def key_type(v: Variable, impl: Any) -> str:
     """A key's type as JAX prints it (`key<fry>[]`), from its data `v`."""
-    return f"key<{impl.tag}>[{','.join(map(str, v.shape[:v.ndim - len(impl.key_shape)]))}]"
+    return f"key<{impl.tag}>[{','.join(map(str, v.shape[: v.ndim - len(impl.key_shape)]))}]"
 
 
 def leaf_dtype(x: Any) -> np.dtype:
@@ -94,17 +95,29 @@ def static_positions(static_argnums: int | Sequence[int], who: str) -> tuple[int
 def hashable(value: Any, i: int, who: str) -> Any:
     """A static argument, checked to be hashable (it is part of the cache key)."""
     if isinstance(value, (jax.Array, np.ndarray, Variable)):
-        raise SrcgradError(f"{who}: static argument {i} is an array ({type(value).__name__}); "
-                           "static arguments are Python values (str, bool, int, tuples), pass "
-                           "arrays without static_argnums", loc=user_location())
+        raise SrcgradError(
+            f"{who}: static argument {i} is an array ({type(value).__name__}); "
+            "static arguments are Python values (str, bool, int, tuples), pass "
+            "arrays without static_argnums",
+            loc=user_location(),
+        )
     try:
         hash(value)
     except TypeError:
-        raise SrcgradError(f"{who}: static argument {i} must be hashable (it keys the compile "
-                           f"cache), got a {type(value).__name__}: {value!r:.60}",
-                           loc=user_location()) from None
+        raise SrcgradError(
+            f"{who}: static argument {i} must be hashable (it keys the compile "
+            f"cache), got a {type(value).__name__}: {value!r:.60}",
+            loc=user_location(),
+        ) from None
     return value
 
 
-__all__ = ["arg_names", "as_vars", "hashable", "key_type", "leaf_array", "leaf_dtype",
-           "static_positions"]
+__all__ = [
+    "arg_names",
+    "as_vars",
+    "hashable",
+    "key_type",
+    "leaf_array",
+    "leaf_dtype",
+    "static_positions",
+]

@@ -12,6 +12,7 @@ program, fed its value -- and any other value (axes, shapes, flags) by type and 
 
 Layer L5 (compiled): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -38,9 +39,14 @@ class OpProgram:
 
     __slots__ = ("run", "ran", "out_tree", "weak", "captured", "avals", "kernels")
 
-    def __init__(self, run: Callable[..., Any], out_tree: Any,
-                 weak: tuple[tuple[int, np.dtype], ...], captured: tuple[Any, ...],
-                 avals: tuple[jax.ShapeDtypeStruct, ...]):
+    def __init__(
+        self,
+        run: Callable[..., Any],
+        out_tree: Any,
+        weak: tuple[tuple[int, np.dtype], ...],
+        captured: tuple[Any, ...],
+        avals: tuple[jax.ShapeDtypeStruct, ...],
+    ):
         self.run = run
         #: Whether the program has run (is compiled).
         self.ran = False
@@ -90,8 +96,9 @@ def run(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
     return jax.tree_util.tree_unflatten(out_tree, outs)
 
 
-def evaluate(fn: Callable[..., Any], leaves: list, tree: Any, parts: tuple, arrays: list,
-             weak: list) -> tuple[Any, Any, list[tuple[int, np.dtype, jax.Array]]]:
+def evaluate(
+    fn: Callable[..., Any], leaves: list, tree: Any, parts: tuple, arrays: list, weak: list
+) -> tuple[Any, Any, list[tuple[int, np.dtype, jax.Array]]]:
     """`fn` on leaves whose `signature` is given: its result leaves, their tree, and each
     weak number the program lifted (its index among the weak ones, dtype and device value)."""
     prog = _program((fn, tree, parts, dtypes.x64()), fn, leaves, tree)
@@ -125,6 +132,7 @@ def _program(key: tuple, fn: Callable[..., Any], leaves: list, tree: Any) -> OpP
 def _lower(fn: Callable[..., Any], leaves: list, tree: Any) -> OpProgram:
     """Trace `fn` on fresh inputs in place of the array leaves and lower the one-call Program."""
     from ..transforms.lower_jax import lower_program
+
     prog = Program()
     block = prog.global_block()
     order = {id(leaf): i for i, leaf in enumerate(l for l in leaves if type(l) is Weak)}
@@ -137,13 +145,19 @@ def _lower(fn: Callable[..., Any], leaves: list, tree: Any) -> OpProgram:
         prog.inputs.append(v)  # after the arrays' inputs, which are made before the trace
         lifted.append((order[id(w)], dt))
         return v
+
     prog.lift_weak = lift
     traced = []
     for leaf in leaves:
         if is_array(leaf) or type(leaf) is jax.ShapeDtypeStruct:
-            v = block.new_var(f"x{len(prog.inputs)}", tuple(leaf.shape),
-                              dtypes.canonical(np.dtype(leaf.dtype)), kind="data",
-                              stop_gradient=True, exact_name=True)
+            v = block.new_var(
+                f"x{len(prog.inputs)}",
+                tuple(leaf.shape),
+                dtypes.canonical(np.dtype(leaf.dtype)),
+                kind="data",
+                stop_gradient=True,
+                exact_name=True,
+            )
             prog.inputs.append(v)
             leaf = v
         traced.append(leaf)
@@ -154,10 +168,10 @@ def _lower(fn: Callable[..., Any], leaves: list, tree: Any) -> OpProgram:
         outs = [as_var(v) for v in out_leaves]
     avals = tuple(jax.ShapeDtypeStruct(v.shape, v.dtype) for v in outs)
     name = getattr(fn, "__name__", "op")
-    lowered = lower_program(prog, list(prog.inputs) + prog.captures, outs, [],
-                            name=f"eager_{name}")
-    captured = tuple(np.asarray(value, v.dtype) if not isinstance(value, jax.Array) else value
-                     for v, value in zip(prog.captures, prog.capture_values))
+    lowered = lower_program(prog, list(prog.inputs) + prog.captures, outs, [], name=f"eager_{name}")
+    captured = tuple(
+        np.asarray(value, v.dtype) if not isinstance(value, jax.Array) else value
+        for v, value in zip(prog.captures, prog.capture_values)
+    )
     prog.dispose()
     return OpProgram(lowered.jitted(), out_tree, tuple(lifted), captured, avals)
-

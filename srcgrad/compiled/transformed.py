@@ -4,6 +4,7 @@ wrappers `sg.grad` & co. are srcgrad/api/functional.py).
 
 Layer L5 (compiled): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import functools
@@ -38,6 +39,7 @@ from ..transforms.lower_jax import lower_program
 #: to compile.
 _JaxprTracer: Any = getattr(jax.interpreters.partial_eval, "DynamicJaxprTracer", type(None))
 
+
 @dataclass
 class _Entry:
     lowered: Lowered
@@ -55,8 +57,11 @@ class _Entry:
         for value, dt, shape in self.captures:
             if tuple(value.shape) != shape:
                 return None
-            out.append(value if isinstance(value, jax.Array) and value.dtype == dt
-                       else np.asarray(value).astype(dt, copy=False))
+            out.append(
+                value
+                if isinstance(value, jax.Array) and value.dtype == dt
+                else np.asarray(value).astype(dt, copy=False)
+            )
         return out
 
 
@@ -191,11 +196,14 @@ class Transformed:
         try:
             bound = inspect.signature(self._fun).bind(*args, **kwargs)
         except (TypeError, ValueError) as e:
-            raise TypeError(f"{self._name}: cannot bind the keyword arguments "
-                            f"{sorted(kwargs)}: {e}") from None
+            raise TypeError(
+                f"{self._name}: cannot bind the keyword arguments {sorted(kwargs)}: {e}"
+            ) from None
         if bound.kwargs:
-            raise TypeError(f"{self._name}: keyword-only arguments {sorted(bound.kwargs)} are not "
-                            "supported; pass them positionally")
+            raise TypeError(
+                f"{self._name}: keyword-only arguments {sorted(bound.kwargs)} are not "
+                "supported; pass them positionally"
+            )
         return bound.args
 
     def _static_positions(self, args: tuple) -> frozenset[int]:
@@ -206,8 +214,10 @@ class Transformed:
         for i in self._static:
             j = i + len(args) if i < 0 else i
             if not 0 <= j < len(args):
-                raise SrcgradError(f"{self._name}: static_argnums {i} but only {len(args)} "
-                                   "arguments were given", loc=user_location())
+                raise SrcgradError(
+                    f"{self._name}: static_argnums {i} but only {len(args)} arguments were given",
+                    loc=user_location(),
+                )
             out.add(j)
         return frozenset(out)
 
@@ -232,8 +242,11 @@ class Transformed:
             ins = []
             for i, (n, l) in enumerate(zip(names, leaves)):
                 impl = dtypes.key_impl(l)  # a typed PRNG key: an input of its uint32 data
-                shape, dt = ((np.shape(l), leaf_dtype(l)) if impl is None else
-                             (np.shape(l) + tuple(impl.key_shape), np.dtype(np.uint32)))
+                shape, dt = (
+                    (np.shape(l), leaf_dtype(l))
+                    if impl is None
+                    else (np.shape(l) + tuple(impl.key_shape), np.dtype(np.uint32))
+                )
                 ins.append(input_var(n if n not in prog._taken else f"{n}_{i}", shape, dt, "data"))
                 ins[-1].stop_gradient = False
                 if impl is not None:
@@ -252,8 +265,9 @@ class Transformed:
         lowered, out_tree, checks, _, _ = self._lower(args, capacities)
         return lowered, out_tree, checks
 
-    def _lower(self, args: tuple, capacities: dict[int, int] | None
-               ) -> tuple[Lowered, Any, list, list[tuple[Any, np.dtype, tuple]], tuple]:
+    def _lower(
+        self, args: tuple, capacities: dict[int, int] | None
+    ) -> tuple[Lowered, Any, list, list[tuple[Any, np.dtype, tuple]], tuple]:
         """`lower`, plus the captured arrays the compiled function takes after the arguments
         and the program's staleness checks (`Program.watched`)."""
         with collection_paused():
@@ -262,10 +276,15 @@ class Transformed:
             name = getattr(self._fun, "__name__", "fn")
             checks = prog.capacity_checks
             lowered = lower_program(
-                prog, ins + prog.captures, outs, [v for _, v, _ in checks],
-                name=name if self._name in ("jit", "trace") else f"{name}_{self._name}")
-            captures = [(value, v.dtype, v.shape)
-                        for v, value in zip(prog.captures, prog.capture_values)]
+                prog,
+                ins + prog.captures,
+                outs,
+                [v for _, v, _ in checks],
+                name=name if self._name in ("jit", "trace") else f"{name}_{self._name}",
+            )
+            captures = [
+                (value, v.dtype, v.shape) for v, value in zip(prog.captures, prog.capture_values)
+            ]
             watched = tuple(prog.watched)
             prog.dispose()
             return lowered, out_tree, checks, captures, watched
@@ -287,8 +306,9 @@ class Transformed:
                 slot = self._own.setdefault(key, slot)
         return slot
 
-    def _entry(self, slot: Slot, args: Callable[[], tuple], now: tuple,
-               grow: dict[int, int] | None = None) -> tuple[_Entry, list]:
+    def _entry(
+        self, slot: Slot, args: Callable[[], tuple], now: tuple, grow: dict[int, int] | None = None
+    ) -> tuple[_Entry, list]:
         """The slot's entry (built under its lock if missing, stale or too small for `grow`)
         and the captured arrays to feed it. `now` is what the function reads by name
         (`cache.bindings`): an entry traced when those were other objects is stale."""
@@ -306,8 +326,10 @@ class Transformed:
                 entry = slot.entry = self._build(args(), caps, now)
                 fed = entry.fed()
                 if fed is None:
-                    raise SrcgradError(f"{self._name}: a captured array changes shape while it "
-                                       "is traced", loc=user_location())
+                    raise SrcgradError(
+                        f"{self._name}: a captured array changes shape while it is traced",
+                        loc=user_location(),
+                    )
         return entry, fed
 
     def _run(self, args: tuple, static: frozenset[int], fast: bool = False) -> Any:
@@ -320,23 +342,37 @@ class Transformed:
         impls = tuple(dtypes.key_impl(l) for l in leaves)
         keyed = any(i is not None for i in impls)
         # A typed PRNG key is fed as its uint32 data (and traced from the key).
-        arrays = [leaf_array(l) if i is None else jax.random.key_data(l)
-                  for l, i in zip(leaves, impls)]
-        key = (statics, tree, tuple((np.shape(a), leaf_dtype(a)) for a in arrays), dtypes.x64(),
-               config.max_loop_records) + ((impls,) if keyed else ())
+        arrays = [
+            leaf_array(l) if i is None else jax.random.key_data(l) for l, i in zip(leaves, impls)
+        ]
+        key = (
+            statics,
+            tree,
+            tuple((np.shape(a), leaf_dtype(a)) for a in arrays),
+            dtypes.x64(),
+            config.max_loop_records,
+        ) + ((impls,) if keyed else ())
 
         def call_args() -> tuple:
             """The arguments to trace with: the arrays (and keys), the static values in their
             places."""
             traced = jax.tree_util.tree_unflatten(
-                tree, [l if i is not None else a for a, l, i in zip(arrays, leaves, impls)]
-                if keyed else arrays)
+                tree,
+                [l if i is not None else a for a, l, i in zip(arrays, leaves, impls)]
+                if keyed
+                else arrays,
+            )
             return tuple(args[i] if i in static else a for i, a in enumerate(traced))
+
         slot = self._slot(key)
         now = self._bindings()
         entry, fed = self._entry(slot, call_args, now)
-        if fast and (entry.checks or entry.captures or entry.watched
-                     or entry.lowered.nesting > SHALLOW_NESTING):
+        if fast and (
+            entry.checks
+            or entry.captures
+            or entry.watched
+            or entry.lowered.nesting > SHALLOW_NESTING
+        ):
             # (a deep program's compile needs the recursion room jitted() makes). An entry
             # that captured this trace's tracers (a constant computed by JAX while srcgrad
             # traced, as from_jax's key data) goes; one that captured arrays stays.
@@ -398,6 +434,7 @@ class _Pipeline:
 
         def pipeline(*args: Any) -> Any:
             return self.run(args)
+
         pipeline.__name__ = pipeline.__qualname__ = name
         self.jitted = jax.jit(pipeline)
 
@@ -415,14 +452,26 @@ class _Pipeline:
 
 _SLOW = object()
 #: The leaf types the fast path takes (concrete arrays and numbers; never a JAX tracer).
-_FAST_TYPES = frozenset({type(jax.numpy.zeros(())), np.ndarray, bool, int, float, complex,
-                         *(np.dtype(c).type for c in "?bhilqBHILQefdFD")})
+_FAST_TYPES = frozenset(
+    {
+        type(jax.numpy.zeros(())),
+        np.ndarray,
+        bool,
+        int,
+        float,
+        complex,
+        *(np.dtype(c).type for c in "?bhilqBHILQefdFD"),
+    }
+)
 
 
 def _usable(entry: _Entry | None, now: tuple) -> list[Any] | None:
     """The arrays to feed `entry` after the arguments, or None if it must be traced again."""
-    if entry is None or not same_bindings(entry.bindings, now) or not all(
-            current() for current in entry.watched):
+    if (
+        entry is None
+        or not same_bindings(entry.bindings, now)
+        or not all(current() for current in entry.watched)
+    ):
         return None
     return entry.fed()
 
@@ -447,7 +496,10 @@ def _capacities_needed(entry: _Entry, counts: Sequence[Any]) -> dict[int, int]:
                 f"the loop did not stop: it reached {c} iterations, past "
                 f"sg.config.max_loop_records = {limit}, with max_iters={op.attrs['max_iters']}; "
                 "its gradient records every iteration, so pass max_iters to sg.while_loop (or "
-                "raise sg.config.max_loop_records for a longer loop)", op="while", loc=op.loc)
+                "raise sg.config.max_loop_records for a longer loop)",
+                op="while",
+                loc=op.loc,
+            )
         if c > entry.caps.get(lid, INITIAL_CAPACITY):
             grow[lid] = max(grow.get(lid, 0), min(1 << (c - 1).bit_length(), limit))
     return grow
@@ -463,6 +515,7 @@ def _in_jit_trace(arrays: Sequence[Any]) -> bool:
 def _eager(fn: Callable[..., Any]) -> Callable[..., Any]:
     def run(*arrays: Any) -> Any:
         return fn(*[jax.numpy.asarray(a) for a in arrays])
+
     return run
 
 

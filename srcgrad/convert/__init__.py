@@ -9,6 +9,7 @@ to `convert_for_retry`, `wants_conversion`, `explain_failure` and `runtime.loop_
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import functools
@@ -32,7 +33,8 @@ class Converted:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         traced = current_program() is not None or any(
-            isinstance(l, Variable) for l in jax.tree_util.tree_leaves((args, kwargs)))
+            isinstance(l, Variable) for l in jax.tree_util.tree_leaves((args, kwargs))
+        )
         if not traced:
             return self.fn(*args, **kwargs)
         fn = converted(self.fn, force=True)
@@ -52,10 +54,13 @@ def convert(fn: Callable[..., Any] | None = None, *, max_iters: int | None = Non
     traced (also under `sg.program_guard`); `max_iters` bounds every loop it converts (needed
     for the gradient of a data-dependent loop inside `jax.jit`). Also a decorator, with or
     without arguments."""
-    if max_iters is not None and (isinstance(max_iters, bool) or not isinstance(max_iters, int)
-                                  or max_iters < 0):
-        raise SrcgradError(f"sg.convert: max_iters must be a non-negative int, got {max_iters!r}",
-                           loc=user_location())
+    if max_iters is not None and (
+        isinstance(max_iters, bool) or not isinstance(max_iters, int) or max_iters < 0
+    ):
+        raise SrcgradError(
+            f"sg.convert: max_iters must be a non-negative int, got {max_iters!r}",
+            loc=user_location(),
+        )
     if fn is None:
         return lambda f: Converted(f, max_iters)
     if isinstance(fn, Converted):
@@ -81,8 +86,10 @@ def explain_failure(e: BaseException) -> BaseException | None:
     fns, missing.no_source = missing.no_source, []
     if not fns or not wants_conversion(e):
         return None
-    names = ", ".join(f"{f.__qualname__} ({f.__code__.co_filename}:{f.__code__.co_firstlineno})"
-                      for f in dict.fromkeys(fns))
+    names = ", ".join(
+        f"{f.__qualname__} ({f.__code__.co_filename}:{f.__code__.co_firstlineno})"
+        for f in dict.fromkeys(fns)
+    )
     loc = getattr(e, "loc", None)
     return SrcgradError(
         f"{getattr(e, 'detail', e)}; srcgrad could not convert this Python control flow into "

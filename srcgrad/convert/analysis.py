@@ -3,6 +3,7 @@ a loop must carry (AutoGraph's activity and liveness analyses, simplified).
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import ast
@@ -74,8 +75,9 @@ def _reads(node: ast.AST | None) -> set[str]:
     return set(read_counts([node])) if node is not None else set()
 
 
-def live_in(stmts: list[ast.stmt], first: Iterable[ast.AST] = (),
-            defined: Iterable[str] = ()) -> set[str]:
+def live_in(
+    stmts: list[ast.stmt], first: Iterable[ast.AST] = (), defined: Iterable[str] = ()
+) -> set[str]:
     """Names read by `first` or by `stmts` before `stmts` surely assigned them (`defined`:
     names assigned before `stmts` run, as a for loop's target)."""
     found = set().union(*(_reads(n) for n in first)) if first else set()
@@ -133,9 +135,22 @@ def has_mutation(stmts: list[ast.stmt]) -> bool:
     """True if `stmts` mutate a Python container in place (`out.append(v)`): such a loop
     is unrolled in Python, as it traces today, not turned into a traced loop."""
     for node in walk_scope(stmts):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ("append", "extend", "insert", "pop", "update", "add",
-                                       "setdefault", "remove", "clear")):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr
+            in (
+                "append",
+                "extend",
+                "insert",
+                "pop",
+                "update",
+                "add",
+                "setdefault",
+                "remove",
+                "clear",
+            )
+        ):
             return True
     return False
 

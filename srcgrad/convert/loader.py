@@ -4,6 +4,7 @@ closure and defaults. Conversions are cached per code object.
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import ast
@@ -25,9 +26,19 @@ from .analysis import GEN
 from .rewrite import Converter
 
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_LIBRARY_DIRS = tuple(sorted({os.path.abspath(p) + os.sep for p in (
-    sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
-    sysconfig.get_paths()["platlib"]) if p}))
+_LIBRARY_DIRS = tuple(
+    sorted(
+        {
+            os.path.abspath(p) + os.sep
+            for p in (
+                sysconfig.get_paths()["stdlib"],
+                sysconfig.get_paths()["purelib"],
+                sysconfig.get_paths()["platlib"],
+            )
+            if p
+        }
+    )
+)
 _LIBRARY_PARTS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 
 _lock = threading.Lock()
@@ -77,8 +88,11 @@ def is_user_file(f: str) -> bool:
     if f.startswith("<srcgrad") or is_internal(f):  # srcgrad's files (transforms/ too)
         return False
     path = os.path.abspath(f) if not f.startswith("<") else f
-    return not (path.startswith(_HERE) or path.startswith(_LIBRARY_DIRS)
-                or any(p in path for p in _LIBRARY_PARTS))
+    return not (
+        path.startswith(_HERE)
+        or path.startswith(_LIBRARY_DIRS)
+        or any(p in path for p in _LIBRARY_PARTS)
+    )
 
 
 def no_convert(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -113,17 +127,22 @@ def converted(fn: Callable[..., Any], force: bool = False) -> Callable[..., Any]
     done = _functions.get(fn)
     if done is not None:
         return done
-    if (getattr(fn, "__sg_no_convert__", False) or not is_user_code(fn.__code__)
-            or fn.__code__.co_flags & _NOT_CONVERTED):
+    if (
+        getattr(fn, "__sg_no_convert__", False)
+        or not is_user_code(fn.__code__)
+        or fn.__code__.co_flags & _NOT_CONVERTED
+    ):
         _functions[fn] = fn  # remembered: library code is looked at once
         return fn
     try:
         code = _convert_code(fn)
     except SourceUnavailable as e:
         if force:
-            raise SrcgradError(f"cannot convert {fn.__qualname__}: {e}; rewrite its control flow "
-                               "with sg.cond / sg.while_loop, or define it in a file",
-                               loc=user_location()) from None
+            raise SrcgradError(
+                f"cannot convert {fn.__qualname__}: {e}; rewrite its control flow "
+                "with sg.cond / sg.while_loop, or define it in a file",
+                loc=user_location(),
+            ) from None
         missing.no_source.append(fn)
         return fn
     if code is None:
@@ -137,7 +156,8 @@ def converted_call(f: Any) -> Any:
     """The function converted code calls in place of `f`."""
     call = getattr(type(f), "__call__", None)  # noqa: B004  (the class's function itself)
     if isinstance(f, (types.FunctionType, types.MethodType, functools.partial)) or (
-            not isinstance(f, type) and isinstance(call, types.FunctionType)):
+        not isinstance(f, type) and isinstance(call, types.FunctionType)
+    ):
         return converted(f)
     return f
 
@@ -150,8 +170,10 @@ def _convert_code(fn: types.FunctionType) -> types.CodeType | None:
     try:
         src = inspect.getsource(original)  # (not fn: functools.wraps would lead to the wrapped one)
     except (OSError, TypeError):
-        raise SourceUnavailable(f"its source is not available (it was defined in "
-                                f"{original.co_filename}, which cannot be read)") from None
+        raise SourceUnavailable(
+            f"its source is not available (it was defined in "
+            f"{original.co_filename}, which cannot be read)"
+        ) from None
     node = _definition(textwrap.dedent(src), original)
     if node is None:
         with _lock:
@@ -166,10 +188,20 @@ def _convert_code(fn: types.FunctionType) -> types.CodeType | None:
     text = ast.unparse(node)
     node.name = DEF  # so that a recursive call reaches the module's function, not this one
     freevars = list(original.co_freevars)
-    params = ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in ["ag__"] + freevars],
-                           kwonlyargs=[], kw_defaults=[], defaults=[])
-    factory = ast.FunctionDef(name="_sg_factory", args=params, decorator_list=[], returns=None,
-                              body=[node, ast.Return(value=ast.Name(id=node.name, ctx=ast.Load()))])
+    params = ast.arguments(
+        posonlyargs=[],
+        args=[ast.arg(arg=n) for n in ["ag__"] + freevars],
+        kwonlyargs=[],
+        kw_defaults=[],
+        defaults=[],
+    )
+    factory = ast.FunctionDef(
+        name="_sg_factory",
+        args=params,
+        decorator_list=[],
+        returns=None,
+        body=[node, ast.Return(value=ast.Name(id=node.name, ctx=ast.Load()))],
+    )
     module = ast.Module(body=[factory], type_ignores=[])
     ast.copy_location(factory, node)
     ast.fix_missing_locations(module)
@@ -191,8 +223,11 @@ def converted_source(fn: Callable[..., Any]) -> str:
     `to_code`): the rewritten statements call the operators of srcgrad.convert.runtime."""
     fn = getattr(fn, "fn", fn)
     if converted(fn, force=True) is fn:
-        raise SrcgradError(f"{getattr(fn, '__qualname__', fn)!r} is not converted (library code, "
-                           "sg.no_convert, or not a Python function)", loc=user_location())
+        raise SrcgradError(
+            f"{getattr(fn, '__qualname__', fn)!r} is not converted (library code, "
+            "sg.no_convert, or not a Python function)",
+            loc=user_location(),
+        )
     return _sources[fn.__code__]
 
 
@@ -209,7 +244,7 @@ def _definition(src: str, code: types.CodeType) -> ast.FunctionDef | None:
         return node
     if code.co_name != "<lambda>":
         return None
-    names = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    names = list(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
     found = [
         n
         for n in ast.walk(tree)
@@ -220,8 +255,13 @@ def _definition(src: str, code: types.CodeType) -> ast.FunctionDef | None:
     if len(found) != 1:
         return None
     lam = found[0]
-    fn = ast.FunctionDef(name=LAMBDA, args=lam.args, body=[ast.Return(value=lam.body)],
-                         decorator_list=[], returns=None)
+    fn = ast.FunctionDef(
+        name=LAMBDA,
+        args=lam.args,
+        body=[ast.Return(value=lam.body)],
+        decorator_list=[],
+        returns=None,
+    )
     ast.copy_location(fn, lam)
     ast.copy_location(fn.body[0], lam)
     return fn
@@ -239,7 +279,7 @@ def _strip_annotations(node: ast.AST) -> None:
 def _rename(code: types.CodeType, outer: str) -> types.CodeType:
     """Generated functions (branch and loop bodies, thunks) take the name of the user function
     they come from, so that locations and tracebacks name it."""
-    generated = code.co_name.startswith(GEN) or "_sgt" in code.co_varnames[:code.co_argcount]
+    generated = code.co_name.startswith(GEN) or "_sgt" in code.co_varnames[: code.co_argcount]
     name = outer if generated else code.co_name
     consts = tuple(_rename(c, name) if isinstance(c, types.CodeType) else c for c in code.co_consts)
     kw: dict[str, Any] = {"co_name": name, "co_consts": consts}

@@ -92,10 +92,7 @@ def state(
 ) -> tuple:
     """The current values of `names` (Undefined for an unbound one); `global_names` (declared
     `global` in the function) are read from `glob`."""
-    return tuple(
-        (glob if n in global_names else local).get(n, Undefined(n))
-        for n in names
-    )
+    return tuple((glob if n in global_names else local).get(n, Undefined(n)) for n in names)
 
 
 def deleted(name: str) -> Undefined:

@@ -3,6 +3,7 @@ and error context.
 
 Layer L2 (core): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import threading
@@ -68,13 +69,14 @@ class constant_pool:
         _state.pools.pop()
 
 
-
 def active_program(what: str) -> Program:
     prog = current_program()
     if prog is None:
-        raise TraceError(f"{what} needs a traced program: call it inside a function passed to "
-                         "sg.grad/sg.jit/sg.trace or inside `with sg.program_guard(prog)`",
-                         loc=user_location())
+        raise TraceError(
+            f"{what} needs a traced program: call it inside a function passed to "
+            "sg.grad/sg.jit/sg.trace or inside `with sg.program_guard(prog)`",
+            loc=user_location(),
+        )
     return prog
 
 
@@ -82,8 +84,12 @@ def describe(inputs: Sequence[Variable]) -> str:
     return ", ".join(f"{v.name}: {v.type_str()}" for v in inputs)
 
 
-def emit(type_: str, inputs: Sequence[Variable], attrs: dict[str, Any] | None = None,
-         base: str | None = None) -> list[Variable]:
+def emit(
+    type_: str,
+    inputs: Sequence[Variable],
+    attrs: dict[str, Any] | None = None,
+    base: str | None = None,
+) -> list[Variable]:
     """Append one op to the current block and return its (typed) outputs."""
     prog = active_program(type_)
     block = prog.current_block()
@@ -112,19 +118,27 @@ def emit(type_: str, inputs: Sequence[Variable], attrs: dict[str, Any] | None = 
     return outs
 
 
-def emit1(type_: str, inputs: Sequence[Variable], attrs: dict[str, Any] | None = None,
-          base: str | None = None) -> Variable:
+def emit1(
+    type_: str,
+    inputs: Sequence[Variable],
+    attrs: dict[str, Any] | None = None,
+    base: str | None = None,
+) -> Variable:
     return emit(type_, inputs, attrs, base)[0]
 
 
 def _escape_message(v: Variable, prog: Program) -> str:
     """Why `v` cannot be read here: it belongs to another trace, or escaped a nested block."""
     if v.block.program is not prog:
-        return (f"{v.name} ({v.type_str()}) belongs to another trace (an earlier sg.grad/sg.jit "
-                "trace or another Program) and cannot be used in this one; it leaked through a "
-                "Python variable, a global or a closure: pass it as an argument instead")
-    return (f"{v.name} is used outside the block that defines it (a value made inside a loop "
-            "or branch body escaped through a Python variable)")
+        return (
+            f"{v.name} ({v.type_str()}) belongs to another trace (an earlier sg.grad/sg.jit "
+            "trace or another Program) and cannot be used in this one; it leaked through a "
+            "Python variable, a global or a closure: pass it as an argument instead"
+        )
+    return (
+        f"{v.name} is used outside the block that defines it (a value made inside a loop "
+        "or branch body escaped through a Python variable)"
+    )
 
 
 def _visible(v: Variable, block: Block) -> bool:
@@ -185,8 +199,9 @@ def as_var(x: Any, like: Variable | None = None) -> Variable:
         return constant(x)
     if isinstance(x, (list, tuple)) and x:
         return _sequence(x)
-    raise TraceError(f"cannot use a {type(x).__name__} as an array in a traced program",
-                     loc=user_location())
+    raise TraceError(
+        f"cannot use a {type(x).__name__} as an array in a traced program", loc=user_location()
+    )
 
 
 def as_pair(x: Any, y: Any) -> tuple[Variable, Variable]:
@@ -215,8 +230,9 @@ def _sequence(x: list | tuple) -> Variable:
     first = next((v for v in leaves if isinstance(v, Variable)), None)
     if first is None:
         if np.asarray(x).dtype.kind not in "biufc":
-            raise TraceError(f"cannot use this {type(x).__name__} as an array: {x!r:.80}",
-                             loc=user_location())
+            raise TraceError(
+                f"cannot use this {type(x).__name__} as an array: {x!r:.80}", loc=user_location()
+            )
         return constant(x)  # a program constant (an ndarray would be a captured input)
     return SEQUENCES.stack([as_var(e, like=first) for e in x])
 
@@ -231,12 +247,19 @@ def input_var(name: str, shape: Sequence[int], dtype: Any, kind: str) -> Variabl
     prog = active_program(f"sg.{kind}")
     block = prog.global_block()
     if prog.current_block() is not block:
-        raise TraceError(f"sg.{kind}({name!r}) must be declared in the global block",
-                         loc=user_location())
+        raise TraceError(
+            f"sg.{kind}({name!r}) must be declared in the global block", loc=user_location()
+        )
     if name in prog._taken and any(v.name == name for v in prog.inputs):  # O(1) when free
         raise TraceError(f"the program already has an input named {name!r}", loc=user_location())
-    var = block.new_var(name, _static_shape(name, shape, kind), dtypes.canonical(dtype), kind=kind,
-                        stop_gradient=(kind == "data"), exact_name=True)
+    var = block.new_var(
+        name,
+        _static_shape(name, shape, kind),
+        dtypes.canonical(dtype),
+        kind=kind,
+        stop_gradient=(kind == "data"),
+        exact_name=True,
+    )
     prog.inputs.append(var)
     return var
 
@@ -256,9 +279,12 @@ def _static_shape(name: str, shape: Sequence[int], kind: str) -> tuple[int, ...]
         isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_)) and d >= 0
         for d in dims
     ):
-        raise TraceError(f"sg.{kind}({name!r}) has shape {shape!r}: every dimension must be a "
-                         "non-negative int. srcgrad traces static shapes, so a None or -1 (batch) "
-                         "dimension is not supported; declare the size you will feed (build one "
-                         "program per batch size, or use sg.grad/sg.jit, which specialise per "
-                         "input shape)", loc=user_location())
+        raise TraceError(
+            f"sg.{kind}({name!r}) has shape {shape!r}: every dimension must be a "
+            "non-negative int. srcgrad traces static shapes, so a None or -1 (batch) "
+            "dimension is not supported; declare the size you will feed (build one "
+            "program per batch size, or use sg.grad/sg.jit, which specialise per "
+            "input shape)",
+            loc=user_location(),
+        )
     return tuple(int(d) for d in dims)

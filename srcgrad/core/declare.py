@@ -17,6 +17,7 @@ under the qualified name `linalg.<name>`.
 
 Layer L2 (core): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import functools
@@ -60,8 +61,11 @@ def public_in(namespace: str) -> Callable[[Callable[..., Any]], Callable[..., An
 def exports_of(namespace: str | None) -> dict[str, Callable[..., Any]]:
     """The user functions of `namespace` (None: the top level), by their short names."""
     prefix = "" if namespace is None else namespace + "."
-    return {k[len(prefix):]: f for k, f in EXPORTS.items()
-            if k.startswith(prefix) and "." not in k[len(prefix):]}
+    return {
+        k[len(prefix) :]: f
+        for k, f in EXPORTS.items()
+        if k.startswith(prefix) and "." not in k[len(prefix) :]
+    }
 
 
 def named(fn: Front, name: str, doc: str) -> Front:
@@ -76,11 +80,20 @@ def named(fn: Front, name: str, doc: str) -> Front:
     return fn
 
 
-def defop(name: str, infer: InferFn, lower: Any, grad: GradSpec, *, export: bool | str = True,
-          base: str | None = None, namespace: str | None = None, operands: tuple[str, ...] = (),
-          jvp: Any = None, remat: str | None = None,
-          fast: tuple[str, Callable[..., bool]] | None = None
-          ) -> Callable[[Front], Callable[..., Any]]:
+def defop(
+    name: str,
+    infer: InferFn,
+    lower: Any,
+    grad: GradSpec,
+    *,
+    export: bool | str = True,
+    base: str | None = None,
+    namespace: str | None = None,
+    operands: tuple[str, ...] = (),
+    jvp: Any = None,
+    remat: str | None = None,
+    fast: tuple[str, Callable[..., bool]] | None = None,
+) -> Callable[[Front], Callable[..., Any]]:
     """Register op `name` and make its user function from `front` (see the module doc).
 
     `grad` is a tuple of per-input functions `(op, g) -> gradient` (None for an input that
@@ -91,6 +104,7 @@ def defop(name: str, infer: InferFn, lower: Any, grad: GradSpec, *, export: bool
     front's array parameters (see the module doc). `jvp`, `remat` and `fast` are the row's
     forward-mode rule, recompute policy and fast lowering (registry.OpDef).
     """
+
     def deco(front: Front) -> Callable[..., Any]:
         @functools.wraps(front)
         def _build(*args: Any, **kwargs: Any) -> Variable:
@@ -99,8 +113,10 @@ def defop(name: str, infer: InferFn, lower: Any, grad: GradSpec, *, export: bool
                 return made
             inputs, attrs = made
             return emit1(name, inputs, attrs, base=base)
+
         short = front.__name__ if namespace is None else f"{namespace}.{front.__name__}"
         user = export if isinstance(export, str) else short if export else None
         register(name, infer, lower, grad, public=user, remat=remat, jvp=jvp, fast=fast)
         return _export(_build, short, operands) if export is True else _build
+
     return deco

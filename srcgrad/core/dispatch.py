@@ -19,6 +19,7 @@ exponent) stay static and are keyed by type and value.
 
 Layer L2 (core): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import functools
@@ -85,10 +86,14 @@ def _tape_set(tape: TapeInterpreter) -> None:
 
 #: The interpreters above the op layer, which srcgrad/wiring.py sets.
 EAGER: Hook[Interpreter] = Hook(
-    "srcgrad.core.dispatch.EAGER", "the eager interpreter (srcgrad/compiled/eager.py)")
+    "srcgrad.core.dispatch.EAGER", "the eager interpreter (srcgrad/compiled/eager.py)"
+)
 TAPE: Hook[TapeInterpreter] = Hook(
-    "srcgrad.core.dispatch.TAPE", "the tape interpreter (srcgrad/imperative/autograd.py)",
-    default=TapeInterpreter(_no_tape, lambda leaves: False, ()), on_set=_tape_set)
+    "srcgrad.core.dispatch.TAPE",
+    "the tape interpreter (srcgrad/imperative/autograd.py)",
+    default=TapeInterpreter(_no_tape, lambda leaves: False, ()),
+    on_set=_tape_set,
+)
 
 
 def leaf_types() -> tuple[type, ...]:
@@ -146,25 +151,29 @@ def weaken(args: tuple, kwargs: dict[str, Any], operands: Operands) -> tuple[tup
     n = len(args)
     for i in operands.positions:
         if i < n and _number(args[i]):
-            args = tuple(Weak(a) if i in operands.positions and _number(a) else a
-                         for i, a in enumerate(args))
+            args = tuple(
+                Weak(a) if i in operands.positions and _number(a) else a for i, a in enumerate(args)
+            )
             break
     if kwargs and any(k in operands.names and _number(v) for k, v in kwargs.items()):
-        kwargs = {k: Weak(v) if k in operands.names and _number(v) else v
-                  for k, v in kwargs.items()}
+        kwargs = {
+            k: Weak(v) if k in operands.names and _number(v) else v for k, v in kwargs.items()
+        }
     return args, kwargs
 
 
-def call(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any],
-         operands: Operands | None = None) -> Any:
+def call(
+    fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any], operands: Operands | None = None
+) -> Any:
     """`fn(*args, **kwargs)` by the interpreter the arguments and the context pick."""
     if current_program() is not None:
         return fn(*args, **kwargs)
     return _outside(fn, args, kwargs, operands)
 
 
-def _outside(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any],
-             operands: Operands | None) -> Any:
+def _outside(
+    fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any], operands: Operands | None
+) -> Any:
     """A call outside any trace: the tape's or the eager interpreter's."""
     if operands is not None:
         args, kwargs = weaken(args, kwargs, operands)
@@ -178,8 +187,7 @@ def _outside(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any],
 #: Types that are leaves as they are (the common arguments of an op call), besides the
 #: registered leaf types; a call whose positional arguments are all of them is flattened
 #: without walking a pytree.
-_PLAIN_LEAVES = {float, int, bool, complex, str, Weak, type(np.zeros(0)),
-                 type(jax.numpy.zeros(0))}
+_PLAIN_LEAVES = {float, int, bool, complex, str, Weak, type(np.zeros(0)), type(jax.numpy.zeros(0))}
 _FLAT_TREES: dict[int, Any] = {}
 
 
@@ -194,7 +202,8 @@ def _flatten(args: tuple, kwargs: dict[str, Any]) -> tuple[list, Any]:
             tree = _FLAT_TREES.get(len(args))
             if tree is None:
                 tree = _FLAT_TREES[len(args)] = jax.tree_util.tree_structure(
-                    (tuple(range(len(args))), {}))
+                    (tuple(range(len(args))), {})
+                )
             return list(args), tree
     return jax.tree_util.tree_flatten((args, kwargs), is_leaf=_is_leaf)
 
@@ -211,4 +220,5 @@ def dispatched(fn: Callable[..., Any], operands: Sequence[str] = ()) -> Callable
         except Exception as e:  # the error shows the user's frames only (inline: no frame)
             leave_out_internal_frames(e)
             raise
+
     return functools.wraps(fn)(_user_fn)

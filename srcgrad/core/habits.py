@@ -9,6 +9,7 @@ instead and the user's file:line. NumPy's operators (`ndarray + traced`), its re
 
 Layer L2 (core): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import keyword
@@ -28,27 +29,76 @@ _NAME = re.compile(r"[A-Za-z_][\w.]*$")
 #: A call of a dotted name in a line of source: `np.exp(`.
 _CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\(")
 #: NumPy / jax.numpy names whose srcgrad op is spelled differently.
-_ALIASES = {"absolute": "abs", "true_divide": "divide", "mod": "remainder",
-            "dot_general": "einsum", "trace": "linalg.trace"}
+_ALIASES = {
+    "absolute": "abs",
+    "true_divide": "divide",
+    "mod": "remainder",
+    "dot_general": "einsum",
+    "trace": "linalg.trace",
+}
 #: jax.lax's control flow: the srcgrad function that takes its place.
-_CONTROL = {"while_loop": "sg.while_loop", "cond": "sg.cond", "scan": "sg.scan",
-            "fori_loop": "sg.fori_loop", "switch": "sg.switch", "map": "sg.scan"}
+_CONTROL = {
+    "while_loop": "sg.while_loop",
+    "cond": "sg.cond",
+    "scan": "sg.scan",
+    "fori_loop": "sg.fori_loop",
+    "switch": "sg.switch",
+    "map": "sg.scan",
+}
 #: NumPy functions that run as the srcgrad op of the same name (NumPy's signature).
-_NUMPY_FUNCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.argmax, np.argmin, np.amax,
-                    np.amin, np.where, np.reshape, np.transpose, np.swapaxes, np.concatenate,
-                    np.stack, np.expand_dims, np.squeeze, np.matmul, np.dot, np.einsum,
-                    np.broadcast_to, np.take, np.zeros_like, np.ones_like, np.full_like}
+_NUMPY_FUNCTIONS = {
+    np.sum,
+    np.mean,
+    np.max,
+    np.min,
+    np.prod,
+    np.argmax,
+    np.argmin,
+    np.amax,
+    np.amin,
+    np.where,
+    np.reshape,
+    np.transpose,
+    np.swapaxes,
+    np.concatenate,
+    np.stack,
+    np.expand_dims,
+    np.squeeze,
+    np.matmul,
+    np.dot,
+    np.einsum,
+    np.broadcast_to,
+    np.take,
+    np.zeros_like,
+    np.ones_like,
+    np.full_like,
+}
 #: NumPy's functions that run as the sg.linalg function of the same signature.
-_NUMPY_LINALG = {np.trace: "linalg.trace", **{f: "linalg." + f.__name__ for f in (
-    np.linalg.norm, np.linalg.solve, np.linalg.inv, np.linalg.det, np.linalg.slogdet,
-    np.linalg.cholesky, np.linalg.eigh, np.linalg.svd, np.linalg.qr, np.linalg.matrix_power)}}
+_NUMPY_LINALG = {
+    np.trace: "linalg.trace",
+    **{
+        f: "linalg." + f.__name__
+        for f in (
+            np.linalg.norm,
+            np.linalg.solve,
+            np.linalg.inv,
+            np.linalg.det,
+            np.linalg.slogdet,
+            np.linalg.cholesky,
+            np.linalg.eigh,
+            np.linalg.svd,
+            np.linalg.qr,
+            np.linalg.matrix_power,
+        )
+    },
+}
 
 
 def _library_dirs() -> tuple[str, ...]:
     import jax
     import jaxlib
-    return tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
-                 for m in (jax, jaxlib, np))
+
+    return tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (jax, jaxlib, np))
 
 
 _LIBS: tuple[str, ...] = ()
@@ -94,8 +144,9 @@ def _called_at(frame: FrameType) -> str | None:
     code = frame.f_code
     known = set(code.co_names + code.co_varnames + code.co_freevars + code.co_cellvars)
     line = linecache.getline(code.co_filename, frame.f_lineno)
-    names = [n for n in _CALL.findall(line)
-             if not keyword.iskeyword(n) and set(n.split(".")) <= known]
+    names = [
+        n for n in _CALL.findall(line) if not keyword.iskeyword(n) and set(n.split(".")) <= known
+    ]
     return names[0] if len(names) == 1 else None
 
 
@@ -124,6 +175,7 @@ def _user_call(fallback: str | None) -> tuple[SourceLoc | None, str | None]:
 def _sg_name(callee: str) -> str | None:
     """The srcgrad op that takes the place of the JAX or NumPy function `callee`, if any."""
     from .declare import EXPORTS
+
     name = ".".join(callee.split(".")[-2:])  # jnp.linalg.solve: sg.linalg.solve
     if name not in EXPORTS:
         name = callee.rsplit(".", 1)[-1]
@@ -136,23 +188,36 @@ def misuse(value: Variable, fallback: str | None = None) -> TraceError:
     loc, callee = _user_call(fallback)
     head = f"the srcgrad value {value!r} was passed to"
     if callee is None:
-        return TraceError(f"{head} a JAX or NumPy function, which cannot read it; use the sg.* "
-                          "op of the same name", loc=loc)
+        return TraceError(
+            f"{head} a JAX or NumPy function, which cannot read it; use the sg.* "
+            "op of the same name",
+            loc=loc,
+        )
     last = callee.rsplit(".", 1)[-1]
     if last in _CONTROL and (callee != last or last != "map"):  # not Python's map
-        return TraceError(f"{head} {callee}, which cannot trace srcgrad values; use "
-                          f"{_CONTROL[last]} (jax.lax's arguments, differentiable by srcgrad), "
-                          "or wrap the whole JAX function with sg.from_jax", loc=loc)
+        return TraceError(
+            f"{head} {callee}, which cannot trace srcgrad values; use "
+            f"{_CONTROL[last]} (jax.lax's arguments, differentiable by srcgrad), "
+            "or wrap the whole JAX function with sg.from_jax",
+            loc=loc,
+        )
     if callee != last and isinstance(np.sctypeDict.get(last), type):  # np.int64(v): a cast
-        return TraceError(f"{head} {callee}, which cannot read it; to cast it, use "
-                          f"v.astype({callee}) (or sg.astype(v, {callee})) instead of "
-                          f"{callee}(v)", loc=loc)
+        return TraceError(
+            f"{head} {callee}, which cannot read it; to cast it, use "
+            f"v.astype({callee}) (or sg.astype(v, {callee})) instead of "
+            f"{callee}(v)",
+            loc=loc,
+        )
     name = _sg_name(callee)
     if name is not None:
-        return TraceError(f"{head} {callee}, which cannot read it; use sg.{name} instead of "
-                          f"{callee}", loc=loc)
-    return TraceError(f"{head} {callee}, which cannot read it, and srcgrad has no "
-                      f"{callee.rsplit('.', 1)[-1]} yet; write it with sg.* ops", loc=loc)
+        return TraceError(
+            f"{head} {callee}, which cannot read it; use sg.{name} instead of {callee}", loc=loc
+        )
+    return TraceError(
+        f"{head} {callee}, which cannot read it, and srcgrad has no "
+        f"{callee.rsplit('.', 1)[-1]} yet; write it with sg.* ops",
+        loc=loc,
+    )
 
 
 def detached(name: str | None, method: str | None = None) -> SrcgradError:
@@ -167,11 +232,17 @@ def detached(name: str | None, method: str | None = None) -> SrcgradError:
     else:
         head = f"{callee or 'a NumPy function'} read {tensor} that record() differentiates"
     name_sg = _sg_name(callee) if callee else None
-    fix = (f"use sg.{name_sg} instead of {callee} (it records), or" if name_sg
-           else "compute with sg.* ops instead, or")
-    return SrcgradError(f"{head}, and cannot record it: the gradient through its result "
-                        f"would be silently lost; {fix} take a constant copy with "
-                        "`t.detach().numpy()` (or convert outside record())", loc=loc)
+    fix = (
+        f"use sg.{name_sg} instead of {callee} (it records), or"
+        if name_sg
+        else "compute with sg.* ops instead, or"
+    )
+    return SrcgradError(
+        f"{head}, and cannot record it: the gradient through its result "
+        f"would be silently lost; {fix} take a constant copy with "
+        "`t.detach().numpy()` (or convert outside record())",
+        loc=loc,
+    )
 
 
 def _aval(value: Variable) -> Any:
@@ -184,27 +255,41 @@ def array(self: Variable, *args: Any, **kwargs: Any) -> Any:
 
 
 _OPERATOR_UFUNCS = {
-    np.add: "add", np.subtract: "subtract", np.multiply: "multiply", np.true_divide: "divide",
-    np.power: "power", np.remainder: "remainder", np.floor_divide: "floor_divide",
-    np.matmul: "matmul", np.less: "less", np.less_equal: "less_equal", np.greater: "greater",
-    np.greater_equal: "greater_equal", np.equal: "equal", np.not_equal: "not_equal",
-    np.bitwise_and: "logical_and", np.bitwise_or: "logical_or",
+    np.add: "add",
+    np.subtract: "subtract",
+    np.multiply: "multiply",
+    np.true_divide: "divide",
+    np.power: "power",
+    np.remainder: "remainder",
+    np.floor_divide: "floor_divide",
+    np.matmul: "matmul",
+    np.less: "less",
+    np.less_equal: "less_equal",
+    np.greater: "greater",
+    np.greater_equal: "greater_equal",
+    np.equal: "equal",
+    np.not_equal: "not_equal",
+    np.bitwise_and: "logical_and",
+    np.bitwise_or: "logical_or",
 }
 
 
 def array_ufunc(self: Variable, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
     """`ndarray OP traced` runs the srcgrad op; other ufuncs (np.tanh) name the op to use."""
     from .declare import EXPORTS
+
     name = _OPERATOR_UFUNCS.get(ufunc)
     if name is not None and method == "__call__" and not kwargs:
         return EXPORTS[name](*inputs)
     raise misuse(self, f"np.{ufunc.__name__}")
 
 
-def array_function(self: Variable, func: Callable[..., Any], types: Any, args: tuple,
-                    kwargs: dict[str, Any]) -> Any:
+def array_function(
+    self: Variable, func: Callable[..., Any], types: Any, args: tuple, kwargs: dict[str, Any]
+) -> Any:
     """numpy.sum(traced) and the like run the srcgrad op; other functions name the op to use."""
     from .declare import EXPORTS
+
     name = _NUMPY_LINALG.get(func) or _ALIASES.get(func.__name__, func.__name__)
     if (func in _NUMPY_FUNCTIONS or func in _NUMPY_LINALG) and name in EXPORTS:
         return EXPORTS[name](*args, **kwargs)
@@ -213,12 +298,16 @@ def array_function(self: Variable, func: Callable[..., Any], types: Any, args: t
 
 #: NumPy's protocols on a traced value (the IR's NUMPY_PROTOCOL hook).
 NUMPY_PROTOCOL: dict[str, Callable[..., Any]] = {
-    "__array__": array, "__array_ufunc__": array_ufunc, "__array_function__": array_function}
+    "__array__": array,
+    "__array_ufunc__": array_ufunc,
+    "__array_function__": array_function,
+}
 
 
 def register_with_jax() -> None:
     """Make JAX's abstractification of a Variable raise `misuse` (see the module doc)."""
     from jax._src import core, dtypes  # JAX's tables of array-like types; no public hook
+
     table = getattr(core, "pytype_aval_mappings", None)
     if isinstance(table, dict):
         table[Variable] = _aval

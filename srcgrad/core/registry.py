@@ -5,6 +5,7 @@ Rows are declared with `srcgrad.ops.declare.defop`, which also makes the op's us
 
 Layer L2 (core): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -94,17 +95,27 @@ REGISTRY: dict[str, OpDef] = {}
 
 def per_input(fns: Sequence[InputGrad | None]) -> GradFn:
     """A grad maker from one function per input, each called only where its input needs it."""
+
     def grad(op: "Op", g: list, need: list) -> Iterator["Variable | None"]:
         for fn, n in zip(fns, need):
             yield fn(op, g[0]) if n and fn is not None else None
+
     return grad
 
 
-def register(name: str, infer: InferFn, lower: Any = None, grad: GradSpec = None,
-             lower_stmt: Callable[[Any, "Op"], None] | None = None,
-             public: str | None = None, *, remat: str | None = None, jvp: Any = None,
-             fast: tuple[str, Callable[["Op"], bool]] | None = None,
-             effect: bool = False) -> OpDef:
+def register(
+    name: str,
+    infer: InferFn,
+    lower: Any = None,
+    grad: GradSpec = None,
+    lower_stmt: Callable[[Any, "Op"], None] | None = None,
+    public: str | None = None,
+    *,
+    remat: str | None = None,
+    jvp: Any = None,
+    fast: tuple[str, Callable[["Op"], bool]] | None = None,
+    effect: bool = False,
+) -> OpDef:
     """Add a row to the registry; `grad` may be a tuple of per-input gradient functions.
     `effect`: the op has a side effect (analysis.EFFECTS: never removed, hoisted, merged or
     recomputed)."""

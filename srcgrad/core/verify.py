@@ -2,6 +2,7 @@
 
 Layer L2 (core): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import os
@@ -50,8 +51,9 @@ def verify(program: Program) -> None:
     _verify_block(program.global_block(), scope, defined)
 
 
-def _define(v: Variable, block: Block, defined: set[Variable], scope: set[Variable],
-            op: Op | None) -> None:
+def _define(
+    v: Variable, block: Block, defined: set[Variable], scope: set[Variable], op: Op | None
+) -> None:
     if v in defined:
         raise _fail(f"{v.name} is defined twice", op)
     if v.block is not block:
@@ -71,14 +73,20 @@ def _verify_block(block: Block, outer: set[Variable], defined: set[Variable]) ->
             raise _fail(f"unknown op type {op.type!r}", op)
         for v in op.inputs:
             if v not in scope:
-                where = (f"outside its block (it is defined in block {v.block.idx})" if v in defined
-                         else "before it is defined")
+                where = (
+                    f"outside its block (it is defined in block {v.block.idx})"
+                    if v in defined
+                    else "before it is defined"
+                )
                 raise _fail(f"{v.name} is used {where}", op)
         _check_control(op)
         for sub in op.sub_blocks():
             if sub.parent_idx != block.idx:
-                raise _fail(f"block {sub.idx} hangs off an op in block {block.idx} but its "
-                            f"parent is block {sub.parent_idx}", op)
+                raise _fail(
+                    f"block {sub.idx} hangs off an op in block {block.idx} but its "
+                    f"parent is block {sub.parent_idx}",
+                    op,
+                )
             if sub.program is not block.program or block.program.blocks[sub.idx] is not sub:
                 raise _fail(f"block {sub.idx} is not a block of this program", op)
             _verify_block(sub, scope, defined)
@@ -97,8 +105,11 @@ def _check_types(op: Op) -> None:
         raise _fail(f"inputs do not fit the op's rule: {e.detail}", op) from None
     for v in op.outputs:
         if type(v.shape) is not tuple or not isinstance(v.dtype, np.dtype):
-            raise _fail(f"{v.name} has shape {v.shape!r} and dtype {v.dtype!r}; a shape is a "
-                        "tuple and a dtype a NumPy dtype", op)
+            raise _fail(
+                f"{v.name} has shape {v.shape!r} and dtype {v.dtype!r}; a shape is a "
+                "tuple and a dtype a NumPy dtype",
+                op,
+            )
     got = [(v.shape, v.dtype) for v in op.outputs]
     if [(s, d) for s, d in want] != got:
         rule = ", ".join(f"{short(d)}[{','.join(map(str, s))}]" for s, d in want)
@@ -119,9 +130,12 @@ def _check_control(op: Op) -> None:
         n = len(body.params)
         init = op.inputs[:n]
         if not _sig(init) == _sig(cond.params) == _sig(body.params) == _sig(body.results):
-            raise _fail(f"the loop's carried types differ: init {_types(init)}, cond block "
-                        f"{cond.idx} takes {_types(cond.params)}, body block {body.idx} takes "
-                        f"{_types(body.params)} and returns {_types(body.results)}", op)
+            raise _fail(
+                f"the loop's carried types differ: init {_types(init)}, cond block "
+                f"{cond.idx} takes {_types(cond.params)}, body block {body.idx} takes "
+                f"{_types(body.params)} and returns {_types(body.results)}",
+                op,
+            )
         if (
             len(cond.results) != 1
             or cond.results[0].shape != ()
@@ -140,11 +154,13 @@ def _check_control(op: Op) -> None:
             )
         blocks = branch_blocks(op)
         for blk in blocks:
-            if _sig(blk.params) != _sig(op.inputs[1:1 + n]):
+            if _sig(blk.params) != _sig(op.inputs[1 : 1 + n]):
                 raise _fail(f"branch block {blk.idx} takes other types than the operands", op)
         t = blocks[0]
         for f in blocks[1:]:
             if _sig(t.results) != _sig(f.results):
-                raise _fail(f"the branches return different types: block {t.idx} returns "
-                            f"{_types(t.results)}, block {f.idx} returns {_types(f.results)}", op)
-
+                raise _fail(
+                    f"the branches return different types: block {t.idx} returns "
+                    f"{_types(t.results)}, block {f.idx} returns {_types(f.results)}",
+                    op,
+                )

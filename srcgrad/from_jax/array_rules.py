@@ -5,6 +5,7 @@ list of values`, `cx` the translator (translate.py), `args` srcgrad Variables.
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -44,6 +45,7 @@ def refuse(prim: str, why: str) -> SrcgradError:
 
 # ---------------------------------------------------------------- rules shared by rows
 
+
 def _un(fn: Callable[[Variable], Variable]) -> Rule:
     return lambda cx, a, p: fn(a[0])
 
@@ -54,10 +56,12 @@ def _bin(fn: Callable[[Variable, Variable], Variable]) -> Rule:
 
 def _bool_only(fn: Callable[..., Variable], bitwise: Callable[..., Variable]) -> Rule:
     """and/or/xor/not: logical ops on bools, bitwise ops (srcgrad/ops/bitwise.py) on integers."""
+
     def rule(cx: Cx, a: list[Variable], p: dict) -> Variable:
         if any(v.dtype != np.dtype(bool) for v in a):
             return bitwise(*a)
         return fn(*a)
+
     return rule
 
 
@@ -131,8 +135,11 @@ def _reduce_precision(cx: Cx, a: list[Variable], p: dict) -> Variable:
     x = a[0]
     info = np.finfo(x.dtype)
     if (p["exponent_bits"], p["mantissa_bits"]) != (info.nexp, info.nmant):
-        raise refuse("reduce_precision", f"rounding {x.type_str()} to {p['exponent_bits']} "
-                      f"exponent and {p['mantissa_bits']} mantissa bits is not supported")
+        raise refuse(
+            "reduce_precision",
+            f"rounding {x.type_str()} to {p['exponent_bits']} "
+            f"exponent and {p['mantissa_bits']} mantissa bits is not supported",
+        )
     return x
 
 
@@ -152,8 +159,9 @@ def _broadcast_in_dim(cx: Cx, a: list[Variable], p: dict) -> Variable:
     return shape_ops.broadcast_to(shape_ops.reshape(x, tuple(kept)), shape)
 
 
-def _pad_with(x: Variable, value: Variable | None, config: Sequence[tuple[int, int, int]]
-              ) -> Variable:
+def _pad_with(
+    x: Variable, value: Variable | None, config: Sequence[tuple[int, int, int]]
+) -> Variable:
     """lax.pad: `value` (None: zero) in the new positions; negative low/high padding crops."""
     grow = [(max(lo, 0), max(hi, 0), it) for lo, hi, it in config]
     out = shape_ops.lax_pad(x, grow)
@@ -186,8 +194,11 @@ def _dot_general(cx: Cx, a: list[Variable], p: dict) -> Variable:
     for t in (xs, ys):
         for i, c in enumerate(t):
             t[i] = c or next(letters)
-    out = ("".join(xs[i] for i in bx) + "".join(c for i, c in enumerate(xs) if i not in bx + cx_)
-           + "".join(c for i, c in enumerate(ys) if i not in by + cy))
+    out = (
+        "".join(xs[i] for i in bx)
+        + "".join(c for i, c in enumerate(xs) if i not in bx + cx_)
+        + "".join(c for i, c in enumerate(ys) if i not in by + cy)
+    )
     r = contraction.einsum(f"{''.join(xs)},{''.join(ys)}->{out}", x, y)
     return elementwise.astype(r, dtypes.canonical(pref)) if pref is not None else r
 
@@ -198,8 +209,7 @@ def _is_matmul(nx: int, ny: int, cx: tuple, cy: tuple, bx: tuple, by: tuple) -> 
     if not bx and not by:
         return nx >= 1 and ny in (1, 2) and cx == (nx - 1,) and cy == (0,)
     b = len(bx)
-    return (bx == by == tuple(range(b)) and nx == ny == b + 2 and cx == (b + 1,)
-            and cy == (b,))
+    return bx == by == tuple(range(b)) and nx == ny == b + 2 and cx == (b + 1,) and cy == (b,)
 
 
 def _conv(cx: Cx, a: list[Variable], p: dict) -> Variable:
@@ -209,9 +219,15 @@ def _conv(cx: Cx, a: list[Variable], p: dict) -> Variable:
     pads = p["padding"]
     if isinstance(pads, str):
         raise refuse("conv_general_dilated", f"string padding {pads!r} in a jaxpr")
-    out = conv_op(a[0], a[1], p["window_strides"], tuple(tuple(q) for q in pads),
-                     p["lhs_dilation"], p["rhs_dilation"],
-                     (tuple(dn.lhs_spec), tuple(dn.rhs_spec), tuple(dn.out_spec)))
+    out = conv_op(
+        a[0],
+        a[1],
+        p["window_strides"],
+        tuple(tuple(q) for q in pads),
+        p["lhs_dilation"],
+        p["rhs_dilation"],
+        (tuple(dn.lhs_spec), tuple(dn.rhs_spec), tuple(dn.out_spec)),
+    )
     pref = p.get("preferred_element_type")
     return elementwise.astype(out, dtypes.canonical(pref)) if pref is not None else out
 
@@ -220,22 +236,26 @@ def _reduce_window(kind: str) -> Rule:
     """reduce_window_{sum,max,min} (pooling) as the reduction of one strided slice per window
     tap of the padded input; so its gradient is built from slice and pad (max/min: ties share
     the gradient equally, where JAX gives it to one tapped element)."""
+
     def rule(cx: Cx, a: list[Variable], p: dict) -> Variable:
         x = a[0]
         win, strides = p["window_dimensions"], p["window_strides"]
         base, wdil = p["base_dilation"], p["window_dilation"]
         fill = {"sum": 0, "max": -np.inf, "min": np.inf}[kind]
         if not dtypes.is_inexact(x.dtype) and kind != "sum":
-            fill = (np.iinfo(x.dtype).min if kind == "max" else np.iinfo(x.dtype).max)
+            fill = np.iinfo(x.dtype).min if kind == "max" else np.iinfo(x.dtype).max
         cfg = [(lo, hi, b - 1) for (lo, hi), b in zip(p["padding"], base)]
         xp = _pad_with(x, None if fill == 0 else constant(np.asarray(fill, x.dtype)[()]), cfg)
-        out_shape = [(d - (k - 1) * wd - 1) // s + 1 if d > (k - 1) * wd else 0
-                     for d, k, wd, s in zip(xp.shape, win, wdil, strides)]
+        out_shape = [
+            (d - (k - 1) * wd - 1) // s + 1 if d > (k - 1) * wd else 0
+            for d, k, wd, s in zip(xp.shape, win, wdil, strides)
+        ]
         taps = []
         for offs in np.ndindex(*win):
             start = [o * wd for o, wd in zip(offs, wdil)]
-            limit = [st + (n - 1) * s + 1 if n else st
-                     for st, n, s in zip(start, out_shape, strides)]
+            limit = [
+                st + (n - 1) * s + 1 if n else st for st, n, s in zip(start, out_shape, strides)
+            ]
             taps.append(shape_ops.slice(xp, start, limit, strides))
         if kind == "sum":
             out = taps[0]
@@ -244,6 +264,7 @@ def _reduce_window(kind: str) -> Rule:
             return out
         stacked = shape_ops.stack(taps, axis=-1)
         return (reduce.max if kind == "max" else reduce.min)(stacked, -1)
+
     return rule
 
 
@@ -251,6 +272,7 @@ def _argminmax(fn: Callable[..., Variable]) -> Rule:
     def rule(cx: Cx, a: list[Variable], p: dict) -> Variable:
         (axis,) = p["axes"]
         return elementwise.astype(fn(a[0], axis), dtypes.canonical(p["index_dtype"]))
+
     return rule
 
 
@@ -260,6 +282,7 @@ def _reduce_bool(kind: str) -> Rule:
         if kind == "and":
             return elementwise.equal(reduce.min(ints, tuple(p["axes"])), 1)
         return elementwise.equal(reduce.max(ints, tuple(p["axes"])), 1)
+
     return rule
 
 
@@ -275,17 +298,32 @@ def _split(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
 
 
 def _gather(cx: Cx, a: list[Variable], p: dict) -> Variable:
-    return primitives.gather(a[0], a[1], _dnums(p["dimension_numbers"]), p["slice_sizes"],
-                    _mode(p["mode"], "gather"), p["fill_value"], p["indices_are_sorted"],
-                    p["unique_indices"])
+    return primitives.gather(
+        a[0],
+        a[1],
+        _dnums(p["dimension_numbers"]),
+        p["slice_sizes"],
+        _mode(p["mode"], "gather"),
+        p["fill_value"],
+        p["indices_are_sorted"],
+        p["unique_indices"],
+    )
 
 
 def _scatter(fn: Callable[..., Variable], prim: str) -> Rule:
     def rule(cx: Cx, a: list[Variable], p: dict) -> Variable:
         if p.get("update_consts"):
             raise refuse(prim, "a scatter with a custom combiner is not supported")
-        return fn(a[0], a[1], a[2], _dnums(p["dimension_numbers"]), _mode(p["mode"], prim),
-                  p["indices_are_sorted"], p["unique_indices"])
+        return fn(
+            a[0],
+            a[1],
+            a[2],
+            _dnums(p["dimension_numbers"]),
+            _mode(p["mode"], prim),
+            p["indices_are_sorted"],
+            p["unique_indices"],
+        )
+
     return rule
 
 
@@ -373,10 +411,12 @@ def _total(cmp: Any) -> Rule:
 
 def _bits(fn: Any, signed: bool | None) -> Rule:
     """A shift on integers of the signedness it means (`signed` None: any); others: jax_op."""
+
     def rule(cx: Cx, a: list[Variable], p: dict) -> Variable:
         if signed is not None and (a[0].dtype.kind == "i") != signed:
             return cx.fallback(a)
         return fn(a[0], a[1])
+
     return rule
 
 
@@ -384,90 +424,135 @@ def _bits(fn: Any, signed: bool | None) -> Rule:
 
 BASIC: dict[str, Rule] = {
     # elementwise, one argument
-    "neg": _un(elementwise.negative), "sign": _un(elementwise.sign),
-    "floor": _un(elementwise.floor), "ceil": _un(elementwise.ceil),
-    "round": _round, "is_finite": _un(elementwise.isfinite), "abs": _un(elementwise.abs),
+    "neg": _un(elementwise.negative),
+    "sign": _un(elementwise.sign),
+    "floor": _un(elementwise.floor),
+    "ceil": _un(elementwise.ceil),
+    "round": _round,
+    "is_finite": _un(elementwise.isfinite),
+    "abs": _un(elementwise.abs),
     "square": _un(elementwise.square),
-    "exp": _un(elementwise.exp), "exp2": _un(elementwise.exp2), "log": _un(elementwise.log),
+    "exp": _un(elementwise.exp),
+    "exp2": _un(elementwise.exp2),
+    "log": _un(elementwise.log),
     "log1p": _un(elementwise.log1p),
-    "expm1": _un(elementwise.expm1), "sqrt": _un(elementwise.sqrt),
-    "rsqrt": _un(elementwise.rsqrt), "cbrt": _un(elementwise.cbrt),
-    "sin": _un(elementwise.sin), "cos": _un(elementwise.cos), "tan": _un(elementwise.tan),
+    "expm1": _un(elementwise.expm1),
+    "sqrt": _un(elementwise.sqrt),
+    "rsqrt": _un(elementwise.rsqrt),
+    "cbrt": _un(elementwise.cbrt),
+    "sin": _un(elementwise.sin),
+    "cos": _un(elementwise.cos),
+    "tan": _un(elementwise.tan),
     "asin": _un(elementwise.arcsin),
-    "acos": _un(elementwise.arccos), "atan": _un(elementwise.arctan),
-    "sinh": _un(elementwise.sinh), "cosh": _un(elementwise.cosh),
-    "tanh": _un(elementwise.tanh), "asinh": _un(elementwise.arcsinh),
+    "acos": _un(elementwise.arccos),
+    "atan": _un(elementwise.arctan),
+    "sinh": _un(elementwise.sinh),
+    "cosh": _un(elementwise.cosh),
+    "tanh": _un(elementwise.tanh),
+    "asinh": _un(elementwise.arcsinh),
     "acosh": _un(elementwise.arccosh),
-    "atanh": _un(elementwise.arctanh), "logistic": _un(elementwise.sigmoid),
+    "atanh": _un(elementwise.arctanh),
+    "logistic": _un(elementwise.sigmoid),
     "erf": _un(elementwise.erf),
     "integer_pow": lambda cx, a, p: elementwise.integer_pow(a[0], int(p["y"])),
     "not": _bool_only(elementwise.logical_not, bitwise_ops.bitwise_not),
     # elementwise, two or more arguments
-    "add": _bin(elementwise.add), "add_any": _bin(elementwise.add),
+    "add": _bin(elementwise.add),
+    "add_any": _bin(elementwise.add),
     "sub": _bin(elementwise.subtract),
-    "mul": _bin(elementwise.multiply), "div": _div,
-    "rem": _rem, "pow": _bin(elementwise.power), "max": _bin(elementwise.maximum),
+    "mul": _bin(elementwise.multiply),
+    "div": _div,
+    "rem": _rem,
+    "pow": _bin(elementwise.power),
+    "max": _bin(elementwise.maximum),
     "min": _bin(elementwise.minimum),
     "atan2": _bin(elementwise.arctan2),
     "and": _bool_only(elementwise.logical_and, bitwise_ops.bitwise_and),
     "or": _bool_only(elementwise.logical_or, bitwise_ops.bitwise_or),
     "xor": _bool_only(elementwise.not_equal, bitwise_ops.bitwise_xor),
-    "eq": _bin(elementwise.equal), "ne": _bin(elementwise.not_equal),
-    "lt": _bin(elementwise.less), "le": _bin(elementwise.less_equal),
-    "gt": _bin(elementwise.greater), "ge": _bin(elementwise.greater_equal), "select_n": _select_n,
+    "eq": _bin(elementwise.equal),
+    "ne": _bin(elementwise.not_equal),
+    "lt": _bin(elementwise.less),
+    "le": _bin(elementwise.less_equal),
+    "gt": _bin(elementwise.greater),
+    "ge": _bin(elementwise.greater_equal),
+    "select_n": _select_n,
     "clamp": _clamp,
     # types and values
-    "convert_element_type": _convert, "reduce_precision": _reduce_precision, "iota": _iota,
-    "stop_gradient": _un(elementwise.stop_gradient), "copy": _identity,
-    "device_put": lambda cx, a, p: list(a), "sharding_constraint": _identity,
+    "convert_element_type": _convert,
+    "reduce_precision": _reduce_precision,
+    "iota": _iota,
+    "stop_gradient": _un(elementwise.stop_gradient),
+    "copy": _identity,
+    "device_put": lambda cx, a, p: list(a),
+    "sharding_constraint": _identity,
     "optimization_barrier": lambda cx, a, p: list(a),
-    "debug_print": _debug_print, "debug_callback": lambda cx, a, p: [],  # (callbacks dropped)
+    "debug_print": _debug_print,
+    "debug_callback": lambda cx, a, p: [],  # (callbacks dropped)
     # shapes
     "broadcast_in_dim": _broadcast_in_dim,
     "reshape": lambda cx, a, p: shape_ops.reshape(a[0], tuple(p["new_sizes"])),
     "squeeze": lambda cx, a, p: shape_ops.squeeze(a[0], tuple(p["dimensions"])),
     "transpose": lambda cx, a, p: shape_ops.transpose(a[0], tuple(p["permutation"])),
     "rev": lambda cx, a, p: shape_ops.rev(a[0], tuple(p["dimensions"])),
-    "concatenate": lambda cx, a, p: shape_ops.concatenate(a, p["dimension"]), "pad": _pad,
-    "slice": lambda cx, a, p: shape_ops.slice(a[0], p["start_indices"], p["limit_indices"],
-                                      p["strides"] or (1,) * a[0].ndim),
+    "concatenate": lambda cx, a, p: shape_ops.concatenate(a, p["dimension"]),
+    "pad": _pad,
+    "slice": lambda cx, a, p: shape_ops.slice(
+        a[0], p["start_indices"], p["limit_indices"], p["strides"] or (1,) * a[0].ndim
+    ),
     "split": _split,
     # indexing
     "dynamic_slice": lambda cx, a, p: dynamic_slice(a[0], a[1:], p["slice_sizes"]),
     "dynamic_update_slice": lambda cx, a, p: dynamic_update_slice(a[0], a[1], a[2:]),
-    "gather": _gather, "scatter-add": _scatter(primitives.scatter_add, "scatter-add"),
+    "gather": _gather,
+    "scatter-add": _scatter(primitives.scatter_add, "scatter-add"),
     "scatter": _scatter(primitives.scatter, "scatter"),
     "scatter-mul": _scatter(primitives.scatter_mul, "scatter-mul"),
     "scatter-min": _scatter(primitives.scatter_min, "scatter-min"),
     "scatter-max": _scatter(primitives.scatter_max, "scatter-max"),
     # contractions
-    "dot_general": _dot_general, "conv_general_dilated": _conv,
+    "dot_general": _dot_general,
+    "conv_general_dilated": _conv,
     # reductions
     "reduce_sum": lambda cx, a, p: reduce.sum(a[0], tuple(p["axes"])),
     "reduce_max": lambda cx, a, p: reduce.max(a[0], tuple(p["axes"])),
     "reduce_min": lambda cx, a, p: reduce.min(a[0], tuple(p["axes"])),
     "reduce_prod": lambda cx, a, p: reduce.prod(a[0], tuple(p["axes"])),
-    "reduce_and": _reduce_bool("and"), "reduce_or": _reduce_bool("or"),
-    "argmax": _argminmax(reduce.argmax), "argmin": _argminmax(reduce.argmin),
-    "reduce_window_sum": _reduce_window("sum"), "reduce_window_max": _reduce_window("max"),
+    "reduce_and": _reduce_bool("and"),
+    "reduce_or": _reduce_bool("or"),
+    "argmax": _argminmax(reduce.argmax),
+    "argmin": _argminmax(reduce.argmin),
+    "reduce_window_sum": _reduce_window("sum"),
+    "reduce_window_max": _reduce_window("max"),
     "reduce_window_min": _reduce_window("min"),
-    "cumsum": _cumulative(cumulative.lax_cumsum), "cumprod": _cumulative(cumulative.lax_cumprod),
-    "cummax": _cumulative(cumulative.cummax), "cummin": _cumulative(cumulative.cummin),
+    "cumsum": _cumulative(cumulative.lax_cumsum),
+    "cumprod": _cumulative(cumulative.lax_cumprod),
+    "cummax": _cumulative(cumulative.cummax),
+    "cummin": _cumulative(cumulative.cummin),
     "sort": _sort,
     # special functions (srcgrad/ops/special.py)
-    "erfc": _un(special.erfc), "erf_inv": _un(special.erfinv), "lgamma": _un(special.gammaln),
-    "digamma": _un(special.digamma), "bessel_i0e": _un(special.i0e), "bessel_i1e": _un(special.i1e),
+    "erfc": _un(special.erfc),
+    "erf_inv": _un(special.erfinv),
+    "lgamma": _un(special.gammaln),
+    "digamma": _un(special.digamma),
+    "bessel_i0e": _un(special.i0e),
+    "bessel_i1e": _un(special.i1e),
     "igamma": lambda cx, a, p: special.gammainc(a[0], a[1]),
-    "igammac": lambda cx, a, p: special.gammaincc(a[0], a[1]), "polygamma": _polygamma,
+    "igammac": lambda cx, a, p: special.gammaincc(a[0], a[1]),
+    "polygamma": _polygamma,
     # shapes (primitives of their own in current JAX)
     "stack": lambda cx, a, p: shape_ops.stack(a, p["axis"]),
-    "tile": lambda cx, a, p: manip.tile(a[0], tuple(p["reps"])), "unstack": _unstack,
+    "tile": lambda cx, a, p: manip.tile(a[0], tuple(p["reps"])),
+    "unstack": _unstack,
     # lax's own
-    "top_k": _top_k, "nextafter": _bin(primitives.nextafter),
-    "eq_to": _total(elementwise.equal), "le_to": _total(elementwise.less_equal),
+    "top_k": _top_k,
+    "nextafter": _bin(primitives.nextafter),
+    "eq_to": _total(elementwise.equal),
+    "le_to": _total(elementwise.less_equal),
     "lt_to": _total(elementwise.less),
-    "bitcast_convert_type": lambda cx, a, p: primitives.bitcast(a[0],
-                                                       dtype=dtypes.canonical(p["new_dtype"])),
+    "bitcast_convert_type": lambda cx, a, p: primitives.bitcast(
+        a[0], dtype=dtypes.canonical(p["new_dtype"])
+    ),
     "shift_left": _bits(bitwise_ops.left_shift, None),
     "shift_right_logical": _bits(bitwise_ops.right_shift, False),
     "shift_right_arithmetic": _bits(bitwise_ops.right_shift, True),

@@ -2,6 +2,7 @@
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,6 +29,7 @@ _JAX_DIR = os.path.dirname(os.path.abspath(jax.__file__)) + os.sep
 
 
 # ---------------------------------------------------------------- calls and control flow
+
 
 def _inline(key: str) -> Rule:
     """Call primitives (jit, closed_call, remat's body, custom rules' primal body): inline."""
@@ -62,7 +64,7 @@ def _custom_jvp(cx: Cx, a: list[Variable], p: dict) -> Any:
     name, _, path = where.partition(" at ")
     known = _JAX_CUSTOM_JVP.get(name)
     if known is not None and os.path.abspath(path.rsplit(":", 1)[0]).startswith(_JAX_DIR):
-        return [known(*a[p["num_consts"]:])]
+        return [known(*a[p["num_consts"] :])]
     return cx.fallback(a) if cx.custom_rules else cx.call(body, a)
 
 
@@ -86,9 +88,13 @@ def _matrix_of(matvec: Any, n_consts: int) -> tuple[int, bool] | None:
         return None
     if len(eqns) == 1 and len(x.aval.shape) == 1 and (tuple(lc), tuple(rc)) == ((1,), (0,)):
         return 0, False
-    if (len(eqns) == 2 and eqns[1].primitive.name == "transpose" and len(x.aval.shape) == 2
-            and (tuple(lc), tuple(rc)) == ((1,), (1,))
-            and tuple(eqns[1].params["permutation"]) == (1, 0)):
+    if (
+        len(eqns) == 2
+        and eqns[1].primitive.name == "transpose"
+        and len(x.aval.shape) == 2
+        and (tuple(lc), tuple(rc)) == ((1,), (1,))
+        and tuple(eqns[1].params["permutation"]) == (1, 0)
+    ):
         return 0, True
     return None
 
@@ -99,7 +105,7 @@ def _custom_linear_solve(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
     function is inlined, so its gradient is that function's (right when the function computes
     the solve differentiably from its inputs, as JAX's own rule assumes the solve is exact)."""
     n = p["const_lengths"]
-    b = a[sum(n):]
+    b = a[sum(n) :]
     found = _matrix_of(p["jaxprs"].matvec, n.matvec)
     if found is not None and len(b) == 1:
         mat, transposed = a[found[0]], found[1]
@@ -109,15 +115,19 @@ def _custom_linear_solve(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
             ]
         return [linalg_functions.solve(mat, b[0])]
     start = n.matvec + n.vecmat
-    return cx.call(p["jaxprs"].solve, a[start:start + n.solve] + b)
+    return cx.call(p["jaxprs"].solve, a[start : start + n.solve] + b)
 
 
 def _while(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
     nc, nb = p["cond_nconsts"], p["body_nconsts"]
-    cconsts, bconsts, init = a[:nc], a[nc:nc + nb], a[nc + nb:]
-    out = while_loop(lambda c: cx.call(p["cond_jaxpr"], cconsts + list(c))[0],
-                     lambda c: tuple(cx.call(p["body_jaxpr"], bconsts + list(c))),
-                     tuple(init), max_iters=cx.max_iters, checkpoints=cx.checkpoints)
+    cconsts, bconsts, init = a[:nc], a[nc : nc + nb], a[nc + nb :]
+    out = while_loop(
+        lambda c: cx.call(p["cond_jaxpr"], cconsts + list(c))[0],
+        lambda c: tuple(cx.call(p["body_jaxpr"], bconsts + list(c))),
+        tuple(init),
+        max_iters=cx.max_iters,
+        checkpoints=cx.checkpoints,
+    )
     return list(out)
 
 
@@ -143,19 +153,32 @@ def _scan_counts(p: dict) -> tuple[int, int]:
 
 def _scan(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
     nc, nk = _scan_counts(p)
-    consts, init, xs = a[:nc], a[nc:nc + nk], a[nc + nk:]
+    consts, init, xs = a[:nc], a[nc : nc + nk], a[nc + nk :]
 
     def step(carry: tuple, x: tuple) -> tuple:
         outs = cx.call(p["jaxpr"], consts + list(carry) + list(x))
         return tuple(outs[:nk]), tuple(outs[nk:])
-    carry, ys = scan(step, tuple(init), tuple(xs), length=p["length"], reverse=p["reverse"],
-                     unroll=p.get("unroll", 1))
+
+    carry, ys = scan(
+        step,
+        tuple(init),
+        tuple(xs),
+        length=p["length"],
+        reverse=p["reverse"],
+        unroll=p.get("unroll", 1),
+    )
     return list(carry) + list(ys)
 
 
 def _triangular_solve(cx: Cx, a: list[Variable], p: dict) -> Variable:
-    return decompositions.triangular_solve(a[0], a[1], left_side=p["left_side"], lower=p["lower"],
-                              transpose_a=p["transpose_a"], unit_diagonal=p["unit_diagonal"])
+    return decompositions.triangular_solve(
+        a[0],
+        a[1],
+        left_side=p["left_side"],
+        lower=p["lower"],
+        transpose_a=p["transpose_a"],
+        unit_diagonal=p["unit_diagonal"],
+    )
 
 
 def _eigh(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
@@ -199,17 +222,28 @@ FLOW: dict[str, Rule] = {
     # linear algebra
     "cholesky": lambda cx, a, p: decompositions.lax_cholesky(a[0]),
     "lu": lambda cx, a, p: decompositions.lax_lu(a[0]),
-    "triangular_solve": _triangular_solve, "eigh": _eigh, "svd": _svd, "qr": _qr,
+    "triangular_solve": _triangular_solve,
+    "eigh": _eigh,
+    "svd": _svd,
+    "qr": _qr,
     "lu_pivots_to_permutation": lambda cx, a, p: primitives.pivots_to_permutation(
-        a[0], size=int(p["permutation_size"])),
+        a[0], size=int(p["permutation_size"])
+    ),
     "platform_index": _platform_index,
     # calls: inlined; custom rules: jax ops ("pjit" and "custom_vjp_call_jaxpr": names in
     # older JAX)
-    "jit": _inline("jaxpr"), "pjit": _inline("jaxpr"), "closed_call": _inline("call_jaxpr"),
-    "call": _inline("call_jaxpr"), "remat2": _remat, "custom_jvp_call": _custom_jvp,
+    "jit": _inline("jaxpr"),
+    "pjit": _inline("jaxpr"),
+    "closed_call": _inline("call_jaxpr"),
+    "call": _inline("call_jaxpr"),
+    "remat2": _remat,
+    "custom_jvp_call": _custom_jvp,
     "custom_vjp_call": _custom_vjp("call_jaxpr"),
     "custom_vjp_call_jaxpr": _custom_vjp("fun_jaxpr"),
-    "custom_linear_solve": _custom_linear_solve, "pure_callback": _pure_callback,
+    "custom_linear_solve": _custom_linear_solve,
+    "pure_callback": _pure_callback,
     # control flow
-    "while": _while, "cond": _cond, "scan": _scan,
+    "while": _while,
+    "cond": _cond,
+    "scan": _scan,
 }

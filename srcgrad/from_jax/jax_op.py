@@ -14,6 +14,7 @@ forward; its gradient is an error that quotes JAX's.
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import functools
@@ -43,15 +44,17 @@ class JaxFn:
     its outputs, its pullback's residuals and the functions derived from it (pullback replay,
     full vjp, jvp), each made once."""
 
-    def __init__(self, fn: Callable[..., tuple], name: str, avals: Avals,
-                 fixed: frozenset[int] = frozenset()):
+    def __init__(
+        self, fn: Callable[..., tuple], name: str, avals: Avals, fixed: frozenset[int] = frozenset()
+    ):
         self.fn, self.name, self.avals = fn, name, avals
         # One jitted forward: eval_shape and every run share its trace, so the residuals'
         # structure found at trace time is the one each run returns (concrete and traced
         # inputs would otherwise linearize differently).
         self._forward = jax.jit(self._forward_impl)
-        self.diff = tuple(i for i, (_, dt) in enumerate(avals)
-                          if dtypes.is_inexact(dt) and i not in fixed)
+        self.diff = tuple(
+            i for i, (_, dt) in enumerate(avals) if dtypes.is_inexact(dt) and i not in fixed
+        )
         self.res_tree: Any = None
         self.no_vjp: str | None = None
         specs = [jax.ShapeDtypeStruct(s, d) for s, d in avals]
@@ -64,8 +67,9 @@ class JaxFn:
             except Exception as e:  # JAX has no derivative here: forward only
                 self.no_vjp = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             else:
-                self.res_avals = tuple((tuple(o.shape), np.dtype(o.dtype))
-                                       for o in both[len(outs):])
+                self.res_avals = tuple(
+                    (tuple(o.shape), np.dtype(o.dtype)) for o in both[len(outs) :]
+                )
         self._derived: dict[str, JaxFn] = {}
         self._lock = threading.Lock()
 
@@ -78,11 +82,13 @@ class JaxFn:
 
     def _pullback(self, xs: Sequence[Any]) -> tuple[tuple, Any]:
         """(outputs, vjp function) of fn in the differentiable arguments at `xs`."""
+
         def in_diff(*d: Any) -> tuple:
             full = list(xs)
             for i, v in zip(self.diff, d):
                 full[i] = v
             return tuple(self.fn(*full))
+
         return jax.vjp(in_diff, *[xs[i] for i in self.diff])
 
     def forward(self, *xs: Any) -> tuple:
@@ -100,8 +106,10 @@ class JaxFn:
     def cotangents(self, cts: Sequence[Any]) -> tuple:
         """Float cotangents for the inexact outputs, float0 zeros for the others."""
         it = iter(cts)
-        return tuple(next(it) if dtypes.is_inexact(dt) else np.zeros(s, jax.dtypes.float0)
-                     for s, dt in self.out_avals)
+        return tuple(
+            next(it) if dtypes.is_inexact(dt) else np.zeros(s, jax.dtypes.float0)
+            for s, dt in self.out_avals
+        )
 
     def derived(self, kind: str) -> JaxFn:
         """`replay` (residuals, cts) -> grads, `vjp` (xs, cts of outputs and residuals) ->
@@ -118,25 +126,40 @@ class JaxFn:
         floats_out = [a for a in self.out_avals if dtypes.is_inexact(a[1])]
         diff_avals = [self.avals[i] for i in self.diff]
         if kind == "replay":
+
             def replay(*a: Any) -> tuple:
                 return tuple(tree_unflatten(self.res_tree, list(a[:nr]))(self.cotangents(a[nr:])))
+
             return JaxFn(replay, f"vjp[{self.name}]", self.res_avals + tuple(floats_out))
         both = self.out_avals + self.res_avals
         floats_both = [a for a in both if dtypes.is_inexact(a[1])]
         if kind == "vjp":
+
             def full_vjp(*a: Any) -> tuple:
                 xs, cts = a[:n], iter(a[n:])
-                _, pull = jax.vjp(lambda *d: self.forward(*_merge(xs, self.diff, d)),
-                                  *[xs[i] for i in self.diff])
-                return tuple(pull(tuple(next(cts) if dtypes.is_inexact(dt)
-                                        else np.zeros(s, jax.dtypes.float0) for s, dt in both)))
+                _, pull = jax.vjp(
+                    lambda *d: self.forward(*_merge(xs, self.diff, d)), *[xs[i] for i in self.diff]
+                )
+                return tuple(
+                    pull(
+                        tuple(
+                            next(cts) if dtypes.is_inexact(dt) else np.zeros(s, jax.dtypes.float0)
+                            for s, dt in both
+                        )
+                    )
+                )
+
             return JaxFn(full_vjp, f"vjp[{self.name}]", self.avals + tuple(floats_both))
 
         def tangents(*a: Any) -> tuple:
             xs, ts = a[:n], a[n:]
-            _, out_t = jax.jvp(lambda *d: self.forward(*_merge(xs, self.diff, d)),
-                               tuple(xs[i] for i in self.diff), tuple(ts))
+            _, out_t = jax.jvp(
+                lambda *d: self.forward(*_merge(xs, self.diff, d)),
+                tuple(xs[i] for i in self.diff),
+                tuple(ts),
+            )
             return tuple(t for t, (_, dt) in zip(out_t, both) if dtypes.is_inexact(dt))
+
         return JaxFn(tangents, f"jvp[{self.name}]", self.avals + tuple(diff_avals))
 
 
@@ -156,7 +179,7 @@ def apply(spec: JaxFn, inputs: Sequence[Variable]) -> list[Variable]:
     """Emit the `jax_op` of `spec` on `inputs`: its outputs (the residuals follow them in the
     op's outputs, not here)."""
     outs = emit("jax_op", list(inputs), {"fn": spec})
-    return outs[:spec.n_out]
+    return outs[: spec.n_out]
 
 
 def call_flat(fn: Callable[..., tuple], name: str, inputs: Sequence[Variable]) -> list[Variable]:
@@ -217,6 +240,7 @@ def jax_op(fn: Callable[..., Any], *, name: str | None = None) -> Callable[..., 
                 if not box:
                     box.append(out_tree)
                 return tuple(out_leaves)
+
             hit = flats[in_tree] = (flat, box)
         return hit
 
@@ -231,18 +255,23 @@ def jax_op(fn: Callable[..., Any], *, name: str | None = None) -> Callable[..., 
         except Exception as e:
             if isinstance(e, SrcgradError):
                 raise
-            raise SrcgradError(f"jax_op {label}: JAX cannot evaluate it on "
-                               f"{', '.join(v.type_str() for v in ins)}: {type(e).__name__}: {e}",
-                               op="jax_op", loc=user_location()) from e
+            raise SrcgradError(
+                f"jax_op {label}: JAX cannot evaluate it on "
+                f"{', '.join(v.type_str() for v in ins)}: {type(e).__name__}: {e}",
+                op="jax_op",
+                loc=user_location(),
+            ) from e
         return tree_unflatten(box[0], outs)
 
     @functools.wraps(fn)
     def call(*args: Any) -> Any:
         return dispatch.call(traced, args, {})
+
     return call
 
 
 # ---------------------------------------------------------------- the registry row
+
 
 def _infer(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     spec: JaxFn = attrs["fn"]
@@ -260,8 +289,12 @@ def _lower(em: Any, op: Op) -> None:
 
 
 def _refuse(op: Op, spec: JaxFn, why: str | None = None) -> GradientError:
-    return GradientError(f"JAX cannot differentiate {spec.name} ({why or spec.no_vjp}); it is "
-                         "on the differentiated path", op="jax_op", loc=op.loc)
+    return GradientError(
+        f"JAX cannot differentiate {spec.name} ({why or spec.no_vjp}); it is "
+        "on the differentiated path",
+        op="jax_op",
+        loc=op.loc,
+    )
 
 
 def _derived(op: Op, kind: str, inputs: list[Variable]) -> list[Variable]:
@@ -280,8 +313,10 @@ def _derived(op: Op, kind: str, inputs: list[Variable]) -> list[Variable]:
 def _grad(op: Op, gs: list, need: list) -> list:
     spec: JaxFn = op.attrs["fn"]
     k = spec.n_out
-    live = [g is not None and not is_known_zero(g) and dtypes.is_inexact(o.dtype)
-            for g, o in zip(gs, op.outputs)]
+    live = [
+        g is not None and not is_known_zero(g) and dtypes.is_inexact(o.dtype)
+        for g, o in zip(gs, op.outputs)
+    ]
     if not any(need[i] for i in spec.diff) or not any(live):
         return [None] * len(op.inputs)  # no cotangent reaches it (JAX's symbolic zero)
     if spec.no_vjp is not None:
@@ -290,6 +325,7 @@ def _grad(op: Op, gs: list, need: list) -> list:
 
     def ct(g: Variable | None, o: Variable) -> Variable:
         return g if g is not None else zeros(o.shape, o.dtype)
+
     if not any(live[k:]):  # first order: JAX's pullback on the kept residuals
         cts = [ct(g, o) for g, o in zip(gs[:k], outs) if dtypes.is_inexact(o.dtype)]
         got = _derived(op, "replay", list(res) + cts)
@@ -306,8 +342,10 @@ def _jvp(op: Op, ts: list, tangents: Any) -> list:
     spec: JaxFn = op.attrs["fn"]
     if not any(ts[i] is not None for i in spec.diff):
         return [None] * len(op.outputs)
-    tin = [ts[i] if ts[i] is not None else zeros(op.inputs[i].shape, op.inputs[i].dtype)
-           for i in spec.diff]
+    tin = [
+        ts[i] if ts[i] is not None else zeros(op.inputs[i].shape, op.inputs[i].dtype)
+        for i in spec.diff
+    ]
     got = iter(_derived(op, "jvp", list(op.inputs) + tin))
     return [next(got) if dtypes.is_inexact(o.dtype) else None for o in op.outputs]
 

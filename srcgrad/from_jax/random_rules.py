@@ -5,6 +5,7 @@ uint32 data, the random primitives become the PRNG rows of srcgrad/ops/lax_primi
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -34,8 +35,12 @@ def _key_axes(cx: Cx) -> tuple[int, ...]:
 def _key_slice(cx: Cx, a: list[Variable], p: dict) -> Variable:
     t = _key_axes(cx)
     strides = tuple(p["strides"] or (1,) * len(p["start_indices"]))
-    return shape_ops.slice(a[0], tuple(p["start_indices"]) + (0,) * len(t),
-                   tuple(p["limit_indices"]) + t, strides + (1,) * len(t))
+    return shape_ops.slice(
+        a[0],
+        tuple(p["start_indices"]) + (0,) * len(t),
+        tuple(p["limit_indices"]) + t,
+        strides + (1,) * len(t),
+    )
 
 
 def _key_broadcast(cx: Cx, a: list[Variable], p: dict) -> Variable:
@@ -48,15 +53,19 @@ def _key_broadcast(cx: Cx, a: list[Variable], p: dict) -> Variable:
 
 #: Rows for shape primitives on arrays of keys, on their data (leading axes: the keys').
 KEYED: dict[str, Rule] = {
-    "slice": _key_slice, "broadcast_in_dim": _key_broadcast,
+    "slice": _key_slice,
+    "broadcast_in_dim": _key_broadcast,
     "squeeze": lambda cx, a, p: shape_ops.squeeze(a[0], tuple(p["dimensions"])),
     "reshape": lambda cx, a, p: shape_ops.reshape(a[0], tuple(p["new_sizes"]) + _key_axes(cx)),
     "concatenate": lambda cx, a, p: shape_ops.concatenate(a, p["dimension"]),
-    "transpose": lambda cx, a, p: shape_ops.transpose(a[0], tuple(p["permutation"]) + tuple(
-        range(len(p["permutation"]), a[0].ndim))),
-    "convert_element_type": lambda cx, a, p: a[0] if cx.eqn.invars[0].aval.dtype
-    == cx.eqn.outvars[0].aval.dtype else cx.fallback(a),  # key to the same key type (old JAX)
-    "copy": _identity, "device_put": lambda cx, a, p: list(a),
+    "transpose": lambda cx, a, p: shape_ops.transpose(
+        a[0], tuple(p["permutation"]) + tuple(range(len(p["permutation"]), a[0].ndim))
+    ),
+    "convert_element_type": lambda cx, a, p: (
+        a[0] if cx.eqn.invars[0].aval.dtype == cx.eqn.outvars[0].aval.dtype else cx.fallback(a)
+    ),  # key to the same key type (old JAX)
+    "copy": _identity,
+    "device_put": lambda cx, a, p: list(a),
     "optimization_barrier": lambda cx, a, p: list(a),
 }
 
@@ -66,6 +75,7 @@ _IMPLS = ("threefry2x32", "rbg", "unsafe_rbg")
 def _prng(kind: str) -> Rule:
     """random_seed/bits/split/fold_in on one key (its uint32 data), with JAX's PRNG by name;
     arrays of keys and other PRNGs run as jax ops."""
+
     def rule(cx: Cx, a: list[Variable], p: dict) -> Variable:
         key = (cx.eqn.outvars if kind == "seed" else cx.eqn.invars)[0].aval
         impl = dtypes.key_impl(key)
@@ -74,11 +84,16 @@ def _prng(kind: str) -> Rule:
         if kind == "seed":
             return primitives.prng_seed(a[0], impl=impl.name)
         if kind == "bits":
-            return primitives.prng_bits(a[0], impl=impl.name, shape=tuple(p["shape"]),
-                                dtype=np.dtype(f"uint{p['bit_width']}"))
+            return primitives.prng_bits(
+                a[0],
+                impl=impl.name,
+                shape=tuple(p["shape"]),
+                dtype=np.dtype(f"uint{p['bit_width']}"),
+            )
         if kind == "split":
             return primitives.prng_split(a[0], impl=impl.name, shape=tuple(p["shape"]))
         return primitives.prng_fold_in(a[0], a[1], impl=impl.name)
+
     return rule
 
 
@@ -99,9 +114,13 @@ def _threefry(cx: Cx, a: list[Variable], p: dict) -> list[Variable]:
 
 RANDOM: dict[str, Rule] = {
     # typed PRNG keys travel as their uint32 data: wrapping and unwrapping are the identity
-    "random_wrap": _identity, "random_unwrap": _identity,
-    "random_seed": _prng("seed"), "random_bits": _prng("bits"), "random_split": _prng("split"),
-    "random_fold_in": _prng("fold_in"), "threefry2x32": _threefry,
+    "random_wrap": _identity,
+    "random_unwrap": _identity,
+    "random_seed": _prng("seed"),
+    "random_bits": _prng("bits"),
+    "random_split": _prng("split"),
+    "random_fold_in": _prng("fold_in"),
+    "threefry2x32": _threefry,
 }
 
 __all__ = ["RANDOM", "KEYED"]

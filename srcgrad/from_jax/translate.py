@@ -13,6 +13,7 @@ row, and (with `custom_rules=True`) a `custom_jvp` / `custom_vjp` function, beco
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import weakref
@@ -46,13 +47,33 @@ from ..ops.blocks import check_max_iters
 
 RULES: dict[str, Rule] = {**BASIC, **FLOW, **RANDOM}
 #: Rows that take typed PRNG keys (as their data); any other equation on keys is a jax_op.
-_ON_KEYS = frozenset({"random_wrap", "random_unwrap", "random_seed", "random_bits", "random_split",
-                      "random_fold_in", "jit", "pjit", "closed_call", "call",
-                      "while", "cond", "scan", "remat2"})
+_ON_KEYS = frozenset(
+    {
+        "random_wrap",
+        "random_unwrap",
+        "random_seed",
+        "random_bits",
+        "random_split",
+        "random_fold_in",
+        "jit",
+        "pjit",
+        "closed_call",
+        "call",
+        "while",
+        "cond",
+        "scan",
+        "remat2",
+    }
+)
 
 
-def from_jax(fn: Callable[..., Any], max_iters: int | None = None, *,
-             checkpoints: int | None = None, custom_rules: bool = True) -> Transformed:
+def from_jax(
+    fn: Callable[..., Any],
+    max_iters: int | None = None,
+    *,
+    checkpoints: int | None = None,
+    custom_rules: bool = True,
+) -> Transformed:
     """`fn`, a function over JAX arrays, as a function srcgrad traces (and differentiates).
 
     `max_iters` bounds every `lax.while_loop` in `fn` (as `sg.while_loop(max_iters=)`): give
@@ -70,11 +91,17 @@ def from_jax(fn: Callable[..., Any], max_iters: int | None = None, *,
 
     def inline(*args: Any) -> Any:
         return translate(fn, args, bound, checkpoints, custom_rules)
+
     return Transformed(inline, fn, "from_jax", params=(bound, checkpoints, custom_rules))
 
 
-def translate(fn: Callable[..., Any], args: tuple, max_iters: int | None = None,
-              checkpoints: int | None = None, custom_rules: bool = True) -> Any:
+def translate(
+    fn: Callable[..., Any],
+    args: tuple,
+    max_iters: int | None = None,
+    checkpoints: int | None = None,
+    custom_rules: bool = True,
+) -> Any:
     """Append the ops of `fn`'s jaxpr on `args` (pytrees of Variables) to the current block.
 
     The jaxpr is made afresh each time (JAX's own trace cache would keep the arrays a global
@@ -93,7 +120,8 @@ def translate(fn: Callable[..., Any], args: tuple, max_iters: int | None = None,
             spec = jax.eval_shape(lambda d, i=impl: jax.random.wrap_key_data(d, impl=i), spec)
         specs.append(spec)
     closed, out_shape = jax.make_jaxpr(lambda *a: fn(*a), return_shape=True)(
-        *jax.tree_util.tree_unflatten(tree, specs))
+        *jax.tree_util.tree_unflatten(tree, specs)
+    )
     closed = _pruned(closed)
     if prog is not None:
         prog.watched.append(_unchanged(fn))
@@ -114,8 +142,9 @@ def _pruned(closed: ClosedJaxpr) -> ClosedJaxpr:
 class _Translator:
     """Evaluates jaxprs over srcgrad Variables, one RULES row per equation."""
 
-    def __init__(self, max_iters: int | None, checkpoints: int | None = None,
-                 custom_rules: bool = True):
+    def __init__(
+        self, max_iters: int | None, checkpoints: int | None = None, custom_rules: bool = True
+    ):
         self.max_iters = max_iters
         self.checkpoints = checkpoints
         self.custom_rules = custom_rules
@@ -179,13 +208,15 @@ class _Translator:
         out_keys = [dtypes.key_impl(v.aval) for v in eqn.outvars]
 
         def bound(*xs: Any) -> tuple:
-            xs = [x if k is None else jax.random.wrap_key_data(x, impl=k)
-                  for x, k in zip(xs, in_keys)]
+            xs = [
+                x if k is None else jax.random.wrap_key_data(x, impl=k) for x, k in zip(xs, in_keys)
+            ]
             got = prim.get_bind_params(params)
             subfuns, bind_params = got if isinstance(got, tuple) else ((), got)  # older JAX: a pair
             out = prim.bind(*subfuns, *xs, **bind_params)
             out = list(out) if prim.multiple_results else [out]
             return tuple(o if k is None else jax.random.key_data(o) for o, k in zip(out, out_keys))
+
         try:
             outs = call_flat(bound, prim.name, list(args))
         except SrcgradError:
@@ -201,6 +232,7 @@ class _Translator:
 
 
 # ---------------------------------------------------------------- values and errors
+
 
 def _unchanged(fn: Callable[..., Any]) -> Callable[[], bool]:
     """A check that `fn` still reads the objects it reads now by name (held weakly: a
@@ -240,8 +272,12 @@ def _typed(val: Any, aval: Any, prim: str, where: list[Any]) -> Variable:
     if v.dtype != want:
         v = elementwise.astype(v, want)
     if v.shape != shape:
-        raise _unsupported(prim, where, f"was translated to shape {v.shape}, but JAX gives "
-                           f"{shape} (a srcgrad bug; please report it)")
+        raise _unsupported(
+            prim,
+            where,
+            f"was translated to shape {v.shape}, but JAX gives "
+            f"{shape} (a srcgrad bug; please report it)",
+        )
     return v
 
 
@@ -250,6 +286,7 @@ def _jax_line(where: list[Any]) -> str:
     inside a library's jitted function, such as jnp.fft.fft's) the enclosing call's."""
     try:
         from jax._src import source_info_util
+
         for eqn in where:
             line = source_info_util.summarize(eqn.source_info)
             if line:
@@ -261,9 +298,12 @@ def _jax_line(where: list[Any]) -> str:
 
 def _unsupported(prim: str, where: list[Any], what: str) -> SrcgradError:
     """`where`: the equation, then the equations enclosing it, innermost first."""
-    return SrcgradError(f"JAX primitive {prim!r} {what} (made at {_jax_line(where)}); "
-                        "docs/jax_frontend.md lists the supported primitives",
-                        op="from_jax", loc=user_location())
+    return SrcgradError(
+        f"JAX primitive {prim!r} {what} (made at {_jax_line(where)}); "
+        "docs/jax_frontend.md lists the supported primitives",
+        op="from_jax",
+        loc=user_location(),
+    )
 
 
 __all__ = ["from_jax", "translate", "RULES"]

@@ -27,6 +27,7 @@ entries that recur (an RNN cell) run as compiled chunks of those programs
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -56,10 +57,12 @@ _Tracer = jax.core.Tracer
 #: The grad_reqs whose Tensors backward writes a gradient to.
 _WRITTEN = ("write", "add")
 
-NOT_IN_GRAPH = ("Cannot differentiate {what} because it is not in a computational graph. You "
-                "need to record it: compute it inside `with sg.autograd.record():` to save the "
-                "computational graph for backward. If you want to differentiate the same graph "
-                "twice, you need to pass retain_graph=True to backward")
+NOT_IN_GRAPH = (
+    "Cannot differentiate {what} because it is not in a computational graph. You "
+    "need to record it: compute it inside `with sg.autograd.record():` to save the "
+    "computational graph for backward. If you want to differentiate the same graph "
+    "twice, you need to pass retain_graph=True to backward"
+)
 
 
 class _State(threading.local):
@@ -117,6 +120,7 @@ def apply(fn: Callable[..., Any], leaves: list, tree: Any) -> Any:
 
 
 # ---------------------------------------------------------------- scopes
+
 
 @contextlib.contextmanager
 def record() -> Iterator[None]:
@@ -189,15 +193,23 @@ def inplace(t: Tensor, other: Any, op: str) -> Tensor:
     sym = _INPLACE[op]
     tape = _state.tape
     if _state.depth and tape is not None and not tape.freed and id(t) in tape.leaves:
-        raise SrcgradError(f"{t.name or 'tensor'} {sym} ...: the recording in progress read this "
-                           "tensor; update it after backward or outside `record()`",
-                           loc=user_location())
+        raise SrcgradError(
+            f"{t.name or 'tensor'} {sym} ...: the recording in progress read this "
+            "tensor; update it after backward or outside `record()`",
+            loc=user_location(),
+        )
     if new.shape != t.shape:
-        raise SrcgradError(f"{sym}: the result has shape {new.shape}, but the tensor updated in "
-                           f"place has shape {t.shape}", loc=user_location())
+        raise SrcgradError(
+            f"{sym}: the result has shape {new.shape}, but the tensor updated in "
+            f"place has shape {t.shape}",
+            loc=user_location(),
+        )
     if not np.can_cast(new.dtype, t.dtype, "same_kind"):
-        raise SrcgradError(f"{sym}: the result is {new.dtype.name}, which the {t.dtype.name} "
-                           "tensor updated in place cannot hold", loc=user_location())
+        raise SrcgradError(
+            f"{sym}: the result is {new.dtype.name}, which the {t.dtype.name} "
+            "tensor updated in place cannot hold",
+            loc=user_location(),
+        )
     t._value = new._value.astype(t.dtype)
     t._tape = t._num = None
     return t
@@ -212,15 +224,23 @@ def tape() -> Program:
     """The Program of the current recording, or of the last one (its entries replayed)."""
     t = _state.tape
     if t is None:
-        raise SrcgradError("sg.autograd.tape(): nothing was recorded yet in this thread; record "
-                           "ops inside `with sg.autograd.record():`", loc=user_location())
+        raise SrcgradError(
+            "sg.autograd.tape(): nothing was recorded yet in this thread; record "
+            "ops inside `with sg.autograd.record():`",
+            loc=user_location(),
+        )
     return t.program
 
 
 # ---------------------------------------------------------------- backward
 
-def backward(heads: Tensor | Sequence[Tensor], head_grads: Any = None, retain_graph: bool = False,
-             create_graph: bool = False) -> None:
+
+def backward(
+    heads: Tensor | Sequence[Tensor],
+    head_grads: Any = None,
+    retain_graph: bool = False,
+    create_graph: bool = False,
+) -> None:
     """Write the gradients of `heads` (seeded with `head_grads`, default ones for a scalar
     head) into the `.grad` of every attached Tensor on their tape, per its `grad_req`.
 
@@ -232,9 +252,13 @@ def backward(heads: Tensor | Sequence[Tensor], head_grads: Any = None, retain_gr
     run_backward(heads, head_grads, None, retain_graph, create_graph)
 
 
-def grad(heads: Tensor | Sequence[Tensor], variables: Tensor | Sequence[Tensor],
-         head_grads: Any = None, retain_graph: bool = False,
-         create_graph: bool = False) -> list[Tensor]:
+def grad(
+    heads: Tensor | Sequence[Tensor],
+    variables: Tensor | Sequence[Tensor],
+    head_grads: Any = None,
+    retain_graph: bool = False,
+    create_graph: bool = False,
+) -> list[Tensor]:
     """The gradients of `heads` with respect to `variables` (attached Tensors), returned
     instead of written to `.grad`."""
     heads, head_grads = _listed(heads, head_grads)
@@ -251,13 +275,16 @@ def _listed(heads: Any, head_grads: Any) -> tuple[list, list]:
         return heads, [None] * len(heads)
     head_grads = list(head_grads) if isinstance(head_grads, (list, tuple)) else [head_grads]
     if len(head_grads) != len(heads):
-        raise GradientError(f"backward: {len(head_grads)} head gradients for {len(heads)} heads",
-                            loc=user_location())
+        raise GradientError(
+            f"backward: {len(head_grads)} head gradients for {len(heads)} heads",
+            loc=user_location(),
+        )
     return heads, head_grads
 
 
-def run_backward(heads: list, head_grads: list, variables: list | None, retain_graph: bool,
-                 create_graph: bool) -> list[Tensor] | None:
+def run_backward(
+    heads: list, head_grads: list, variables: list | None, retain_graph: bool, create_graph: bool
+) -> list[Tensor] | None:
     """Differentiate `heads` (seeded with `head_grads`): into the attached Tensors' `.grad`
     (`variables` None), or returned for `variables` (autograd.grad)."""
     tape, hn = _heads_tape(heads)
@@ -267,12 +294,21 @@ def run_backward(heads: list, head_grads: list, variables: list | None, retain_g
     if create_graph:
         with _recording_onto(tape):
             got = run_op_by_op(tape, hn, seeds, xs, create_graph=True)
-        grads = [Tensor(jnp.zeros(t.shape, t.dtype)) if g is None else g
-                 for (t, _), g in zip(targets, got)]
+        grads = [
+            Tensor(jnp.zeros(t.shape, t.dtype)) if g is None else g
+            for (t, _), g in zip(targets, got)
+        ]
     else:
-        grads = [Tensor(jnp.zeros(t.shape, t.dtype) if g is None else
-                        g if isinstance(g, jax.Array) else jnp.asarray(g))  # a seed passed on
-                 for (t, _), g in zip(targets, _gradients(tape, hn, seeds, xs, retain_graph))]
+        grads = [
+            Tensor(
+                jnp.zeros(t.shape, t.dtype)
+                if g is None
+                else g
+                if isinstance(g, jax.Array)
+                else jnp.asarray(g)
+            )  # a seed passed on
+            for (t, _), g in zip(targets, _gradients(tape, hn, seeds, xs, retain_graph))
+        ]
     if not (retain_graph or create_graph):
         tape.free()
     if variables is not None:
@@ -289,8 +325,9 @@ def run_backward(heads: list, head_grads: list, variables: list | None, retain_g
     return None
 
 
-def _gradients(tape: Tape, heads: list[int], seeds: list, xs: list[int | None],
-               retain: bool) -> list[Any]:
+def _gradients(
+    tape: Tape, heads: list[int], seeds: list, xs: list[int | None], retain: bool
+) -> list[Any]:
     """The gradients' values, by the tier the cost rule picks for the tape's structure
     (srcgrad/imperative/cost_rule.py): its compiled whole backward once compiling has paid
     (at once if the tape is cold: op by op would compile a program per call), op by op
@@ -304,11 +341,17 @@ def _gradients(tape: Tape, heads: list[int], seeds: list, xs: list[int | None],
     n = len(tape.entries)
     fixed = config.tape_compile_after
     if fixed is not None:
-        whole = (slot.entry is not None or paid.runs + 1 >= fixed
-                 or (config.tape_compile_cold and tape.cold()))
+        whole = (
+            slot.entry is not None
+            or paid.runs + 1 >= fixed
+            or (config.tape_compile_cold and tape.cold())
+        )
         paid.runs += 1
-        got = (run_whole(tape, heads, seeds, xs, slot, forward) if whole else
-               run_op_by_op(tape, heads, seeds, xs))
+        got = (
+            run_whole(tape, heads, seeds, xs, slot, forward)
+            if whole
+            else run_op_by_op(tape, heads, seeds, xs)
+        )
     elif slot.entry is not None or RULE.whole(paid, n, tape.never_run, config.tape_compile_cold):
         whole = True
         run = lambda: run_whole(tape, heads, seeds, xs, slot, forward)
@@ -321,11 +364,18 @@ def _gradients(tape: Tape, heads: list[int], seeds: list, xs: list[int | None],
     else:
         whole = False
         plan = windows(tape)
-        got = RULE.op_by_op(paid, n, lambda: run_op_by_op(tape, heads, seeds, xs, plan=plan),
-                            any(w.chunk is not None for w in plan))
+        got = RULE.op_by_op(
+            paid,
+            n,
+            lambda: run_op_by_op(tape, heads, seeds, xs, plan=plan),
+            any(w.chunk is not None for w in plan),
+        )
     if checks_enabled():
-        other = (run_op_by_op(tape, heads, seeds, xs) if whole else
-                 run_whole(tape, heads, seeds, xs, slot, forward))
+        other = (
+            run_op_by_op(tape, heads, seeds, xs)
+            if whole
+            else run_whole(tape, heads, seeds, xs, slot, forward)
+        )
         _agree(got, other, "compiled" if whole else "op-by-op")
     return got
 
@@ -336,8 +386,10 @@ def _agree(got: list, other: list, tier: str) -> None:
         if a is None or b is None:  # no gradient on one side: the other must be zeros
             given = b if a is None else a
             if given is not None and np.any(np.asarray(given)):
-                raise AssertionError(f"backward: the {tier} tier and the other disagree on "
-                                     f"whether gradient {i} is zero")
+                raise AssertionError(
+                    f"backward: the {tier} tier and the other disagree on "
+                    f"whether gradient {i} is zero"
+                )
             continue
         a, b = np.asarray(a), np.asarray(b)
         tol = (
@@ -346,8 +398,9 @@ def _agree(got: list, other: list, tier: str) -> None:
             else 1e-9
         )
         if a.shape != b.shape or not np.allclose(a, b, rtol=tol, atol=tol, equal_nan=True):
-            raise AssertionError(f"backward: the {tier} tier gives gradient {i} = {a}, the "
-                                 f"other tier {b}")
+            raise AssertionError(
+                f"backward: the {tier} tier gives gradient {i} = {a}, the other tier {b}"
+            )
 
 
 def _heads_tape(heads: list) -> tuple[Tape, list[int]]:
@@ -359,20 +412,25 @@ def _heads_tape(heads: list) -> tuple[Tape, list[int]]:
         raise GradientError("backward: no heads given", loc=user_location())
     for i, h in enumerate(heads):
         if not isinstance(h, Tensor):
-            raise GradientError(f"backward: head {i} is a {type(h).__name__}, not an sg.Tensor",
-                                loc=user_location())
+            raise GradientError(
+                f"backward: head {i} is a {type(h).__name__}, not an sg.Tensor", loc=user_location()
+            )
         if (h._tape is None or h._tape.freed) and h.grad_req is not None:
             continue
         if h._tape is None or h._tape.freed:
             what = "the head" if len(heads) == 1 else f"head {i}"
-            raise GradientError(NOT_IN_GRAPH.format(what=f"{what} ({h.dtype.name}{list(h.shape)})"),
-                                loc=user_location())
+            raise GradientError(
+                NOT_IN_GRAPH.format(what=f"{what} ({h.dtype.name}{list(h.shape)})"),
+                loc=user_location(),
+            )
         if tape is None:
             tape = h._tape
         elif h._tape is not tape:
-            raise GradientError(f"backward: head {i} was recorded in another record() scope than "
-                                "head 0; differentiate heads of one recording together",
-                                loc=user_location())
+            raise GradientError(
+                f"backward: head {i} was recorded in another record() scope than "
+                "head 0; differentiate heads of one recording together",
+                loc=user_location(),
+            )
     if tape is None:  # every head is an attached input
         current = _state.tape
         tape = current if current is not None and not current.freed else Tape()
@@ -383,17 +441,23 @@ def _seed(h: Tensor, g: Any, create_graph: bool) -> Any:
     """None (ones, for a scalar head), an array, or (create_graph) a Tensor to record."""
     if g is None:
         if math.prod(h.shape) != 1:
-            raise GradientError(f"backward: the head is not a scalar ({h.dtype.name}"
-                                f"{list(h.shape)}): pass head_grad, an array of shape {h.shape}",
-                                loc=user_location())
+            raise GradientError(
+                f"backward: the head is not a scalar ({h.dtype.name}"
+                f"{list(h.shape)}): pass head_grad, an array of shape {h.shape}",
+                loc=user_location(),
+            )
         if not dtypes.is_inexact(h.dtype):
-            raise GradientError(f"backward: the head is {h.dtype.name}, not floating point",
-                                loc=user_location())
+            raise GradientError(
+                f"backward: the head is {h.dtype.name}, not floating point", loc=user_location()
+            )
         return None
     value = g._value if isinstance(g, Tensor) else jnp.asarray(g)
     if tuple(value.shape) != h.shape:
-        raise GradientError(f"backward: the head gradient has shape {tuple(value.shape)}, but "
-                            f"the head has shape {h.shape}", loc=user_location())
+        raise GradientError(
+            f"backward: the head gradient has shape {tuple(value.shape)}, but "
+            f"the head has shape {h.shape}",
+            loc=user_location(),
+        )
     if create_graph and isinstance(g, Tensor):
         return g if g.dtype == h.dtype else g.astype(h.dtype)
     return value.astype(h.dtype)
@@ -404,16 +468,22 @@ def _targets(tape: Tape, variables: list | None) -> list[tuple[Tensor, int | Non
     if variables is None:
         out = [p for p in tape.params if p[0].grad_req in _WRITTEN]
         if not out:
-            raise GradientError("backward: there are no inputs in the computational graph that "
-                                "require gradients: call attach_grad() on an input before "
-                                "recording the ops that read it", loc=user_location())
+            raise GradientError(
+                "backward: there are no inputs in the computational graph that "
+                "require gradients: call attach_grad() on an input before "
+                "recording the ops that read it",
+                loc=user_location(),
+            )
         return out
     out = []
     for i, t in enumerate(variables):
         if not isinstance(t, Tensor) or t.grad_req is None:
-            raise GradientError(f"Cannot differentiate with respect to the {i + 1}-th variable "
-                                "because it does not require gradient: call attach_grad() on it "
-                                "before recording the ops that read it", loc=user_location())
+            raise GradientError(
+                f"Cannot differentiate with respect to the {i + 1}-th variable "
+                "because it does not require gradient: call attach_grad() on it "
+                "before recording the ops that read it",
+                loc=user_location(),
+            )
         hit = tape.leaves.get(id(t))
         out.append((t, hit[1] if hit is not None and tape.kinds[hit[1]] == "param" else None))
     return out

@@ -17,6 +17,7 @@ other windows and the last few entries run entry by entry.
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
@@ -28,8 +29,14 @@ from ..compiled import eager
 from ..base.cache import BoundedCache, register
 from ..base.config import config
 from .tape import Entry, Ref, Tape, WeakRef, entry_leaves, feed_of
-from .backward_op_by_op import (active_values, eager_runner, kernel, recording_runner, reverse,
-                                seeded)
+from .backward_op_by_op import (
+    active_values,
+    eager_runner,
+    kernel,
+    recording_runner,
+    reverse,
+    seeded,
+)
 from .cost_rule import RULE, Paid
 from .tensor import PENDING
 from ..core.verify import checks_enabled
@@ -85,11 +92,13 @@ class Chunk:
                 for e in template:
                     values.extend(_call(e, e.fn, e.tree, values, []))
                 return tuple(values[n_reads:])
+
             self._forward = jax.jit(chunk_forward)
         return self._forward
 
-    def backward(self, seeds: tuple[int, ...], act: tuple[int, ...], acc: tuple[int, ...]
-                 ) -> tuple[Callable[..., Any], list[int]]:
+    def backward(
+        self, seeds: tuple[int, ...], act: tuple[int, ...], acc: tuple[int, ...]
+    ) -> tuple[Callable[..., Any], list[int]]:
         """`(*reads, *results, *seeds' cotangents, *acc's gathered cotangents) -> the
         cotangents of the read slots listed in the second item` (filled on the first call),
         jitted: `seeds` are the results with a cotangent, `act` the active reads, `acc` those
@@ -104,11 +113,16 @@ class Chunk:
         def chunk_vjp(*args: Any) -> tuple:
             values, rest = list(args[:n_vals]), args[n_vals:]
             cts = dict(zip((self.n_reads + j for j in seeds), rest))
-            cts.update(zip(acc, rest[len(seeds):]))
-            reverse(template, active_values(template, values, act), cts,
-                    lambda e, pattern, extra: _call(e, *kernel(e, pattern), values, extra))
+            cts.update(zip(acc, rest[len(seeds) :]))
+            reverse(
+                template,
+                active_values(template, values, act),
+                cts,
+                lambda e, pattern, extra: _call(e, *kernel(e, pattern), values, extra),
+            )
             returned[:] = [k for k in act if k in cts]
             return tuple(cts[k] for k in returned)
+
         hit = self._backward[key] = (jax.jit(chunk_vjp), returned)
         return hit
 
@@ -136,9 +150,11 @@ def _cuts(n: int) -> list[tuple[int, int, bool]]:
     full = n - n % CHUNK
     small = max(CHUNK // 4, 1)
     rest = n - (n - full) % small
-    return ([(a, a + CHUNK, True) for a in range(0, full, CHUNK)]
-            + [(a, a + small, True) for a in range(full, rest, small)]
-            + ([(rest, n, False)] if rest < n else []))
+    return (
+        [(a, a + CHUNK, True) for a in range(0, full, CHUNK)]
+        + [(a, a + small, True) for a in range(full, rest, small)]
+        + ([(rest, n, False)] if rest < n else [])
+    )
 
 
 def windows(tape: Tape) -> list[Window]:
@@ -150,7 +166,7 @@ def windows(tape: Tape) -> list[Window]:
     for a, b, may in _cuts(len(entries)):
         key, reads = _local_at(tape, a, b) if may else (None, ())
         cuts.append((a, b, key, reads))
-    chosen = (_by_cost(cuts) if config.tape_compile_after is None else _by_count(cuts))
+    chosen = _by_cost(cuts) if config.tape_compile_after is None else _by_count(cuts)
     out = []
     for (a, b, key, reads), chunked in zip(cuts, chosen):
         chunk = None
@@ -197,7 +213,8 @@ def _by_cost(cuts: list[tuple]) -> list[bool]:
     for key, count in counts.items():
         compiled = _CHUNKS.get(key)
         chosen[key] = (compiled is not None and not compiled.broken) or RULE.chunk(
-            _account(key), len(key[0]), count)
+            _account(key), len(key[0]), count
+        )
     return [key is not None and chosen[key] for _, _, key, _ in cuts]
 
 
@@ -212,8 +229,9 @@ def _local_at(tape: Tape, a: int, b: int) -> tuple[tuple | None, tuple[int, ...]
     if hit is not None and hit[0] == tag:
         got = hit[1]
         if checks_enabled() and got != _local(tape.entries, a, b):
-            raise AssertionError(f"tape chunks: the window {a}:{b} kept on its trie node is "
-                                 "not the tape's")
+            raise AssertionError(
+                f"tape chunks: the window {a}:{b} kept on its trie node is not the tape's"
+            )
         return got
     got = _local(tape.entries, a, b)
     node.window = (tag, got)
@@ -236,8 +254,9 @@ def _local(entries: list[Entry], a: int, b: int) -> tuple[tuple | None, tuple[in
                 j = own.get(r.num)  # a result of this window: by its place among them
                 wiring.append(slots.setdefault(r.num, len(slots)) if j is None else ~j)
             elif t is WeakRef:
-                wiring.append(tuple((dt, slots.setdefault(n, len(slots)))
-                                    for dt, n in r.nums.items()))
+                wiring.append(
+                    tuple((dt, slots.setdefault(n, len(slots))) for dt, n in r.nums.items())
+                )
         for o in e.outs:
             own[o] = len(own)
         key.append((e.fn, e.tree, e.parts, tuple(wiring)))
@@ -261,8 +280,18 @@ def _template(entries: list[Entry], a: int, b: int, reads: tuple[int, ...]) -> l
                 leaves.append(r)
         for o in e.outs:
             local[o] = len(local)
-        out.append(Entry(e.fn, e.tree, tuple(leaves), tuple(local[o] for o in e.outs), None,
-                         e.parts, e.prog, feed_of(leaves, e.prog)))
+        out.append(
+            Entry(
+                e.fn,
+                e.tree,
+                tuple(leaves),
+                tuple(local[o] for o in e.outs),
+                None,
+                e.parts,
+                e.prog,
+                feed_of(leaves, e.prog),
+            )
+        )
     return out
 
 
@@ -290,8 +319,9 @@ def _compute(tape: Tape, plan: list[Window]) -> None:
         return
     values, entries = tape.values, tape.entries
     for w in plan:
-        if w.chunk is not None and all(type(values[e.outs[0]]) is PENDING
-                                       for e in entries[w.start:w.stop]):
+        if w.chunk is not None and all(
+            type(values[e.outs[0]]) is PENDING for e in entries[w.start : w.stop]
+        ):
             try:
                 outs = w.chunk.call(w.chunk.forward(), [values[n] for n in w.reads])
             except _Unchunkable:
@@ -304,7 +334,7 @@ def _compute(tape: Tape, plan: list[Window]) -> None:
 
 def _backward(tape: Tape, w: Window, active: set[int], cts: dict[int, Any]) -> bool:
     """Window `w`'s vjp by its chunk; False if it must run entry by entry."""
-    own = [o for e in tape.entries[w.start:w.stop] for o in e.outs]
+    own = [o for e in tape.entries[w.start : w.stop] for o in e.outs]
     seeds = tuple(j for j, o in enumerate(own) if o in cts)
     if not seeds:
         return True
@@ -313,8 +343,15 @@ def _backward(tape: Tape, w: Window, active: set[int], cts: dict[int, Any]) -> b
     acc = tuple(k for k in act if reads[k] in cts)
     fn, returned = w.chunk.backward(seeds, act, acc)
     try:
-        outs = w.chunk.call(fn, [*[values[n] for n in reads], *[values[o] for o in own],
-                                 *[cts[own[j]] for j in seeds], *[cts[reads[k]] for k in acc]])
+        outs = w.chunk.call(
+            fn,
+            [
+                *[values[n] for n in reads],
+                *[values[o] for o in own],
+                *[cts[own[j]] for j in seeds],
+                *[cts[reads[k]] for k in acc],
+            ],
+        )
     except _Unchunkable:
         w.chunk.broken = True
         return False
@@ -324,8 +361,14 @@ def _backward(tape: Tape, w: Window, active: set[int], cts: dict[int, Any]) -> b
     return True
 
 
-def run_op_by_op(tape: Tape, heads: list[int], seeds: list, xs: list[int | None],
-                 create_graph: bool = False, plan: list[Window] | None = None) -> list[Any]:
+def run_op_by_op(
+    tape: Tape,
+    heads: list[int],
+    seeds: list,
+    xs: list[int | None],
+    create_graph: bool = False,
+    plan: list[Window] | None = None,
+) -> list[Any]:
     """The gradients of the heads (seeded by `seeds`; None: ones) with respect to the tape
     values `xs`, by windows (`plan`, default `windows(tape)`): chunks where they recur,
     entry by entry elsewhere. With `create_graph` every kernel is recorded onto the tape
@@ -333,8 +376,9 @@ def run_op_by_op(tape: Tape, heads: list[int], seeds: list, xs: list[int | None]
     if create_graph:
         tape.compute()
         cts = seeded(tape, heads, seeds, True)
-        reverse(tape.entries, active_values(tape.entries, tape.values, xs), cts,
-                recording_runner(tape))
+        reverse(
+            tape.entries, active_values(tape.entries, tape.values, xs), cts, recording_runner(tape)
+        )
     else:
         if plan is None:
             plan = windows(tape)
@@ -344,9 +388,8 @@ def run_op_by_op(tape: Tape, heads: list[int], seeds: list, xs: list[int | None]
         run = eager_runner(tape)
         for w in reversed(plan):
             if w.chunk is None or not _backward(tape, w, active, cts):
-                reverse(tape.entries[w.start:w.stop], active, cts, run)
+                reverse(tape.entries[w.start : w.stop], active, cts, run)
     return [None if x is None else cts.get(x) for x in xs]
 
 
-__all__ = ["CHUNK", "CHUNK_AFTER", "Chunk", "Window", "run_op_by_op",
-           "windows"]
+__all__ = ["CHUNK", "CHUNK_AFTER", "Chunk", "Window", "run_op_by_op", "windows"]

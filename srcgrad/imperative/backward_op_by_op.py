@@ -14,6 +14,7 @@ differentiated again (a kernel replayed into a Program is ordinary srcgrad ops).
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -66,9 +67,10 @@ def kernel(e: Entry, pattern: Pattern) -> tuple[Callable[..., Any], Any]:
         args, kwargs = jax.tree_util.tree_unflatten(tree, leaves)
         results = [as_var(v) for v in jax.tree_util.tree_leaves(fn(*args, **kwargs))]
         reads = [leaves[i] for group in groups for i in group]
-        gs = iter(gradients([results[j] for j in outs], reads,
-                            list(xs[n_leaves:n_leaves + n_outs])))
-        gathered = iter(xs[n_leaves + n_outs:])
+        gs = iter(
+            gradients([results[j] for j in outs], reads, list(xs[n_leaves : n_leaves + n_outs]))
+        )
+        gathered = iter(xs[n_leaves + n_outs :])
         out = []
         for group, has in zip(groups, acc):
             parts = [g for g in (next(gs) for _ in group) if g is not None]
@@ -79,6 +81,7 @@ def kernel(e: Entry, pattern: Pattern) -> tuple[Callable[..., Any], Any]:
                 total = add(total, g)
             out.append(total)
         return tuple(out)
+
     vjp.__name__ = f"{getattr(fn, '__name__', 'op')}_vjp"
     vjp.__qualname__ = vjp.__name__
     n_args = n_leaves + n_outs + sum(acc)
@@ -86,8 +89,9 @@ def kernel(e: Entry, pattern: Pattern) -> tuple[Callable[..., Any], Any]:
     return hit
 
 
-def active_values(entries: Sequence[Entry], values: Sequence[Any], xs: Sequence[int | None]
-                  ) -> set[int]:
+def active_values(
+    entries: Sequence[Entry], values: Sequence[Any], xs: Sequence[int | None]
+) -> set[int]:
     """The values (by number) that depend on the inputs `xs` through inexact results: the
     ones whose cotangents backward carries."""
     active = {x for x in xs if x is not None}
@@ -104,8 +108,9 @@ def active_values(entries: Sequence[Entry], values: Sequence[Any], xs: Sequence[
 KernelRunner = Callable[[Entry, Pattern, list], Sequence[Any]]
 
 
-def reverse(entries: Sequence[Entry], active: set[int], cts: dict[int, Any],
-            run: KernelRunner) -> None:
+def reverse(
+    entries: Sequence[Entry], active: set[int], cts: dict[int, Any], run: KernelRunner
+) -> None:
     """Carry the cotangents `cts` (by number) back through `entries`, newest first: each
     entry with a cotangent on some result runs its vjp kernel (by `run`), which returns the
     cotangents of the active values it read, each with what was gathered so far added."""
@@ -152,9 +157,11 @@ def seeded(tape: Tape, heads: list[int], seeds: list, create_graph: bool) -> dic
 
 def recording_runner(tape: Tape) -> KernelRunner:
     """Kernels recorded onto `tape` (create_graph): their results are Tensors there."""
+
     def run(e: Entry, pattern: Pattern, extra: list) -> Sequence[Any]:
         fn, tree = kernel(e, pattern)
         return tape.record(fn, [_leaf(tape, r) for r in e.leaves] + extra, tree)
+
     return run
 
 
@@ -170,13 +177,14 @@ def eager_runner(tape: Tape) -> KernelRunner:
         if kp is None:
             kp = prog.kernels[pattern] = _kernel_program(tape, e, pattern, extra)
         feed = e.feed
-        args = [values[n] for n in (feed[:len(feed) - len(prog.weak)] if prog.weak else feed)]
+        args = [values[n] for n in (feed[: len(feed) - len(prog.weak)] if prog.weak else feed)]
         args += extra
         if kp.weak:
             args += _lifted(e, kp.weak, values)
         if kp.ran:
             return kp.run(*args, *kp.captured)[0]
         return cost_rule.first_call(kp, args + list(kp.captured))[0]
+
     return run
 
 
@@ -221,5 +229,13 @@ def _seed(tape: Tape, head: int, seed: Any, create_graph: bool) -> Any:
     return Tensor(seed)
 
 
-__all__ = ["KernelRunner", "Pattern", "active_values", "eager_runner", "kernel",
-           "recording_runner", "reverse", "seeded"]
+__all__ = [
+    "KernelRunner",
+    "Pattern",
+    "active_values",
+    "eager_runner",
+    "kernel",
+    "recording_runner",
+    "reverse",
+    "seeded",
+]

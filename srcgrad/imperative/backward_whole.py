@@ -10,6 +10,7 @@ says so (srcgrad/imperative/cost_rule.py); before that its backward runs op by o
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import threading
@@ -49,8 +50,9 @@ class Compiled:
     forward: list[int] = field(default_factory=list)
 
 
-def plan(ops: Sequence[Op], fetch: Sequence[Variable], known: set[Variable]
-         ) -> tuple[list[Op], list[Variable]]:
+def plan(
+    ops: Sequence[Op], fetch: Sequence[Variable], known: set[Variable]
+) -> tuple[list[Op], list[Variable]]:
     """The ops that compute `fetch` from the values in `known`, and the known values read."""
     want = set(fetch)
     keep = []
@@ -65,8 +67,9 @@ def plan(ops: Sequence[Op], fetch: Sequence[Variable], known: set[Variable]
     return keep, [v for v in want if v in known]
 
 
-def emit(prog: Program, ops: list[Op], feeds: list[Variable], fetch: list[Variable]
-         ) -> tuple[Callable[..., Any], str]:
+def emit(
+    prog: Program, ops: list[Op], feeds: list[Variable], fetch: list[Variable]
+) -> tuple[Callable[..., Any], str]:
     """`def tape_backward(*feeds): ... return fetch`, jitted, and its source."""
     global _compiles
     lowered = lower_program(prog, feeds, fetch, name="tape_backward", ops=ops)
@@ -190,18 +193,33 @@ class Structure:
 FED = "fed"
 
 
-def key_of(tape: Any, heads: Sequence[int], seeds: Sequence[Any], xs: Sequence[int | None],
-           forward: tuple[int, ...] | str | None) -> tuple:
+def key_of(
+    tape: Any,
+    heads: Sequence[int],
+    seeds: Sequence[Any],
+    xs: Sequence[int | None],
+    forward: tuple[int, ...] | str | None,
+) -> tuple:
     """The key of a backward: the tape's node, the heads, the seeds' shapes, the inputs, and
     `forward`: FED, or the recorded results that a backward computing the forward returns
     (None: every one; `Tape.wanted`)."""
-    return (tape.structure.flush(), tuple(heads),
-            tuple([None if s is None else (s.shape, s.dtype) for s in seeds]),
-            tuple([-1 if x is None else x for x in xs]), forward)
+    return (
+        tape.structure.flush(),
+        tuple(heads),
+        tuple([None if s is None else (s.shape, s.dtype) for s in seeds]),
+        tuple([-1 if x is None else x for x in xs]),
+        forward,
+    )
 
 
-def run_whole(tape: Any, heads: list[int], seeds: list, xs: list[int | None], slot: Slot,
-              forward: tuple[int, ...] | str | None) -> list[Any]:
+def run_whole(
+    tape: Any,
+    heads: list[int],
+    seeds: list,
+    xs: list[int | None],
+    slot: Slot,
+    forward: tuple[int, ...] | str | None,
+) -> list[Any]:
     """The gradients' values, from the backward compiled for the tape's structure and
     `forward` (as `key_of`'s)."""
     entry = slot.entry
@@ -219,8 +237,13 @@ def run_whole(tape: Any, heads: list[int], seeds: list, xs: list[int | None], sl
     return got
 
 
-def build(tape: Any, heads: list[int], seeds: list, xs: list[int | None],
-          forward: tuple[int, ...] | str | None = FED) -> Compiled:
+def build(
+    tape: Any,
+    heads: list[int],
+    seeds: list,
+    xs: list[int | None],
+    forward: tuple[int, ...] | str | None = FED,
+) -> Compiled:
     """Differentiate the tape's Program (the grad ops are taken off again afterwards) and
     compile the ops the gradients need beyond the recorded values; unless `forward` is FED,
     the recorded results are not computed, so the program is fed the tape's inputs only,
@@ -232,8 +255,14 @@ def build(tape: Any, heads: list[int], seeds: list, xs: list[int | None],
     wrt = [tape.var(x) for x in xs if x is not None]
     n_ops, n_inputs = len(block.ops), len(prog.inputs)
     try:
-        hg = [None if s is None else block.new_var("head_grad", tuple(s.shape), np.dtype(s.dtype),
-                                                   kind="data", stop_gradient=True) for s in seeds]
+        hg = [
+            None
+            if s is None
+            else block.new_var(
+                "head_grad", tuple(s.shape), np.dtype(s.dtype), kind="data", stop_gradient=True
+            )
+            for s in seeds
+        ]
         prog.inputs.extend(v for v in hg if v is not None)
         gs = gradients(head_vars, wrt, hg) if wrt else []
         got = dict(zip(wrt, gs))
@@ -242,23 +271,42 @@ def build(tape: Any, heads: list[int], seeds: list, xs: list[int | None],
         known = set(tape.known_vars())
         returns: list[int] = []
         if forward != FED:
-            returns = ([n for n, kind in enumerate(tape.kinds) if kind == "op"]
-                       if forward is None else list(forward))
+            returns = (
+                [n for n, kind in enumerate(tape.kinds) if kind == "op"]
+                if forward is None
+                else list(forward)
+            )
             fetch += [tape.var(n) for n in returns]
             known = {v for v in known if tape.kinds[tape.num_by_var(v)] != "op"}
         known.update(captured, [v for v in hg if v is not None])
         ops, feeds = plan(block.ops, fetch, known)
-        numbered = sorted((v for v in feeds if tape.num_by_var(v) is not None),
-                          key=tape.num_by_var)
+        numbered = sorted((v for v in feeds if tape.num_by_var(v) is not None), key=tape.num_by_var)
         consts = [v for v in feeds if tape.num_by_var(v) is None and v in captured]
         fn, source = emit(prog, ops, numbered + consts + [v for v in hg if v is not None], fetch)
         returned = [x is not None and got.get(tape.var(x)) is not None for x in xs]
-        return Compiled(fn, [tape.num_by_var(v) for v in numbered],
-                        [captured[v] for v in consts], returned, source, returns)
+        return Compiled(
+            fn,
+            [tape.num_by_var(v) for v in numbered],
+            [captured[v] for v in consts],
+            returned,
+            source,
+            returns,
+        )
     finally:
         del block.ops[n_ops:]
         del prog.inputs[n_inputs:]
 
 
-__all__ = ["FED", "Compiled", "Node", "Structure", "Trie", "build", "compile_count", "emit",
-           "key_of", "plan", "run_whole"]
+__all__ = [
+    "FED",
+    "Compiled",
+    "Node",
+    "Structure",
+    "Trie",
+    "build",
+    "compile_count",
+    "emit",
+    "key_of",
+    "plan",
+    "run_whole",
+]

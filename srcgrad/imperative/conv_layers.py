@@ -8,6 +8,7 @@ differentiated by srcgrad's rules for `conv`, slicing and reshapes.
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,26 +39,38 @@ def _pads(padding: Any, kernel: tuple[int, ...], dilation: tuple[int, ...]) -> P
         if padding.lower() == "same":
             total = [d * (k - 1) for k, d in zip(kernel, dilation)]
             return tuple((t // 2, t - t // 2) for t in total)
-        raise SrcgradError(f"Conv{n}d: padding must be an int, a tuple, 'valid' or 'same', got "
-                           f"{padding!r}", loc=user_location())
+        raise SrcgradError(
+            f"Conv{n}d: padding must be an int, a tuple, 'valid' or 'same', got {padding!r}",
+            loc=user_location(),
+        )
     return tuple((p, p) for p in _tuple(padding, n, "padding"))
 
 
 class _ConvNd(Module):
     rank = 2
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: int | Sequence[int],
-                 stride: int | Sequence[int] = 1, padding: Any = 0,
-                 dilation: int | Sequence[int] = 1, bias: bool = True, *,
-                 seed: int | None = None, dtype: Any = "float32"):
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: int | Sequence[int],
+        stride: int | Sequence[int] = 1,
+        padding: Any = 0,
+        dilation: int | Sequence[int] = 1,
+        bias: bool = True,
+        *,
+        seed: int | None = None,
+        dtype: Any = "float32",
+    ):
         n = self.rank
         self.kernel = _tuple(kernel_size, n, "kernel_size")
         self.stride = _tuple(stride, n, "stride")
         self.dilation = _tuple(dilation, n, "dilation")
         self.padding = _pads(padding, self.kernel, self.dilation)
         if isinstance(padding, str) and padding.lower() == "same" and set(self.stride) != {1}:
-            raise SrcgradError(f"Conv{n}d: padding='same' needs stride 1, got {self.stride}",
-                               loc=user_location())
+            raise SrcgradError(
+                f"Conv{n}d: padding='same' needs stride 1, got {self.stride}", loc=user_location()
+            )
         bound = 1 / math.sqrt(in_channels * math.prod(self.kernel))
         rng = seeded_rng(seed)
         shape = (out_channels, in_channels, *self.kernel)
@@ -71,8 +84,10 @@ class _ConvNd(Module):
     def forward(self, x: Any) -> Any:
         n = self.rank
         if x.ndim != n + 2:
-            raise SrcgradError(f"Conv{n}d: the input must be (N, C, {n} spatial axes), got shape "
-                               f"{tuple(x.shape)}", loc=user_location())
+            raise SrcgradError(
+                f"Conv{n}d: the input must be (N, C, {n} spatial axes), got shape {tuple(x.shape)}",
+                loc=user_location(),
+            )
         y = self._conv(x)
         if self.bias is None:
             return y
@@ -83,8 +98,9 @@ class _ConvNd(Module):
 
 
 def _conv2d(x: Any, w: Any, stride: Sequence[int], pads: Pads, dilation: Sequence[int]) -> Any:
-    return conv(x, w, strides=tuple(stride), padding=pads, layout="NCHW",
-                    rhs_dilation=tuple(dilation))
+    return conv(
+        x, w, strides=tuple(stride), padding=pads, layout="NCHW", rhs_dilation=tuple(dilation)
+    )
 
 
 class Conv2d(_ConvNd):
@@ -125,12 +141,15 @@ class Conv3d(_ConvNd):
         sd, dd = self.stride[0], self.dilation[0]
         d_out = (depth - dd * (self.kernel[0] - 1) - 1) // sd + 1
         if d_out <= 0:
-            raise SrcgradError(f"Conv3d: the padded depth {depth} is smaller than the dilated "
-                               f"kernel depth {dd * (self.kernel[0] - 1) + 1}", loc=user_location())
+            raise SrcgradError(
+                f"Conv3d: the padded depth {depth} is smaller than the dilated "
+                f"kernel depth {dd * (self.kernel[0] - 1) + 1}",
+                loc=user_location(),
+            )
         out = None
         for kd in range(self.kernel[0]):
             start = kd * dd
-            planes = x[:, :, start:start + sd * (d_out - 1) + 1:sd]  # (N, C, d_out, H, W)
+            planes = x[:, :, start : start + sd * (d_out - 1) + 1 : sd]  # (N, C, d_out, H, W)
             planes = shape_ops.transpose(planes, (0, 2, 1, 3, 4)).reshape(
                 (n * d_out, c) + x.shape[3:]
             )

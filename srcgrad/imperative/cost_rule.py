@@ -30,6 +30,7 @@ applies instead (backward_chunks.compile_after): nothing is timed.
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import time
@@ -189,5 +190,13 @@ def first_call(prog: Any, args: list) -> Any:
     return RULE.first_call(prog, args)
 
 
-__all__ = ["CHUNK_PROGRAMS", "JUDGED_AFTER", "RULE", "WEIGHT", "Estimate", "Paid", "Rule",
-           "first_call"]
+__all__ = [
+    "CHUNK_PROGRAMS",
+    "JUDGED_AFTER",
+    "RULE",
+    "WEIGHT",
+    "Estimate",
+    "Paid",
+    "Rule",
+    "first_call",
+]

@@ -17,6 +17,7 @@ Tensors.
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -71,6 +72,7 @@ class Module:
     def _walk(self, prefix: str = "") -> Iterator[tuple[str, Any]]:
         """Every member Tensor and Module below this one, depth first, with its dotted name;
         a Tensor in a plain container comes as `_Stray` (not a member)."""
+
         def items(name: str, value: Any, registers: bool) -> Iterator[tuple[str, Any]]:
             if isinstance(value, Module):
                 yield name, value
@@ -84,6 +86,7 @@ class Module:
                 inner = isinstance(value, ParameterDict)
                 for k, v in value.items():
                     yield from items(f"{name}.{k}", v, inner)
+
         for name, value in self._members():
             for full, v in items(prefix + name, value, True):
                 yield full, v
@@ -101,7 +104,8 @@ class Module:
                         "plain list / tuple / dict, which is not a parameter (as in PyTorch): "
                         "hold such tensors in sg.nn.ParameterList([...]) or "
                         "sg.nn.ParameterDict({...}) so that they are trained and saved",
-                        loc=user_location())
+                        loc=user_location(),
+                    )
             elif isinstance(v, Tensor) and id(v) not in seen:
                 seen.add(id(v))
                 yield name, v
@@ -145,14 +149,20 @@ class Module:
         missing = [n for n in params if n not in state]
         unexpected = [n for n in state if n not in params]
         if strict and (missing or unexpected):
-            raise SrcgradError(f"load_state_dict: missing {missing}, unexpected {unexpected} "
-                               f"for {type(self).__name__}", loc=user_location())
+            raise SrcgradError(
+                f"load_state_dict: missing {missing}, unexpected {unexpected} "
+                f"for {type(self).__name__}",
+                loc=user_location(),
+            )
         for name, p in params.items():
             if name in state:
                 value = np.asarray(state[name])
                 if value.shape != p.shape:
-                    raise SrcgradError(f"load_state_dict: {name} has shape {value.shape} in the "
-                                       f"state, {p.shape} in the module", loc=user_location())
+                    raise SrcgradError(
+                        f"load_state_dict: {name} has shape {value.shape} in the "
+                        f"state, {p.shape} in the module",
+                        loc=user_location(),
+                    )
                 p.assign(value)
 
     def __repr__(self) -> str:
@@ -215,6 +225,7 @@ class Sequential(Module):
 
 # ---------------------------------------------------------------- Linear
 
+
 def activations() -> dict[str, Callable[..., Any]]:
     """jax.nn's function names that srcgrad declares as ops."""
     return {n: EXPORTS[n] for n in dir(jax.nn) if not n.startswith("_") and n in EXPORTS}
@@ -229,18 +240,31 @@ class Linear(Module):
     of one Tensor. `seed` fixes the initial weights (default: a new seed per layer).
     """
 
-    def __init__(self, in_dim: int, out_dim: int, act: str | Callable[[Any], Any] | None = None,
-                 *, seed: int | None = None, dtype: Any = "float32", name: str = "linear",
-                 bias: bool = True):
+    def __init__(
+        self,
+        in_dim: int,
+        out_dim: int,
+        act: str | Callable[[Any], Any] | None = None,
+        *,
+        seed: int | None = None,
+        dtype: Any = "float32",
+        name: str = "linear",
+        bias: bool = True,
+    ):
         acts = activations()
         if isinstance(act, str):
             if act not in acts:
-                raise SrcgradError(f"sg.nn.Linear: unknown activation {act!r}; use one of "
-                                   f"{sorted(acts)}, a function or None", loc=user_location())
+                raise SrcgradError(
+                    f"sg.nn.Linear: unknown activation {act!r}; use one of "
+                    f"{sorted(acts)}, a function or None",
+                    loc=user_location(),
+                )
             act = acts[act]
         elif act is not None and not callable(act):
-            raise SrcgradError(f"sg.nn.Linear: act must be None, a name or a function, got "
-                               f"{type(act).__name__}", loc=user_location())
+            raise SrcgradError(
+                f"sg.nn.Linear: act must be None, a name or a function, got {type(act).__name__}",
+                loc=user_location(),
+            )
         w = seeded_rng(seed).standard_normal((out_dim, in_dim)) / np.sqrt(in_dim)
         self.weight = new_parameter(w, f"{name}_w", dtype)
         self.bias = new_parameter(np.zeros((out_dim,), dtype), f"{name}_b") if bias else None
@@ -263,12 +287,19 @@ def _dense(x: Any, w: Any, b: Any, act: Callable[[Any], Any] | None) -> Any:
 
 # ---------------------------------------------------------------- normalisation, lookup, dropout
 
+
 class LayerNorm(Module):
     """`(x - mean) / sqrt(var + eps) * weight + bias` over the last `len(shape)` axes
     (biased variance, as PyTorch's)."""
 
-    def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5,
-                 elementwise_affine: bool = True, *, dtype: Any = "float32"):
+    def __init__(
+        self,
+        normalized_shape: int | Sequence[int],
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        *,
+        dtype: Any = "float32",
+    ):
         shape = (
             (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         )
@@ -277,9 +308,12 @@ class LayerNorm(Module):
         self.bias = new_parameter(np.zeros(shape, dtype), "ln_b") if elementwise_affine else None
 
     def forward(self, x: Any) -> Any:
-        if tuple(x.shape[-len(self.shape):]) != self.shape:
-            raise SrcgradError(f"LayerNorm{self.shape}: an input of shape {tuple(x.shape)} does "
-                               f"not end in {self.shape}", loc=user_location())
+        if tuple(x.shape[-len(self.shape) :]) != self.shape:
+            raise SrcgradError(
+                f"LayerNorm{self.shape}: an input of shape {tuple(x.shape)} does "
+                f"not end in {self.shape}",
+                loc=user_location(),
+            )
         axes = tuple(range(-len(self.shape), 0))
         mean = reduce.mean(x, axis=axes, keepdims=True)
         c = x - mean
@@ -290,16 +324,23 @@ class LayerNorm(Module):
 class Embedding(Module):
     """Rows of `weight` (num_embeddings, embedding_dim), N(0, 1) as PyTorch's, by index."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, *, seed: int | None = None,
-                 dtype: Any = "float32"):
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        *,
+        seed: int | None = None,
+        dtype: Any = "float32",
+    ):
         w = seeded_rng(seed).standard_normal((num_embeddings, embedding_dim))
         self.weight = new_parameter(w, "embedding", dtype)
 
     def forward(self, indices: Any) -> Any:
         idx = indices.value() if isinstance(indices, Tensor) else jnp.asarray(indices)
         if not jnp.issubdtype(idx.dtype, jnp.integer):
-            raise SrcgradError(f"Embedding: indices must be integers, got {idx.dtype}",
-                               loc=user_location())
+            raise SrcgradError(
+                f"Embedding: indices must be integers, got {idx.dtype}", loc=user_location()
+            )
         return indexing.take(self.weight, tensor(idx), axis=0)
 
 
@@ -323,5 +364,15 @@ class Dropout(Module):
         return x * tensor(jnp.where(keep, scale, jnp.zeros((), x.dtype)))
 
 
-__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
-           "Linear", "LayerNorm", "Embedding", "Dropout"]
+__all__ = [
+    "Module",
+    "Sequential",
+    "ModuleList",
+    "ModuleDict",
+    "ParameterList",
+    "ParameterDict",
+    "Linear",
+    "LayerNorm",
+    "Embedding",
+    "Dropout",
+]

@@ -15,6 +15,7 @@ None (not attached, or `requires_grad=False`) is left alone.
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
@@ -25,6 +26,7 @@ import numpy as np
 
 from ..base.errors import SrcgradError, user_location
 from .tensor import Tensor, zeros_like
+
 
 class Optimizer:
     """Holds parameters and a state per parameter; `step()` updates them in one jitted call.
@@ -56,14 +58,18 @@ class Optimizer:
     def init(self, value: jax.Array) -> Any:
         return ()
 
-    def rule(self, value: jax.Array, grad: jax.Array, state: Any, step: jax.Array,
-             **hyper: Any) -> tuple[jax.Array, Any]:
+    def rule(
+        self, value: jax.Array, grad: jax.Array, state: Any, step: jax.Array, **hyper: Any
+    ) -> tuple[jax.Array, Any]:
         raise NotImplementedError
 
-    def _update(self, values: list, grads: list, states: list, steps: jax.Array,
-                hyper: dict[str, Any]) -> tuple[list, list]:
-        out = [self.rule(v, g.astype(v.dtype), s, steps[i], **hyper)
-               for i, (v, g, s) in enumerate(zip(values, grads, states))]
+    def _update(
+        self, values: list, grads: list, states: list, steps: jax.Array, hyper: dict[str, Any]
+    ) -> tuple[list, list]:
+        out = [
+            self.rule(v, g.astype(v.dtype), s, steps[i], **hyper)
+            for i, (v, g, s) in enumerate(zip(values, grads, states))
+        ]
         return [v.astype(v0.dtype) for (v, _), v0 in zip(out, values)], [s for _, s in out]
 
     def _hyper(self) -> dict[str, Any]:
@@ -76,8 +82,9 @@ class Optimizer:
 
     def step(self, params: Sequence[Tensor] | None = None) -> None:
         """Update `params` (default: the optimizer's) from their `.grad`, in place."""
-        ps = [p for p in (self.params if params is None else _checked(params))
-              if p.grad is not None]
+        ps = [
+            p for p in (self.params if params is None else _checked(params)) if p.grad is not None
+        ]
         if not ps:
             return
         for p in ps:
@@ -87,8 +94,12 @@ class Optimizer:
             self.steps[id(p)] += 1
         steps = np.array([self.steps[id(p)] for p in ps], np.int32)
         values, states = self._jitted(
-            [p._value for p in ps], [p.grad._value for p in ps],
-            [self.state[id(p)] for p in ps], steps, self._hyper())
+            [p._value for p in ps],
+            [p.grad._value for p in ps],
+            [self.state[id(p)] for p in ps],
+            steps,
+            self._hyper(),
+        )
         for p, v, s in zip(ps, values, states):
             p._value = v
             p._tape = p._num = None
@@ -115,18 +126,27 @@ class SGD(Optimizer):
     g = g + mu b (Nesterov) or b; p -= lr g. `SGD(lr)` without parameters is DyNet's
     `sgd(params)` form."""
 
-    def __init__(self, params: Iterable[Tensor] | float | None = None, lr: float | None = None,
-                 momentum: float = 0.0, dampening: float = 0.0, weight_decay: float = 0.0,
-                 nesterov: bool = False):
+    def __init__(
+        self,
+        params: Iterable[Tensor] | float | None = None,
+        lr: float | None = None,
+        momentum: float = 0.0,
+        dampening: float = 0.0,
+        weight_decay: float = 0.0,
+        nesterov: bool = False,
+    ):
         if isinstance(params, (int, float)):
             params, lr = None, float(params)
         if lr is None:
             raise SrcgradError("sg.optim.SGD: pass a learning rate, lr=", loc=user_location())
         if nesterov and (momentum <= 0 or dampening != 0):
-            raise SrcgradError("sg.optim.SGD: Nesterov momentum needs momentum > 0 and zero "
-                               "dampening", loc=user_location())
-        super().__init__(params, lr=lr, momentum=momentum, dampening=dampening,
-                         weight_decay=weight_decay)
+            raise SrcgradError(
+                "sg.optim.SGD: Nesterov momentum needs momentum > 0 and zero dampening",
+                loc=user_location(),
+            )
+        super().__init__(
+            params, lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay
+        )
         self.nesterov = bool(nesterov)
 
     def init(self, value: jax.Array) -> Any:
@@ -145,11 +165,17 @@ class SGD(Optimizer):
 class Adam(Optimizer):
     """`torch.optim.Adam` (L2 weight decay added to the gradient) = `optax.adam`."""
 
-    def __init__(self, params: Iterable[Tensor] | None, lr: float = 1e-3,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0):
-        super().__init__(params, lr=lr, b1=betas[0], b2=betas[1], eps=eps,
-                         weight_decay=weight_decay)
+    def __init__(
+        self,
+        params: Iterable[Tensor] | None,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+    ):
+        super().__init__(
+            params, lr=lr, b1=betas[0], b2=betas[1], eps=eps, weight_decay=weight_decay
+        )
 
     def init(self, value: jax.Array) -> Any:
         return jnp.zeros_like(value), jnp.zeros_like(value)
@@ -163,9 +189,14 @@ class AdamW(Adam):
     """`torch.optim.AdamW`: p -= lr wd p, then Adam's step without weight decay
     (= `optax.adamw`). Default weight decay 0.01, as PyTorch's."""
 
-    def __init__(self, params: Iterable[Tensor] | None, lr: float = 1e-3,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.01):
+    def __init__(
+        self,
+        params: Iterable[Tensor] | None,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.01,
+    ):
         super().__init__(params, lr, betas, eps, weight_decay)
 
     def rule(self, p, g, state, step, lr, b1, b2, eps, weight_decay):
@@ -177,8 +208,8 @@ def _adam(p, g, state, step, lr, b1, b2, eps):
     m = b1 * m + (1 - b1) * g
     v = b2 * v + (1 - b2) * g * g
     t = step.astype(p.dtype)
-    m_hat = m / (1 - b1 ** t)
-    v_hat = v / (1 - b2 ** t)
+    m_hat = m / (1 - b1**t)
+    v_hat = v / (1 - b2**t)
     return p - lr * m_hat / (jnp.sqrt(v_hat) + eps), (m, v)
 
 
@@ -187,11 +218,19 @@ class RMSProp(Optimizer):
     square); b = mu b + g / (sqrt(v) + eps); p -= lr b (lr g / (sqrt(v) + eps) without
     momentum)."""
 
-    def __init__(self, params: Iterable[Tensor] | None, lr: float = 1e-2, alpha: float = 0.99,
-                 eps: float = 1e-8, weight_decay: float = 0.0, momentum: float = 0.0,
-                 centered: bool = False):
-        super().__init__(params, lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                         momentum=momentum)
+    def __init__(
+        self,
+        params: Iterable[Tensor] | None,
+        lr: float = 1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        momentum: float = 0.0,
+        centered: bool = False,
+    ):
+        super().__init__(
+            params, lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum
+        )
         self.centered = bool(centered)
 
     def init(self, value: jax.Array) -> Any:
@@ -217,9 +256,11 @@ class from_optax:  # a function's name: sg.optim.from_optax(tx, params)
 
     def __init__(self, tx: Any, params: Iterable[Tensor]):
         if not (hasattr(tx, "init") and hasattr(tx, "update")):
-            raise SrcgradError(f"sg.optim.from_optax: expected an optax GradientTransformation "
-                               f"(with init and update), got {type(tx).__name__}",
-                               loc=user_location())
+            raise SrcgradError(
+                f"sg.optim.from_optax: expected an optax GradientTransformation "
+                f"(with init and update), got {type(tx).__name__}",
+                loc=user_location(),
+            )
         self.tx = tx
         self.params = _checked(params)
         self.state = tx.init([p._value for p in self.params])
@@ -227,13 +268,16 @@ class from_optax:  # a function's name: sg.optim.from_optax(tx, params)
 
     def _update(self, values: list, grads: list, state: Any) -> tuple[list, Any]:
         import optax  # optax is optional: only this bridge needs it
+
         updates, state = self.tx.update(grads, state, values)
         return optax.apply_updates(values, updates), state
 
     def step(self) -> None:
         """One update of every parameter; a parameter without `.grad` gets a zero gradient."""
-        grads = [jnp.zeros_like(p._value) if p.grad is None else p.grad._value.astype(p.dtype)
-                 for p in self.params]
+        grads = [
+            jnp.zeros_like(p._value) if p.grad is None else p.grad._value.astype(p.dtype)
+            for p in self.params
+        ]
         values, self.state = self._jitted([p._value for p in self.params], grads, self.state)
         for p, v in zip(self.params, values):
             p._value = v.astype(p.dtype)
@@ -249,11 +293,16 @@ def _checked(params: Iterable[Any]) -> list[Tensor]:
     ps = list(params)
     for p in ps:
         if not isinstance(p, Tensor):
-            hint = ("; outside record(), sg.zeros & co. on shapes or arrays give jax.Arrays: "
-                    "make a trainable tensor with sg.tensor(value, requires_grad=True)"
-                    if isinstance(p, jax.Array) else "")
-            raise SrcgradError(f"sg.optim: parameters must be sg.Tensors, got a "
-                               f"{type(p).__name__}{hint}", loc=user_location())
+            hint = (
+                "; outside record(), sg.zeros & co. on shapes or arrays give jax.Arrays: "
+                "make a trainable tensor with sg.tensor(value, requires_grad=True)"
+                if isinstance(p, jax.Array)
+                else ""
+            )
+            raise SrcgradError(
+                f"sg.optim: parameters must be sg.Tensors, got a {type(p).__name__}{hint}",
+                loc=user_location(),
+            )
     return ps
 
 

@@ -5,6 +5,7 @@ it through the hook `tensor.SETITEM`, which srcgrad/wiring.py sets).
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -41,15 +42,22 @@ def _concrete(index: Any) -> Any:
 def tensor_setitem(t: Tensor, index: Any, value: Any) -> None:
     """`t[index] = value` (also `t[index] += value`, which Python runs as a get and a set)."""
     from .autograd import is_recording
+
     if t.grad_req is not None and is_recording():
-        raise SrcgradError(f"cannot assign items of {t!r} inside record(): it has attach_grad(), "
-                           "so its gradient is that of the value it held; assign into a copy "
-                           "(t2 = t * 1) instead", op="setitem", loc=user_location())
+        raise SrcgradError(
+            f"cannot assign items of {t!r} inside record(): it has attach_grad(), "
+            "so its gradient is that of the value it held; assign into a copy "
+            "(t2 = t * 1) instead",
+            op="setitem",
+            loc=user_location(),
+        )
     try:
         pos = np.arange(t.size, dtype=np.int32).reshape(t.shape)[_concrete(index)]
     except (IndexError, TypeError) as e:
-        raise SrcgradError(f"t[{index!r}] = ...: {e} (t is {t.dtype.name}{list(t.shape)})",
-                           op="setitem", loc=user_location()) from None
+        raise SrcgradError(
+            f"t[{index!r}] = ...: {e} (t is {t.dtype.name}{list(t.shape)})",
+            op="setitem",
+            loc=user_location(),
+        ) from None
     new = dispatch.call(_updated, (t, np.asarray(pos), value), {})
     t._value, t._tape, t._num = new._value, new._tape, new._num
-

@@ -16,6 +16,7 @@ only when something asks for it: a first compile of the whole backward,
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import re
@@ -187,11 +188,21 @@ class Tape:
         if prog.weak:
             weak_refs = [r for r in refs if type(r) is WeakRef]
             for i, dt in prog.weak:
-                n = weak_refs[i].nums[dt] = self.input(on_device(weak[i], dt), "data", "c",
-                                                       keyed=False)
+                n = weak_refs[i].nums[dt] = self.input(
+                    on_device(weak[i], dt), "data", "c", keyed=False
+                )
                 feed.append(n)
-        nums = self.add(fn, tree, tuple(refs), list(prog.avals), (fn, tree, tuple(key)),
-                        user_location(), sig, prog, tuple(feed))
+        nums = self.add(
+            fn,
+            tree,
+            tuple(refs),
+            list(prog.avals),
+            (fn, tree, tuple(key)),
+            user_location(),
+            sig,
+            prog,
+            tuple(feed),
+        )
         pending = self.pending
         outs = []
         for v, n in zip(prog.avals, nums):
@@ -214,8 +225,11 @@ class Tape:
                 e = self.producer[stack.pop()]
                 if e not in need:
                     need.add(e)
-                    stack.extend(r.num for r in self.entries[e].leaves
-                                 if type(r) is Ref and type(values[r.num]) is PENDING)
+                    stack.extend(
+                        r.num
+                        for r in self.entries[e].leaves
+                        if type(r) is Ref and type(values[r.num]) is PENDING
+                    )
             for e in sorted(need):
                 self.compute(e, e + 1)
         return values[num]
@@ -234,8 +248,9 @@ class Tape:
                 if prog.ran:
                     got = prog.run(*[values[n] for n in e.feed], *prog.captured)[0]
                 else:
-                    got = cost_rule.first_call(prog, [values[n] for n in e.feed]
-                                               + list(prog.captured))[0]
+                    got = cost_rule.first_call(
+                        prog, [values[n] for n in e.feed] + list(prog.captured)
+                    )[0]
                 if len(outs) == 1:
                     values[outs[0]] = got[0]
                 else:
@@ -267,8 +282,9 @@ class Tape:
         for n, v in zip(nums, outs):
             if type(values[n]) is PENDING:
                 values[n] = v
-        self.uncomputed = sum(1 for e in self.entries
-                              if e.outs and type(values[e.outs[0]]) is PENDING)
+        self.uncomputed = sum(
+            1 for e in self.entries if e.outs and type(values[e.outs[0]]) is PENDING
+        )
 
     def wanted(self, every: bool) -> tuple[int, ...] | None:
         """The recorded results that a backward computing the forward must return: every one
@@ -278,8 +294,11 @@ class Tape:
         if every:
             return None
         values, producer, entries = self.values, self.producer, self.entries
-        live = {producer[t._num] for t in (r() for r in self.pending)
-                if t is not None and t._tape is self and type(values[t._num]) is PENDING}
+        live = {
+            producer[t._num]
+            for t in (r() for r in self.pending)
+            if t is not None and t._tape is self and type(values[t._num]) is PENDING
+        }
         return tuple(n for e in sorted(live) for n in entries[e].outs)
 
     def cold(self) -> bool:
@@ -311,8 +330,18 @@ class Tape:
         """True while some recorded call has not been computed."""
         return self.uncomputed > 0
 
-    def add(self, fn: Callable[..., Any], tree: Any, refs: tuple, outs: list, key: tuple,
-            loc: Any, parts: tuple, prog: Any, feed: tuple[int, ...]) -> range:
+    def add(
+        self,
+        fn: Callable[..., Any],
+        tree: Any,
+        refs: tuple,
+        outs: list,
+        key: tuple,
+        loc: Any,
+        parts: tuple,
+        prog: Any,
+        feed: tuple[int, ...],
+    ) -> range:
         """Append an entry computing `outs` (their values) and step the structure by `key`."""
         start = len(self.values)
         nums = range(start, start + len(outs))
@@ -355,9 +384,11 @@ class Tape:
                     n = mapped.get(r.num)
                     if n is None:  # an input of `src`: its Tensor's number here, or its value
                         t = by_num.get(r.num)
-                        n = mapped[r.num] = (self.num_of(t) if t is not None else
-                                             self.input(src.values[r.num], "data",
-                                                        src.names[r.num]))
+                        n = mapped[r.num] = (
+                            self.num_of(t)
+                            if t is not None
+                            else self.input(src.values[r.num], "data", src.names[r.num])
+                        )
                     refs.append(Ref(n))
                     key.append(n)
                 elif type(r) is WeakRef:
@@ -369,9 +400,17 @@ class Tape:
                 else:
                     refs.append(r)
                     key.append(static_key(r))
-            nums = self.add(entry.fn, entry.tree, tuple(refs), [src.values[o] for o in entry.outs],
-                            (entry.fn, entry.tree, tuple(key)), entry.loc, entry.parts,
-                            entry.prog, feed_of(refs, entry.prog))
+            nums = self.add(
+                entry.fn,
+                entry.tree,
+                tuple(refs),
+                [src.values[o] for o in entry.outs],
+                (entry.fn, entry.tree, tuple(key)),
+                entry.loc,
+                entry.parts,
+                entry.prog,
+                feed_of(refs, entry.prog),
+            )
             mapped.update(zip(entry.outs, nums))
         return mapped[num]
 
@@ -384,7 +423,7 @@ class Tape:
         prog = self._program
         if self._done < len(self.entries):
             with program_guard(prog):
-                for entry in self.entries[self._done:]:
+                for entry in self.entries[self._done :]:
                     self._replay(prog, entry)
             self._done = len(self.entries)
         return prog
@@ -396,11 +435,16 @@ class Tape:
         if v is None:
             prog = self._program if self._program is not None else self.program
             kind = self.kinds[num]
-            shape, dtype = (self._avals[num] if self.freed else
-                            (self.values[num].shape, self.values[num].dtype))
-            v = prog.global_block().new_var(_base(self.names[num]), tuple(shape),
-                                            dtypes.canonical(np.dtype(dtype)), kind=kind,
-                                            stop_gradient=kind != "param")
+            shape, dtype = (
+                self._avals[num] if self.freed else (self.values[num].shape, self.values[num].dtype)
+            )
+            v = prog.global_block().new_var(
+                _base(self.names[num]),
+                tuple(shape),
+                dtypes.canonical(np.dtype(dtype)),
+                kind=kind,
+                stop_gradient=kind != "param",
+            )
             prog.inputs.append(v)
             self._know(num, v)
         return v
@@ -435,9 +479,12 @@ class Tape:
         def lift(w: Weak, dt: np.dtype) -> Variable:
             n = lifts[id(w)].nums.get(dt)
             if n is None:
-                raise SrcgradError(f"{entry.fn.__name__}: replaying the tape gave a number "
-                                   f"{w.value!r} the dtype {dt}, which the recorded call did not")
+                raise SrcgradError(
+                    f"{entry.fn.__name__}: replaying the tape gave a number "
+                    f"{w.value!r} the dtype {dt}, which the recorded call did not"
+                )
             return self.var(n)
+
         prog.lift_weak, prog.loc = lift, entry.loc
         try:
             args, kwargs = jax.tree_util.tree_unflatten(entry.tree, leaves)
@@ -496,8 +543,9 @@ def feed_of(refs: Any, prog: Any) -> tuple[int, ...]:
     """An entry's `feed` from its leaves and its program: the numbers read, then those of
     the weak numbers the program lifts."""
     weak = [r for r in refs if type(r) is WeakRef]
-    return (tuple(r.num for r in refs if type(r) is Ref)
-            + tuple(weak[i].nums[dt] for i, dt in prog.weak))
+    return tuple(r.num for r in refs if type(r) is Ref) + tuple(
+        weak[i].nums[dt] for i, dt in prog.weak
+    )
 
 
 def _base(name: str) -> str:

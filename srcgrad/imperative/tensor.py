@@ -11,6 +11,7 @@ array, so `jax.jit`, `jax.tree_util` and optax take Tensors where they take arra
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -30,17 +31,21 @@ GRAD_REQS = ("write", "add", "null")
 PENDING = jax.ShapeDtypeStruct
 BACKWARD: Hook[Callable[..., None]] = Hook(
     "srcgrad.imperative.tensor.BACKWARD",
-    "backward(heads, head_grads, variables, retain_graph, create_graph) (imperative/autograd.py)")
+    "backward(heads, head_grads, variables, retain_graph, create_graph) (imperative/autograd.py)",
+)
 FORGET: Hook[Callable[["Tensor"], None]] = Hook(
-    "srcgrad.imperative.tensor.FORGET",
-    "drop a Tensor's recorded history (imperative/autograd.py)")
+    "srcgrad.imperative.tensor.FORGET", "drop a Tensor's recorded history (imperative/autograd.py)"
+)
 INPLACE: Hook[Callable[["Tensor", Any, str], "Tensor"]] = Hook(
     "srcgrad.imperative.tensor.INPLACE",
-    "t -= v and the other in-place operators (imperative/autograd.py)")
+    "t -= v and the other in-place operators (imperative/autograd.py)",
+)
 SETITEM: Hook[Callable[["Tensor", Any, Any], None]] = Hook(
-    "srcgrad.imperative.tensor.SETITEM", "t[i] = v (imperative/setitem.py)")
+    "srcgrad.imperative.tensor.SETITEM", "t[i] = v (imperative/setitem.py)"
+)
 IS_RECORDING: Hook[Callable[[], bool]] = Hook(
-    "srcgrad.imperative.tensor.IS_RECORDING", "whether record() is on (imperative/autograd.py)")
+    "srcgrad.imperative.tensor.IS_RECORDING", "whether record() is on (imperative/autograd.py)"
+)
 
 
 class Tensor(ArrayMethods):
@@ -127,7 +132,8 @@ class Tensor(ArrayMethods):
             return False
         tape = self._tape
         return self.grad_req in ("write", "add") or (
-            tape is not None and not tape.freed and dtypes.is_inexact(self.dtype))
+            tape is not None and not tape.freed and dtypes.is_inexact(self.dtype)
+        )
 
     def __float__(self) -> float:
         return float(self._value)
@@ -159,11 +165,16 @@ class Tensor(ArrayMethods):
         to `.grad` ("add"), or leaves it ("null"). As in MXNet, the Tensor becomes a new
         variable: ops recorded from now on differentiate with respect to it."""
         if grad_req not in GRAD_REQS:
-            raise SrcgradError(f"attach_grad: grad_req must be one of {GRAD_REQS}, got "
-                               f"{grad_req!r}", loc=user_location())
+            raise SrcgradError(
+                f"attach_grad: grad_req must be one of {GRAD_REQS}, got {grad_req!r}",
+                loc=user_location(),
+            )
         if not dtypes.is_float(self.dtype):
-            raise SrcgradError(f"attach_grad: only floating-point tensors take gradients, this "
-                               f"one is {self.dtype.name}", loc=user_location())
+            raise SrcgradError(
+                f"attach_grad: only floating-point tensors take gradients, this "
+                f"one is {self.dtype.name}",
+                loc=user_location(),
+            )
         self.grad_req = grad_req
         self.grad = None if grad_req == "null" else Tensor(zeros_like(self._value))
         FORGET(self)
@@ -174,8 +185,10 @@ class Tensor(ArrayMethods):
         loses its history (later recordings read its new value as a constant)."""
         new = value._value if isinstance(value, Tensor) else _as_array(value, self.dtype)
         if tuple(new.shape) != self.shape:
-            raise SrcgradError(f"assign: a value of shape {tuple(new.shape)} for a tensor of "
-                               f"shape {self.shape}", loc=user_location())
+            raise SrcgradError(
+                f"assign: a value of shape {tuple(new.shape)} for a tensor of shape {self.shape}",
+                loc=user_location(),
+            )
         self._value = new.astype(self.dtype)
         self._tape = self._num = None
 
@@ -218,8 +231,9 @@ class Tensor(ArrayMethods):
         """The same array as a new Tensor that is not recorded."""
         return Tensor(self._value, self.name)
 
-    def backward(self, head_grad: Any = None, retain_graph: bool = False,
-                 create_graph: bool = False) -> None:
+    def backward(
+        self, head_grad: Any = None, retain_graph: bool = False, create_graph: bool = False
+    ) -> None:
         """`sg.autograd.backward([self], [head_grad], ...)`."""
         BACKWARD([self], [head_grad], None, retain_graph, create_graph)
 
@@ -253,13 +267,17 @@ def _as_array(value: Any, dtype: Any) -> Any:
     if isinstance(value, jax.Array):
         return jnp.asarray(value, dtype)
     if dtype is None:
-        dtype = (dtypes.scalar_dtype(value, None) if isinstance(value, (bool, int, float, complex))
-                 else np.asarray(value).dtype)
+        dtype = (
+            dtypes.scalar_dtype(value, None)
+            if isinstance(value, (bool, int, float, complex))
+            else np.asarray(value).dtype
+        )
     return jax.device_put(np.asarray(value, dtype=dtypes.canonical(dtype)))
 
 
-def tensor(array: Any, dtype: Any = None, name: str | None = None,
-           requires_grad: bool = False) -> Tensor:
+def tensor(
+    array: Any, dtype: Any = None, name: str | None = None, requires_grad: bool = False
+) -> Tensor:
     """An eager Tensor holding `array` as a `jax.Array` (Python floats become float32, as
     srcgrad's inputs do); `requires_grad=True` attaches it (PyTorch's spelling)."""
     if isinstance(array, Tensor):
@@ -274,6 +292,7 @@ def _unflatten(_: None, leaves: Any) -> Any:
     """A Tensor of the leaf; a traced srcgrad value stays itself (sg.grad(f)(tensor) traces
     `f` on Variables, not on Tensors holding them)."""
     from ..ir.program import Variable
+
     return leaves[0] if isinstance(leaves[0], Variable) else Tensor(leaves[0])
 
 

@@ -5,6 +5,7 @@ blocks nested in a block, the op that makes a value. Rewriting passes are in tra
 
 Layer L1 (the IR): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Iterator, Sequence
@@ -39,8 +40,9 @@ def has_effect(op: Op) -> bool:
 PINNED = frozenset({"optimization_barrier", "fill_zeros_like"})
 
 
-def loop_invariant_ops(ops: Sequence[Op], params: Sequence[Variable],
-                       movable: Callable[[Op], bool] = lambda op: True) -> list[Op]:
+def loop_invariant_ops(
+    ops: Sequence[Op], params: Sequence[Variable], movable: Callable[[Op], bool] = lambda op: True
+) -> list[Op]:
     """The ops of a loop body (`ops`, in order; `params` its carried values) that compute the
     same values in every iteration and may be computed once before the loop: each reads only
     values from outside the body or of other such ops, holds no sub-block, has no effect (an
@@ -52,8 +54,13 @@ def loop_invariant_ops(ops: Sequence[Op], params: Sequence[Variable],
     varying = set(params)
     out = []
     for op in ops:
-        if (op.sub_blocks() or op.type in PINNED or has_effect(op) or not movable(op)
-                or any(v in varying for v in op.inputs)):
+        if (
+            op.sub_blocks()
+            or op.type in PINNED
+            or has_effect(op)
+            or not movable(op)
+            or any(v in varying for v in op.inputs)
+        ):
             varying.update(op.outputs)
         else:
             out.append(op)

@@ -8,6 +8,7 @@ dispatches each call (traced, recorded or eager) itself, so the two classes cann
 
 Layer L1 (the IR): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping
@@ -21,21 +22,26 @@ ENTRY_NAMES: list[str] = []
 def _check(table: Mapping[str, Callable[..., Any]]) -> None:
     want = set(ENTRY_NAMES)
     if set(table) != want:
-        raise ValueError(f"the method table's names differ from ArrayMethods': missing "
-                         f"{sorted(want - set(table))}, extra {sorted(set(table) - want)}")
+        raise ValueError(
+            f"the method table's names differ from ArrayMethods': missing "
+            f"{sorted(want - set(table))}, extra {sorted(set(table) - want)}"
+        )
 
 
 METHOD_TABLE: Hook[Mapping[str, Callable[..., Any]]] = Hook(
     "srcgrad.ir.array_methods.METHOD_TABLE",
     "the operators and methods of an array, as sg functions (srcgrad/ops/methods.py)",
-    on_set=_check)
+    on_set=_check,
+)
 
 
 def _method(name: str) -> Callable[..., Any]:
     ENTRY_NAMES.append(name)
+
     # "_": error messages name the sg function the entry calls, not this frame (errors.py)
     def _entry(self: Any, *args: Any, **kwargs: Any) -> Any:
         return METHOD_TABLE.value[name](self, *args, **kwargs)
+
     _entry.__name__ = _entry.__qualname__ = name
     _entry.__doc__ = f"`{name}` of the method table (srcgrad/ops/methods.py)."
     return _entry
@@ -43,8 +49,10 @@ def _method(name: str) -> Callable[..., Any]:
 
 def _property(name: str) -> property:
     ENTRY_NAMES.append(name)
-    return property(lambda self: METHOD_TABLE.value[name](self),
-                    doc=f"`{name}` of the method table (srcgrad/ops/methods.py).")
+    return property(
+        lambda self: METHOD_TABLE.value[name](self),
+        doc=f"`{name}` of the method table (srcgrad/ops/methods.py).",
+    )
 
 
 class ArrayMethods:

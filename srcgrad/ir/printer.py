@@ -2,6 +2,7 @@
 
 Layer L1 (the IR): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -34,8 +35,11 @@ def _attr(value: Any, dtype: Any = None) -> str:
 def format_op(op: Op) -> str:
     outs = ", ".join(f"{v.name}: {v.type_str()}" for v in op.outputs)
     ins = ", ".join(v.name for v in op.inputs)
-    attrs = ", ".join(f"{k}={_attr(v, op.attrs.get('dtype') if k == 'value' else None)}"
-                      for k, v in sorted(op.attrs.items()) if not isinstance(v, Block))
+    attrs = ", ".join(
+        f"{k}={_attr(v, op.attrs.get('dtype') if k == 'value' else None)}"
+        for k, v in sorted(op.attrs.items())
+        if not isinstance(v, Block)
+    )
     blocks = ", ".join(f"{k}=block {v.idx}" for k, v in op.attrs.items() if isinstance(v, Block))
     extra = "; ".join(p for p in (attrs, blocks) if p)
     loc = f"  # {op.loc.safe()}" if op.loc is not None else ""
@@ -74,4 +78,3 @@ def format_program(program: Program) -> str:
     lines: list[str] = []
     _format_block(program.global_block(), 0, lines)
     return "\n".join(lines)
-

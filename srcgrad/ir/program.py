@@ -7,6 +7,7 @@ may read variables of enclosing blocks (lexical scoping).
 
 Layer L1 (the IR): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,12 +28,15 @@ Shape = tuple[int, ...]
 #: `__array_function__`): srcgrad/core/habits.py runs NumPy's operators and functions that
 #: have an sg twin, and names the sg op to use for the others.
 NUMPY_PROTOCOL: Hook[dict[str, Callable[..., Any]]] = Hook(
-    "srcgrad.ir.program.NUMPY_PROTOCOL", "NumPy's protocols on a traced value (core/habits.py)")
+    "srcgrad.ir.program.NUMPY_PROTOCOL", "NumPy's protocols on a traced value (core/habits.py)"
+)
 #: The verifier (srcgrad/core/verify.py) and the printer (srcgrad/ir/printer.py).
 VERIFIER: Hook[Callable[["Program"], None]] = Hook(
-    "srcgrad.ir.program.VERIFIER", "the verifier (srcgrad/core/verify.py)")
+    "srcgrad.ir.program.VERIFIER", "the verifier (srcgrad/core/verify.py)"
+)
 FORMATTER: Hook[Callable[["Program"], str]] = Hook(
-    "srcgrad.ir.program.FORMATTER", "the printer (srcgrad/ir/printer.py)")
+    "srcgrad.ir.program.FORMATTER", "the printer (srcgrad/ir/printer.py)"
+)
 
 
 class Variable(ArrayMethods):
@@ -43,8 +47,15 @@ class Variable(ArrayMethods):
     # NumPy arrays and scalars defer their binary operators to ours (np_array @ traced_value).
     __array_priority__ = 1000
 
-    def __init__(self, name: str, shape: Shape, dtype: np.dtype, block: "Block",
-                 stop_gradient: bool = False, kind: str = "tmp"):
+    def __init__(
+        self,
+        name: str,
+        shape: Shape,
+        dtype: np.dtype,
+        block: "Block",
+        stop_gradient: bool = False,
+        kind: str = "tmp",
+    ):
         self.name = name
         self.shape = shape
         self.dtype = dtype
@@ -72,13 +83,16 @@ class Variable(ArrayMethods):
         raise TraceError(
             f"the traced value {self!r} has no Python truth value; "
             "use sg.cond, sg.where or sg.while_loop for data-dependent control flow",
-            loc=user_location())
+            loc=user_location(),
+        )
 
     def __len__(self) -> int:
         if not self.shape:
             raise ConcreteValueError(
                 f"len() of the 0-d traced value {self!r}: a 0-d array has no length (as in "
-                "NumPy); x.shape and x.size give its static shape", loc=user_location())
+                "NumPy); x.shape and x.size give its static shape",
+                loc=user_location(),
+            )
         return self.shape[0]
 
     def _concrete(self, what: str) -> ConcreteValueError:
@@ -87,7 +101,9 @@ class Variable(ArrayMethods):
             "the compiled function runs; keep it an array (sg ops take it as it is: "
             "sg.astype(x, int) for an integer value, sg.cond/sg.where to branch on it, "
             "sg.fori_loop/sg.while_loop to loop on it) or return it from the function and "
-            "convert the result", loc=user_location())
+            "convert the result",
+            loc=user_location(),
+        )
 
     def __float__(self) -> float:
         raise self._concrete("float()")
@@ -115,15 +131,21 @@ class Variable(ArrayMethods):
         return NUMPY_PROTOCOL.get()["__array_function__"](self, *args, **kwargs)
 
 
-
 class Op:
     """One operation: type, inputs, outputs, attrs and the user line that made it."""
 
     __slots__ = ("type", "inputs", "outputs", "attrs", "loc", "block", "origin")
 
-    def __init__(self, type: str, inputs: list[Variable], outputs: list[Variable],
-                 attrs: dict[str, Any], loc: SourceLoc | None, block: "Block",
-                 origin: "Op | None" = None):
+    def __init__(
+        self,
+        type: str,
+        inputs: list[Variable],
+        outputs: list[Variable],
+        attrs: dict[str, Any],
+        loc: SourceLoc | None,
+        block: "Block",
+        origin: "Op | None" = None,
+    ):
         self.type = type
         self.inputs = inputs
         self.outputs = outputs
@@ -142,8 +164,7 @@ class Op:
 class Block:
     """An ordered list of ops with parameters and results; may be nested in a parent block."""
 
-    def __init__(self, program: "Program", idx: int, parent_idx: int,
-                 forward_block_idx: int = -1):
+    def __init__(self, program: "Program", idx: int, parent_idx: int, forward_block_idx: int = -1):
         self.program = program
         self.idx = idx
         self.parent_idx = parent_idx
@@ -170,8 +191,16 @@ class Block:
             b = b.parent
         return False
 
-    def new_var(self, base: str, shape: Shape, dtype: np.dtype, *, kind: str = "tmp",
-                stop_gradient: bool = False, exact_name: bool = False) -> Variable:
+    def new_var(
+        self,
+        base: str,
+        shape: Shape,
+        dtype: np.dtype,
+        *,
+        kind: str = "tmp",
+        stop_gradient: bool = False,
+        exact_name: bool = False,
+    ) -> Variable:
         """A uniquely named variable of this block. `shape` must be a tuple and `dtype` a NumPy
         dtype (the shape rules return them so; the verifier checks): this is the transform's
         innermost step, so nothing is converted here."""
@@ -230,8 +259,11 @@ class Program:
     def create_block(self, parent: Block, forward_block_idx: int = -1) -> Block:
         block = Block(self, len(self.blocks), parent.idx, forward_block_idx)
         if parent.depth == 0:  # a grad block takes its forward block's line
-            block.nest_loc = (self.blocks[forward_block_idx].nest_loc
-                              if forward_block_idx >= 0 else user_location())
+            block.nest_loc = (
+                self.blocks[forward_block_idx].nest_loc
+                if forward_block_idx >= 0
+                else user_location()
+            )
         self.blocks.append(block)
         return block
 
@@ -262,8 +294,9 @@ class Program:
         hit = self.captured.get(id(value))
         if hit is not None and hit[0].dtype == dtype:
             return hit[0]
-        var = self.global_block().new_var("captured", tuple(value.shape), dtype, kind="capture",
-                                          stop_gradient=True)
+        var = self.global_block().new_var(
+            "captured", tuple(value.shape), dtype, kind="capture", stop_gradient=True
+        )
         self.captures.append(var)
         self.captured.setdefault(id(value), (var, value))
         self.capture_values.append(value)

@@ -6,24 +6,87 @@ Every user function is declared once (declare.defop / declare.public) and collec
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from ..core.declare import exports_of
-from . import (activations, bitwise, construct, contraction, control, conv, creation, cumulative,
-               debug, elementwise, functional, grad_helpers, index_routines, index_update,
-               indexing, joining, lax_primitives, linalg_decompositions, linalg_functions, logic,
-               manip, math_functions, methods, nn, polynomial, products, random, reduce, remat,
-               sets, shape, sorting, special, statistics)
+from . import (
+    activations,
+    bitwise,
+    construct,
+    contraction,
+    control,
+    conv,
+    creation,
+    cumulative,
+    debug,
+    elementwise,
+    functional,
+    grad_helpers,
+    index_routines,
+    index_update,
+    indexing,
+    joining,
+    lax_primitives,
+    linalg_decompositions,
+    linalg_functions,
+    logic,
+    manip,
+    math_functions,
+    methods,
+    nn,
+    polynomial,
+    products,
+    random,
+    reduce,
+    remat,
+    sets,
+    shape,
+    sorting,
+    special,
+    statistics,
+)
 from .control import cond, fori_loop, switch, while_loop
 from .remat import checkpoint
 from .scan import scan
 
 #: The op modules (and scan.py, imported for `scan`); importing them declared every op.
-MODULES = (activations, bitwise, construct, contraction, control, conv, creation, cumulative,
-           debug, elementwise, functional, grad_helpers, index_routines, index_update, indexing,
-           joining, lax_primitives, linalg_decompositions, linalg_functions, logic, manip,
-           math_functions, methods, nn, polynomial, products, random, reduce, remat, sets, shape,
-           sorting, special, statistics)
+MODULES = (
+    activations,
+    bitwise,
+    construct,
+    contraction,
+    control,
+    conv,
+    creation,
+    cumulative,
+    debug,
+    elementwise,
+    functional,
+    grad_helpers,
+    index_routines,
+    index_update,
+    indexing,
+    joining,
+    lax_primitives,
+    linalg_decompositions,
+    linalg_functions,
+    logic,
+    manip,
+    math_functions,
+    methods,
+    nn,
+    polynomial,
+    products,
+    random,
+    reduce,
+    remat,
+    sets,
+    shape,
+    sorting,
+    special,
+    statistics,
+)
 
 globals().update(exports_of(None))
 

@@ -3,6 +3,7 @@ derivatives at the kinks are JAX's), standardize, logmeanexp, glu and dot_produc
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,8 +18,25 @@ from ..ir.program import Variable
 from .construct import tril
 from .creation import arange, full, ones
 from ..core.declare import public_in
-from .elementwise import (abs, astype, clip, exp, expm1, log, log1p, logical_and, maximum,
-                          minimum, rsqrt, sigmoid, softplus, sqrt, square, tanh, where)
+from .elementwise import (
+    abs,
+    astype,
+    clip,
+    exp,
+    expm1,
+    log,
+    log1p,
+    logical_and,
+    maximum,
+    minimum,
+    rsqrt,
+    sigmoid,
+    softplus,
+    sqrt,
+    square,
+    tanh,
+    where,
+)
 from .contraction import einsum
 from .manip import repeat
 from .joining import split
@@ -148,15 +166,24 @@ def glu(x: Any, axis: int = -1) -> Variable:
     """jax.nn.glu(x, axis=-1): the first half of `axis` times sigmoid of the second."""
     x = as_var(x)
     if x.shape[axis] % 2:
-        raise ShapeError(f"glu needs an even size along axis {axis}, got {x.type_str()}",
-                         op="nn.glu")
+        raise ShapeError(
+            f"glu needs an even size along axis {axis}, got {x.type_str()}", op="nn.glu"
+        )
     x1, x2 = split(x, 2, axis)
     return x1 * sigmoid(x2)
 
 
 @public_in("nn")
-def standardize(x: Any, axis: Axis = -1, mean: Any = None, variance: Any = None,
-                epsilon: float = 1e-5, where: Any = None, *, algorithm: str = "fast") -> Variable:
+def standardize(
+    x: Any,
+    axis: Axis = -1,
+    mean: Any = None,
+    variance: Any = None,
+    epsilon: float = 1e-5,
+    where: Any = None,
+    *,
+    algorithm: str = "fast",
+) -> Variable:
     """jax.nn.standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, *,
     algorithm='fast'): (x - mean) * rsqrt(variance + epsilon)."""
     if where is not None:
@@ -171,10 +198,10 @@ def standardize(x: Any, axis: Axis = -1, mean: Any = None, variance: Any = None,
         elif algorithm == "fast":
             variance = clip(_mean(square(x), axis, keepdims=True) - square(m), 0)
         else:
-            raise ShapeError(f"unknown algorithm {algorithm!r}: 'fast' or 'stable'",
-                             op="nn.standardize")
+            raise ShapeError(
+                f"unknown algorithm {algorithm!r}: 'fast' or 'stable'", op="nn.standardize"
+            )
     return (x - m) * rsqrt(variance + epsilon)
-
 
 
 def _attention_mask(t: int, s: int, is_causal: bool, window: Any) -> Variable | None:
@@ -193,34 +220,50 @@ def _attention_mask(t: int, s: int, is_causal: bool, window: Any) -> Variable | 
 
 
 @public_in("nn")
-def dot_product_attention(query: Any, key: Any, value: Any, bias: Any = None, mask: Any = None,
-                          *, scale: float | None = None, is_causal: bool = False,
-                          query_seq_lengths: Any = None, key_value_seq_lengths: Any = None,
-                          local_window_size: int | tuple[int, int] | None = None,
-                          implementation: str | None = None,
-                          return_residual: bool = False) -> Variable:
+def dot_product_attention(
+    query: Any,
+    key: Any,
+    value: Any,
+    bias: Any = None,
+    mask: Any = None,
+    *,
+    scale: float | None = None,
+    is_causal: bool = False,
+    query_seq_lengths: Any = None,
+    key_value_seq_lengths: Any = None,
+    local_window_size: int | tuple[int, int] | None = None,
+    implementation: str | None = None,
+    return_residual: bool = False,
+) -> Variable:
     """jax.nn.dot_product_attention (the 'xla' implementation): query (B, T, N, H) or
     (T, N, H), key/value with K heads (N a multiple of K: grouped-query attention), optional
     bias and bool mask broadcast to (B, N, T, S), causal and local-window masks; the softmax
     is taken in float32, as JAX takes it."""
     if query_seq_lengths is not None or key_value_seq_lengths is not None or return_residual:
-        raise ShapeError("query/key_value_seq_lengths and return_residual are not supported",
-                         op="nn.dot_product_attention")
+        raise ShapeError(
+            "query/key_value_seq_lengths and return_residual are not supported",
+            op="nn.dot_product_attention",
+        )
     if implementation not in (None, "xla"):
-        raise ShapeError(f"implementation {implementation!r}: only 'xla'",
-                         op="nn.dot_product_attention")
+        raise ShapeError(
+            f"implementation {implementation!r}: only 'xla'", op="nn.dot_product_attention"
+        )
     q, k, v = as_var(query), as_var(key), as_var(value)
     unbatched = q.ndim == 3
     if unbatched:
         q, k, v = (x.reshape((1,) + x.shape) for x in (q, k, v))
     if q.ndim != 4 or k.ndim != 4 or v.shape != k.shape or q.shape[-1] != k.shape[-1]:
-        raise ShapeError(f"query {q.type_str()}, key {k.type_str()}, value {v.type_str()}: "
-                         "need (B, T, N, H), (B, S, K, H), (B, S, K, H)",
-                         op="nn.dot_product_attention")
+        raise ShapeError(
+            f"query {q.type_str()}, key {k.type_str()}, value {v.type_str()}: "
+            "need (B, T, N, H), (B, S, K, H), (B, S, K, H)",
+            op="nn.dot_product_attention",
+        )
     n, heads = q.shape[2], k.shape[2]
     if n % heads:
-        raise ShapeError(f"{n} query heads are not a multiple of {heads} key heads",
-                         op="nn.dot_product_attention")
+        raise ShapeError(
+            f"{n} query heads are not a multiple of {heads} key heads",
+            op="nn.dot_product_attention",
+        )
     if heads != n:
         k, v = repeat(k, n // heads, axis=2), repeat(v, n // heads, axis=2)
     logits_dt = dtypes.promote(q.dtype, np.dtype(np.float32))

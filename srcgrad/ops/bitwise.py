@@ -4,6 +4,7 @@ take integer (and, where jnp does, bool) arrays; they have no gradient.
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -31,8 +32,10 @@ def _rule(name: str) -> Callable[..., list[OutType]]:
         try:
             return [_eval(name, tuple((v.shape, v.dtype) for v in inputs))]
         except (TypeError, ValueError) as e:
-            raise ShapeError(f"{name} takes integer arrays, got "
-                             f"{', '.join(v.type_str() for v in inputs)}: {e}") from None
+            raise ShapeError(
+                f"{name} takes integer arrays, got {', '.join(v.type_str() for v in inputs)}: {e}"
+            ) from None
+
     return infer
 
 
@@ -46,6 +49,7 @@ def _args(*xs: Any) -> list[Variable]:
 def _unary(name: str) -> Callable[[Any], Variable]:
     def front(x: Any) -> tuple[list[Variable], dict]:
         return _args(x), {}
+
     named(front, name, f"jnp.{name}(x) of an integer or bool array (no gradient).")
     return defop(name, _rule(name), f"jnp.{name}({{0}})", None)(front)
 
@@ -53,8 +57,10 @@ def _unary(name: str) -> Callable[[Any], Variable]:
 def _binary(name: str) -> Callable[[Any, Any], Variable]:
     def front(x1: Any, x2: Any) -> tuple[list[Variable], dict]:
         return _args(x1, x2), {}
-    named(front, name, f"jnp.{name}(x1, x2) of integer (or bool) arrays, broadcasting "
-                       "(no gradient).")
+
+    named(
+        front, name, f"jnp.{name}(x1, x2) of integer (or bool) arrays, broadcasting (no gradient)."
+    )
     return defop(name, _rule(name), f"jnp.{name}({{0}}, {{1}})", None)(front)
 
 

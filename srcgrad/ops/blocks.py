@@ -4,6 +4,7 @@ converted Python loops build it; loop-invariant work leaves a just-traced body.
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -49,8 +50,9 @@ def hoist_invariants(body: Block, parent: Block) -> list[Op]:
     return moved
 
 
-def trace_block(block: Block, fn: Callable[..., Any], args: Sequence[Variable], tree: Any,
-                splat: bool) -> tuple[list[Variable], Any]:
+def trace_block(
+    block: Block, fn: Callable[..., Any], args: Sequence[Variable], tree: Any, splat: bool
+) -> tuple[list[Variable], Any]:
     """Call `fn` on `args` (unflattened by `tree`; as separate arguments when `splat`) with
     its ops appended to `block`: its results as Variables, and their tree."""
     prog = block.program
@@ -59,13 +61,15 @@ def trace_block(block: Block, fn: Callable[..., Any], args: Sequence[Variable], 
         fn = conversion.user_fn(fn)
         out = fn(*tree_args) if splat else fn(tree_args)
         leaves, out_tree = jax.tree_util.tree_flatten(out)
-        return [as_var(v, like=a if isinstance(a, Variable) else None)
-                for v, a in zip(leaves, list(args) + [None] * len(leaves))], out_tree
+        return [
+            as_var(v, like=a if isinstance(a, Variable) else None)
+            for v, a in zip(leaves, list(args) + [None] * len(leaves))
+        ], out_tree
 
 
 def new_params(block: Block, like: Sequence[Variable], names: Sequence[str] = ()) -> list[Variable]:
     """Parameters of `block` typed as `like`, named `names` (else after `like`'s names)."""
-    names = list(names) + [v.name.split("@")[0] for v in like[len(names):]]
+    names = list(names) + [v.name.split("@")[0] for v in like[len(names) :]]
     return [block.add_param(n, v.shape, v.dtype) for n, v in zip(names, like)]
 
 
@@ -79,16 +83,28 @@ def check_max_iters(max_iters: Any, op: str, loc: Any) -> int | None:
     if max_iters is None:
         return None
     if isinstance(max_iters, (bool, np.bool_)) or not isinstance(max_iters, (int, np.integer)):
-        raise SrcgradError(f"max_iters must be a non-negative Python or NumPy int, got "
-                           f"{type(max_iters).__name__} {max_iters!r}", op=op, loc=loc)
+        raise SrcgradError(
+            f"max_iters must be a non-negative Python or NumPy int, got "
+            f"{type(max_iters).__name__} {max_iters!r}",
+            op=op,
+            loc=loc,
+        )
     if max_iters < 0:
         raise SrcgradError(f"max_iters must be >= 0, got {max_iters}", op=op, loc=loc)
     return int(max_iters)
 
 
-def build_while(cond_fun: Callable[..., Any], body_fun: Callable[..., Any], init: list[Variable],
-                tree: Any, loc: Any, max_iters: int | None, counter: bool, splat: bool,
-                names: Sequence[str] = ()) -> list[Variable]:
+def build_while(
+    cond_fun: Callable[..., Any],
+    body_fun: Callable[..., Any],
+    init: list[Variable],
+    tree: Any,
+    loc: Any,
+    max_iters: int | None,
+    counter: bool,
+    splat: bool,
+    names: Sequence[str] = (),
+) -> list[Variable]:
     """Trace `cond_fun` and `body_fun` over the carried values `init` into two blocks and
     emit the `while` op; `counter` adds a step counter that stops the loop at `max_iters`.
     Its outputs (the counter's last, when there is one)."""
@@ -99,8 +115,11 @@ def build_while(cond_fun: Callable[..., Any], body_fun: Callable[..., Any], init
     params = new_params(cond_b, init, names)
     pred, _ = trace_block(cond_b, cond_fun, params[:n_user], tree, splat)
     if len(pred) != 1 or pred[0].shape != () or pred[0].dtype != BOOL:
-        raise SrcgradError(f"the loop condition must return a bool scalar, got {type_list(pred)}",
-                           op="while", loc=loc)
+        raise SrcgradError(
+            f"the loop condition must return a bool scalar, got {type_list(pred)}",
+            op="while",
+            loc=loc,
+        )
     if counter:
         with prog.block_guard(cond_b):
             pred = [logical_and(pred[0], less(params[-1], int(max_iters)))]
@@ -109,13 +128,20 @@ def build_while(cond_fun: Callable[..., Any], body_fun: Callable[..., Any], init
     params = new_params(body_b, init, names)
     res, out_tree = trace_block(body_b, body_fun, params[:n_user], tree, splat)
     if out_tree != tree:
-        raise SrcgradError(f"the loop body must return the structure of its carried state: "
-                           f"got {out_tree}, carried {tree}", op="while", loc=loc)
+        raise SrcgradError(
+            f"the loop body must return the structure of its carried state: "
+            f"got {out_tree}, carried {tree}",
+            op="while",
+            loc=loc,
+        )
     bad = [(a, b) for a, b in zip(init, res) if (a.shape, a.dtype) != (b.shape, b.dtype)]
     if bad:
-        raise SrcgradError("the loop body changes the shape or dtype of its carried state: "
-                           f"carried {type_list(init[:n_user])}, returned {type_list(res)}",
-                           op="while", loc=loc)
+        raise SrcgradError(
+            "the loop body changes the shape or dtype of its carried state: "
+            f"carried {type_list(init[:n_user])}, returned {type_list(res)}",
+            op="while",
+            loc=loc,
+        )
     if counter:
         with prog.block_guard(body_b):
             res.append(add(params[-1], 1))

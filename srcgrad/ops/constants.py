@@ -6,6 +6,7 @@ values as they read an array's.
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -18,24 +19,83 @@ from ..ir.program import Variable
 #: Constants and dtype objects taken from jax.numpy as they are.
 CONSTANTS = ("e", "pi", "inf", "nan", "newaxis", "euler_gamma")
 DTYPES = (
-    "bool", "bool_", "int_", "uint", "float_", "complex_", "double", "single", "cdouble",
-    "csingle", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64", "bfloat16", "complex64", "complex128",
-    "int2", "int4", "uint2", "uint4", "int1", "uint1",
-    "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
-    "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn", "float6_e2m3fn",
+    "bool",
+    "bool_",
+    "int_",
+    "uint",
+    "float_",
+    "complex_",
+    "double",
+    "single",
+    "cdouble",
+    "csingle",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "bfloat16",
+    "complex64",
+    "complex128",
+    "int2",
+    "int4",
+    "uint2",
+    "uint4",
+    "int1",
+    "uint1",
+    "float8_e3m4",
+    "float8_e4m3",
+    "float8_e4m3b11fnuz",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "float4_e2m1fn",
+    "float6_e2m3fn",
     "float6_e3m2fn",
     # the scalar-type hierarchy, for issubdtype
-    "generic", "number", "inexact", "floating", "complexfloating", "integer", "signedinteger",
-    "unsignedinteger", "character", "flexible", "object_",
+    "generic",
+    "number",
+    "inexact",
+    "floating",
+    "complexfloating",
+    "integer",
+    "signedinteger",
+    "unsignedinteger",
+    "character",
+    "flexible",
+    "object_",
     # dtype inspection and promotion (they take dtypes, not values)
-    "dtype", "finfo", "iinfo", "can_cast", "promote_types", "issubdtype", "isdtype",
+    "dtype",
+    "finfo",
+    "iinfo",
+    "can_cast",
+    "promote_types",
+    "issubdtype",
+    "isdtype",
     # index helpers (pure Python objects)
-    "s_", "index_exp",
+    "s_",
+    "index_exp",
     # arrays of static integers or window coefficients, made from Python ints alone: computed
     # by jax.numpy and used as constants of a traced program
-    "tril_indices", "triu_indices", "diag_indices", "indices", "mgrid", "ogrid", "hamming",
-    "hanning", "bartlett", "blackman", "kaiser",
+    "tril_indices",
+    "triu_indices",
+    "diag_indices",
+    "indices",
+    "mgrid",
+    "ogrid",
+    "hamming",
+    "hanning",
+    "bartlett",
+    "blackman",
+    "kaiser",
 )
 _taken = {n: getattr(jnp, n) for n in CONSTANTS + DTYPES if hasattr(jnp, n)}
 globals().update(_taken)
@@ -64,8 +124,9 @@ def size(a: Any, axis: int | None = None) -> int:
 
 def result_type(*args: Any) -> np.dtype:
     """jnp.result_type of arrays, traced values, dtypes and Python scalars."""
-    return jnp.result_type(*[jnp.zeros((), a.dtype) if isinstance(a, Variable) else a
-                             for a in args])
+    return jnp.result_type(
+        *[jnp.zeros((), a.dtype) if isinstance(a, Variable) else a for a in args]
+    )
 
 
 def iscomplexobj(x: Any) -> bool:
@@ -115,7 +176,18 @@ def broadcast_shapes(*shapes: Any) -> tuple[int, ...]:
     return tuple(jnp.broadcast_shapes(*shapes))
 
 
-UTILITIES = ("ndim", "shape", "size", "result_type", "iscomplexobj", "isrealobj", "isscalar",
-             "iterable", "broadcast_shapes", "tril_indices_from", "triu_indices_from",
-             "diag_indices_from")
+UTILITIES = (
+    "ndim",
+    "shape",
+    "size",
+    "result_type",
+    "iscomplexobj",
+    "isrealobj",
+    "isscalar",
+    "iterable",
+    "broadcast_shapes",
+    "tril_indices_from",
+    "triu_indices_from",
+    "diag_indices_from",
+)
 __all__ = sorted(_taken) + list(UTILITIES)

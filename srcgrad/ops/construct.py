@@ -5,6 +5,7 @@ sg.r_ / sg.c_.
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import functools
@@ -53,6 +54,7 @@ def _jnp_type(op: str, fn: Any, *objs: Any) -> jax.ShapeDtypeStruct:
         for i, a in zip(arrays, avals):
             leaves[i] = a
         return fn(*jax.tree_util.tree_unflatten(tree, leaves))
+
     try:
         return jax.eval_shape(run, *[flat[i] for i in arrays])
     except (TypeError, ValueError) as e:
@@ -68,8 +70,9 @@ def _build(obj: Any, dtype: np.dtype) -> Variable:
 
 
 @public
-def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = "K",
-          ndmin: int = 0) -> Variable:
+def array(
+    object: Any, dtype: Any = None, copy: bool = True, order: str | None = "K", ndmin: int = 0
+) -> Variable:
     """jnp.array over nested lists/tuples of traced values, arrays and Python numbers (the
     dtype jax.numpy gives them: Python numbers are weak); the items are stacked."""
     if isinstance(object, Variable):
@@ -78,8 +81,7 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
         want = _jnp_type("array", lambda o: jnp.array(o, dtype=dtype), object)
         dt = dtypes.canonical(want.dtype)
         if want.size == 0 or not isinstance(object, (list, tuple)):
-            out = (zeros(tuple(want.shape), dt) if want.size == 0
-                   else astype(as_var(object), dt))
+            out = zeros(tuple(want.shape), dt) if want.size == 0 else astype(as_var(object), dt)
         else:
             out = _build(object, dt)
     if out.ndim < ndmin:
@@ -88,13 +90,15 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
 
 
 @public
-def asarray(a: Any, dtype: Any = None, order: str | None = None,
-            copy: bool | None = None) -> Variable:
+def asarray(
+    a: Any, dtype: Any = None, order: str | None = None, copy: bool | None = None
+) -> Variable:
     """jnp.asarray: `sg.array` without a copy (srcgrad's values are immutable anyway)."""
     return array(a, dtype)
 
 
 # ---------------------------------------------------------------- eye, tri and their kin
+
 
 def _matrix_rule(inputs: Any, attrs: dict[str, Any]) -> list[OutType]:
     return [((attrs["N"], attrs["M"]), attrs["dtype"])]
@@ -193,19 +197,30 @@ def diag(v: Any, k: int = 0) -> Variable:
 
 # ---------------------------------------------------------------- linspace
 
+
 @public
-def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
-             retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
+def linspace(
+    start: Any,
+    stop: Any,
+    num: int = 50,
+    endpoint: bool = True,
+    retstep: bool = False,
+    dtype: Any = None,
+    axis: int = 0,
+) -> Any:
     """jnp.linspace: `num` evenly spaced values from `start` to `stop` (arrays broadcast;
     differentiable in both), jax.numpy's formula `start * (1 - t) + stop * t`."""
     num = int(num)
     if num < 0:
         raise ShapeError(f"number of samples, {num}, must be non-negative", op="linspace")
     out_type, step_type = _jnp_type(
-        "linspace", lambda a, b: jnp.linspace(a, b, num, endpoint, True, dtype, axis), start, stop)
+        "linspace", lambda a, b: jnp.linspace(a, b, num, endpoint, True, dtype, axis), start, stop
+    )
     dt, cdt = dtypes.canonical(out_type.dtype), dtypes.canonical(step_type.dtype)
-    lo, hi = (astype(as_var(v) if not isinstance(v, (int, float, bool)) else full((), v, cdt), cdt)
-              for v in (start, stop))
+    lo, hi = (
+        astype(as_var(v) if not isinstance(v, (int, float, bool)) else full((), v, cdt), cdt)
+        for v in (start, stop)
+    )
     bshape = broadcast_shapes(lo.shape, hi.shape)
     lo, hi = broadcast_to(lo, bshape), broadcast_to(hi, bshape)
     ax = len(bshape) + axis + 1 if axis < 0 else axis
@@ -234,6 +249,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
 
 # ---------------------------------------------------------------- r_ and c_
 
+
 class _AxisConcat:
     """An index expression that concatenates its items (NumPy's r_ / c_): arrays, traced
     values and numbers, and slices with static bounds (`a:b:n*1j` is linspace's n points).
@@ -250,8 +266,9 @@ class _AxisConcat:
     def _concat(self, key: Any) -> Variable:
         items = list(key) if isinstance(key, tuple) else [key]
         for it in items:
-            if isinstance(it, slice) and any(isinstance(b, Variable)
-                                             for b in (it.start, it.stop, it.step)):
+            if isinstance(it, slice) and any(
+                isinstance(b, Variable) for b in (it.start, it.stop, it.step)
+            ):
                 raise ShapeError("slice bounds must be static Python numbers", op=self.__name__)
         like = _jnp_type(self.__name__, lambda *its: self.like[tuple(its)], *items)
         dt = dtypes.canonical(like.dtype)
@@ -264,9 +281,10 @@ class _AxisConcat:
                 try:
                     given = [int(p) for p in directive.split(",")]
                 except ValueError:
-                    raise ShapeError(f"could not understand directive {directive!r}",
-                                     op=self.__name__) from None
-                axis, ndmin, trans1d = (given + [axis, ndmin, trans1d][len(given):])[:3]
+                    raise ShapeError(
+                        f"could not understand directive {directive!r}", op=self.__name__
+                    ) from None
+                axis, ndmin, trans1d = (given + [axis, ndmin, trans1d][len(given) :])[:3]
         parts = []
         for it in items:
             if isinstance(it, str):
@@ -310,8 +328,9 @@ c_ = _export("c_", _AxisConcat("c_", -1, 2, 0))
 
 
 @public
-def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False,
-             indexing: str = "xy") -> list[Variable]:
+def meshgrid(
+    *xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy"
+) -> list[Variable]:
     """jnp.meshgrid(*xi, sparse=False, indexing='xy'): coordinate arrays from 1-D arrays."""
     if indexing not in ("xy", "ij"):
         raise ShapeError(f"indexing must be 'xy' or 'ij', got {indexing!r}", op="meshgrid")
@@ -343,28 +362,39 @@ def empty(shape: Any, dtype: Any = None, device: Any = None) -> Variable:
 
 
 @public
-def empty_like(prototype: Any, dtype: Any = None, shape: Any = None,
-               device: Any = None) -> Variable:
+def empty_like(
+    prototype: Any, dtype: Any = None, shape: Any = None, device: Any = None
+) -> Variable:
     """jnp.empty_like: zeros like `prototype`."""
     p = as_var(prototype)
     return zeros(p.shape if shape is None else shape, p.dtype if dtype is None else dtype)
 
 
 @public
-def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: float = 10.0,
-             dtype: Any = None, axis: int = 0) -> Variable:
+def logspace(
+    start: Any,
+    stop: Any,
+    num: int = 50,
+    endpoint: bool = True,
+    base: float = 10.0,
+    dtype: Any = None,
+    axis: int = 0,
+) -> Variable:
     """jnp.logspace: base ** linspace(start, stop, num)."""
     from .construct import linspace
+
     lin = linspace(start, stop, num, endpoint, dtype=None, axis=axis)
     out = exp(lin * float(np.log(base)))
     return out if dtype is None else astype(out, dtype)
 
 
 @public
-def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None,
-              axis: int = 0) -> Variable:
+def geomspace(
+    start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None, axis: int = 0
+) -> Variable:
     """jnp.geomspace: a geometric sequence from start to stop (same signs)."""
     from .construct import linspace
+
     s, e = promoted(start, stop, inexact=True)
     lin = linspace(log(abs(s)), log(abs(e)), num, endpoint, axis=axis)
     mag = exp(lin)
@@ -376,16 +406,20 @@ def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype
 def diagflat(v: Any, k: int = 0) -> Variable:
     """jnp.diagflat: a 2-D array with the flattened `v` on diagonal k."""
     from .construct import diag
+
     return diag(ravel(as_var(v)), k)
 
 
 @public
-def fromfunction(function: Callable[..., Any], shape: Sequence[int], *, dtype: Any = float,
-                 **kwargs: Any) -> Any:
+def fromfunction(
+    function: Callable[..., Any], shape: Sequence[int], *, dtype: Any = float, **kwargs: Any
+) -> Any:
     """jnp.fromfunction: `function` called on the index grids (broadcast, one per axis)."""
     shape = tuple(shape)
-    grids = [arange(n, dtype=dtype).reshape(tuple(n if d == i else 1 for d in range(len(shape))))
-             for i, n in enumerate(shape)]
+    grids = [
+        arange(n, dtype=dtype).reshape(tuple(n if d == i else 1 for d in range(len(shape))))
+        for i, n in enumerate(shape)
+    ]
     out = function(*grids, **kwargs)
     return jax.tree_util.tree_map(lambda v: elementwise.add(zeros(shape, as_var(v).dtype), v), out)
 
@@ -399,7 +433,8 @@ def vander(x: Any, N: int | None = None, increasing: bool = False) -> Variable:
     n = x.shape[0] if N is None else int(N)
     if n == 0:
         from .creation import zeros
+
         return zeros((x.shape[0], 0), x.dtype)
-    cols = [x ** 0] + [x ** k for k in range(1, n)]
+    cols = [x**0] + [x**k for k in range(1, n)]
     m = stack(cols, -1)
     return m if increasing else m[:, ::-1]

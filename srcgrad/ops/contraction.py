@@ -4,6 +4,7 @@ its solves and the functions built on them linalg_functions.py.
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import re
@@ -46,11 +47,16 @@ def _product(left: Variable, right: Variable) -> Variable:
 def const_array(value: Any, dtype: Any = None) -> Variable:
     """A constant array (a mask, an identity) as a `constant` op of the program."""
     arr = np.asarray(value, dtype)
-    return emit1("constant", [], {"value": arr, "dtype": dtypes.canonical(arr.dtype),
-                                  "shape": tuple(arr.shape)}, base="c")
+    return emit1(
+        "constant",
+        [],
+        {"value": arr, "dtype": dtypes.canonical(arr.dtype), "shape": tuple(arr.shape)},
+        base="c",
+    )
 
 
 # ---------------------------------------------------------------- matmul
+
 
 def _matmul_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     a, b = inputs
@@ -76,7 +82,7 @@ def dot(a: Any, b: Any) -> Variable:
         return matmul(a, b)
     if a.shape[-1] != b.shape[-2]:
         raise ShapeError(f"dot of {a.shape} and {b.shape}: contracting dimensions differ", op="dot")
-    la, lb = _LETTERS[:a.ndim - 1], _LETTERS[a.ndim - 1:a.ndim + b.ndim - 2]
+    la, lb = _LETTERS[: a.ndim - 1], _LETTERS[a.ndim - 1 : a.ndim + b.ndim - 2]
     return einsum(f"{la}k,{lb[:-1]}k{lb[-1]}->{la}{lb}", a, b)
 
 
@@ -169,14 +175,22 @@ def _g_einsum(op: Op, g: list, need: list) -> list:
             grads.append(None)
             continue
         others = [(t, o) for j, (t, o) in enumerate(zip(ins, op.inputs)) if j != k]
-        grads.append(_einsum_to(term, v.shape, [out] + [t for t, _ in others],
-                                [g[0]] + [o for _, o in others]))
+        grads.append(
+            _einsum_to(
+                term, v.shape, [out] + [t for t, _ in others], [g[0]] + [o for _, o in others]
+            )
+        )
     return grads
 
 
-@defop("einsum", _einsum_rule,
-       lambda a, at: f"jnp.einsum({at['subscripts']}, {', '.join(a)})", _g_einsum,
-       export="einsum", jvp=MULTILINEAR)
+@defop(
+    "einsum",
+    _einsum_rule,
+    lambda a, at: f"jnp.einsum({at['subscripts']}, {', '.join(a)})",
+    _g_einsum,
+    export="einsum",
+    jvp=MULTILINEAR,
+)
 def _einsum_op(terms: Sequence[str], out: str, operands: Sequence[Variable]) -> Emitted:
     """One or two operands contracted to `out` (canonical subscripts)."""
     return list(operands), {"subscripts": ",".join(terms) + "->" + out}
@@ -184,6 +198,7 @@ def _einsum_op(terms: Sequence[str], out: str, operands: Sequence[Variable]) -> 
 
 def _interleaved(args: tuple) -> tuple[str, list[Any]]:
     """`(op, sublist, op, sublist, ..., [out])` as subscripts (ints 0..51 name indices)."""
+
     def term(sub: Sequence[Any]) -> str:
         out = ""
         for i in sub:
@@ -192,9 +207,11 @@ def _interleaved(args: tuple) -> tuple[str, list[Any]]:
             elif isinstance(i, (int, np.integer)) and 0 <= int(i) < len(_ALL_LETTERS):
                 out += _ALL_LETTERS[int(i)]
             else:
-                raise ShapeError(f"einsum sublists hold ints in [0, 52) and Ellipsis, got {i!r}",
-                                 op="einsum")
+                raise ShapeError(
+                    f"einsum sublists hold ints in [0, 52) and Ellipsis, got {i!r}", op="einsum"
+                )
         return out
+
     ops, subs = list(args[0::2]), list(args[1::2])
     out = None
     if len(ops) > len(subs):  # an odd count: the last item is the output sublist
@@ -212,8 +229,10 @@ def _expand(subscripts: str, shapes: list[tuple[int, ...]]) -> tuple[list[str], 
     lhs, arrow, out = s.partition("->")
     ins = lhs.split(",")
     if len(ins) != len(shapes):
-        raise ShapeError(f"einsum subscripts {subscripts!r} name {len(ins)} operands, got "
-                         f"{len(shapes)}", op="einsum")
+        raise ShapeError(
+            f"einsum subscripts {subscripts!r} name {len(ins)} operands, got {len(shapes)}",
+            op="einsum",
+        )
     fresh = [c for c in _ALL_LETTERS if c not in s]
     ranks = []
     for t, sh in zip(ins + [out], shapes + [None]):
@@ -222,12 +241,13 @@ def _expand(subscripts: str, shapes: list[tuple[int, ...]]) -> tuple[list[str], 
             raise ShapeError(f"einsum term {t!r} has a stray '.' (ellipsis is '...')", op="einsum")
         if sh is not None:
             if len(rest) > len(sh) or ("..." not in t and len(rest) != len(sh)):
-                raise ShapeError(f"einsum term {t!r} does not match an operand of shape "
-                                 f"{tuple(sh)}", op="einsum")
+                raise ShapeError(
+                    f"einsum term {t!r} does not match an operand of shape {tuple(sh)}", op="einsum"
+                )
             ranks.append(len(sh) - len(rest) if "..." in t else 0)
     nell = max(ranks, default=0)
     ell = "".join(fresh[:nell])
-    terms = [t.replace("...", ell[nell - r:]) for t, r in zip(ins, ranks)]
+    terms = [t.replace("...", ell[nell - r :]) for t, r in zip(ins, ranks)]
     if arrow:
         out = out.replace("...", ell)
     else:
@@ -242,13 +262,14 @@ def _diagonals(term: str, x: Variable) -> tuple[str, Variable]:
         c = next(c for c in term if term.count(c) > 1)
         p, q = term.index(c), term.index(c, term.index(c) + 1)
         if x.shape[p] != x.shape[q]:
-            raise ShapeError(f"einsum index {c!r} has sizes {x.shape[p]} and {x.shape[q]}",
-                             op="einsum")
+            raise ShapeError(
+                f"einsum index {c!r} has sizes {x.shape[p]} and {x.shape[q]}", op="einsum"
+            )
         shape = [1] * x.ndim
         shape[p] = shape[q] = x.shape[p]
         mask = const_array(np.eye(x.shape[p], dtype=bool).reshape(shape))
         x = astype(reduce_sum(where(mask, x, 0), q), x.dtype)  # (a sum widens ints)
-        term = term[:q] + term[q + 1:]
+        term = term[:q] + term[q + 1 :]
     return term, x
 
 
@@ -256,21 +277,30 @@ def _path(terms: list[str], out: str, shapes: list[tuple[int, ...]], optimize: A
     if optimize is False or len(terms) < 3:
         return [(0, 1)] * (len(terms) - 1)
     import opt_einsum
+
     how = "auto" if optimize is True else optimize
-    path, _ = opt_einsum.contract_path(",".join(terms) + "->" + out, *shapes, shapes=True,
-                                       optimize=how)
+    path, _ = opt_einsum.contract_path(
+        ",".join(terms) + "->" + out, *shapes, shapes=True, optimize=how
+    )
     return path
 
 
 @public
-def einsum(subscripts: Any, *operands: Any, out: None = None, optimize: Any = "auto",
-           precision: None = None, preferred_element_type: None = None) -> Variable:
+def einsum(
+    subscripts: Any,
+    *operands: Any,
+    out: None = None,
+    optimize: Any = "auto",
+    precision: None = None,
+    preferred_element_type: None = None,
+) -> Variable:
     """jnp.einsum: explicit or implicit output, `...`, repeated indices (diagonals), any
     number of operands (contracted pairwise along opt_einsum's path) and the interleaved form
     `einsum(x, [0, 1], y, [1, 2], [0, 2])`."""
     if out is not None or precision is not None or preferred_element_type is not None:
-        raise ShapeError("out=, precision= and preferred_element_type= are not supported",
-                         op="einsum")
+        raise ShapeError(
+            "out=, precision= and preferred_element_type= are not supported", op="einsum"
+        )
     if not isinstance(subscripts, str):
         subscripts, ops = _interleaved((subscripts,) + operands)
     else:
@@ -294,14 +324,17 @@ def einsum(subscripts: Any, *operands: Any, out: None = None, optimize: Any = "a
         while True:  # the picked operands, two at a time
             pair, picked = picked[:2], picked[2:]
             later = set(target).union(*(set(t) for t, _ in items + picked))
-            res = target if not items and not picked else "".join(
-                dict.fromkeys(c for t, _ in pair for c in t if c in later))
+            res = (
+                target
+                if not items and not picked
+                else "".join(dict.fromkeys(c for t, _ in pair for c in t if c in later))
+            )
             v = _einsum_op([t for t, _ in pair], res, [v for _, v in pair])
             if not picked:
                 items.append((res, v))
                 break
             picked.insert(0, (res, v))
-    (t, v), = items
+    ((t, v),) = items
     return v if t == target else _einsum_op([t], target, [v])
 
 

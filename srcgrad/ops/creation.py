@@ -2,6 +2,7 @@
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -23,8 +24,14 @@ def _attr_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutTyp
     return [(tuple(attrs["shape"]), attrs["dtype"])]
 
 
-@defop("fill_constant", _attr_rule, "jnp.full({shape}, {value}, {dtype})", ZERO, base="full",
-       fast=("lax.full({shape}, {value}, {dtype})", always))
+@defop(
+    "fill_constant",
+    _attr_rule,
+    "jnp.full({shape}, {value}, {dtype})",
+    ZERO,
+    base="full",
+    fast=("lax.full({shape}, {value}, {dtype})", always),
+)
 def full(shape: Shape | int, fill_value: Any, dtype: Any = None) -> Emitted:
     """jnp.full: `fill_value` (a scalar, or an array or traced value) broadcast to `shape`."""
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
@@ -45,8 +52,9 @@ def full(shape: Shape | int, fill_value: Any, dtype: Any = None) -> Emitted:
 
 
 @defop("arange", _attr_rule, "jnp.arange({start}, {stop}, {step}, dtype={dtype})", ZERO)
-def arange(start: float, stop: float | None = None, step: float | None = None,
-           dtype: Any = None) -> Emitted:
+def arange(
+    start: float, stop: float | None = None, step: float | None = None, dtype: Any = None
+) -> Emitted:
     """jnp.arange(start, stop, step, dtype) for static Python numbers."""
     bounds = []
     for v in (start, stop, step):
@@ -54,8 +62,13 @@ def arange(start: float, stop: float | None = None, step: float | None = None,
             raise ShapeError(f"arange needs static Python numbers, got {v!r}", op="arange")
         bounds.append(v.item() if isinstance(v, np.generic) else v)
     out = jax.eval_shape(lambda: jnp.arange(*bounds, dtype=dtype))
-    return [], {"start": bounds[0], "stop": bounds[1], "step": bounds[2],
-                "dtype": dtypes.canonical(out.dtype), "shape": tuple(out.shape)}
+    return [], {
+        "start": bounds[0],
+        "stop": bounds[1],
+        "step": bounds[2],
+        "dtype": dtypes.canonical(out.dtype),
+        "shape": tuple(out.shape),
+    }
 
 
 @public

@@ -5,6 +5,7 @@ cumulative_sum/prod and gradient.
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -60,8 +61,9 @@ def shift(v: Variable, axis: int, by: int, fill: float = 0.0) -> Variable:
         cfg = [(0, 0, 0)] * v.ndim
         cfg[axis] = (1, 0, 0) if by > 0 else (0, 1, 0)
         return lax_pad(kept, cfg)
-    edge = broadcast_to(astype(as_var(fill, like=v), v.dtype),
-                        v.shape[:axis] + (1,) + v.shape[axis + 1:])
+    edge = broadcast_to(
+        astype(as_var(fill, like=v), v.dtype), v.shape[:axis] + (1,) + v.shape[axis + 1 :]
+    )
     return concatenate([edge, kept] if by > 0 else [kept, edge], axis)
 
 
@@ -74,8 +76,10 @@ def _linear_scan_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list
 
 
 def _lower_linear_scan(args: list[str], attrs: dict[str, str]) -> str:
-    return (f"lax.associative_scan(lambda p, q: (p[0] * q[0], q[0] * p[1] + q[1]), "
-            f"({args[0]}, {args[1]}), reverse={attrs['reverse']}, axis={attrs['axis']})[1]")
+    return (
+        f"lax.associative_scan(lambda p, q: (p[0] * q[0], q[0] * p[1] + q[1]), "
+        f"({args[0]}, {args[1]}), reverse={attrs['reverse']}, axis={attrs['axis']})[1]"
+    )
 
 
 def _g_linear_scan(op: Op, g: list, need: list) -> list:
@@ -141,25 +145,30 @@ def _cumulative_front(name: str) -> Any:
         if x.ndim == 0:
             raise ShapeError(f"{name} needs an array of rank >= 1, got {x.type_str()}", op=name)
         return [x], {"axis": norm_axis(axis, x.ndim), "reverse": bool(reverse)}
+
     front.__name__ = front.__qualname__ = name
     front.__doc__ = f"lax.{name}(operand, axis=0, reverse=False)."
     return front
 
 
-lax_cumsum = defop("cumsum", _cum_rule, _cum_lower("cumsum"), (_g_cumsum,),
-                   export="cumsum")(_cumulative_front("cumsum"))
+lax_cumsum = defop("cumsum", _cum_rule, _cum_lower("cumsum"), (_g_cumsum,), export="cumsum")(
+    _cumulative_front("cumsum")
+)
 
 
-lax_cumprod = defop("cumprod", _cum_rule, _cum_lower("cumprod"), (_g_cumprod,),
-                    export="cumprod")(_cumulative_front("cumprod"))
+lax_cumprod = defop("cumprod", _cum_rule, _cum_lower("cumprod"), (_g_cumprod,), export="cumprod")(
+    _cumulative_front("cumprod")
+)
 
 
 cummax = defop("cummax", _cum_rule, _cum_lower("cummax"), (_g_cumulative_extreme,))(
-    _cumulative_front("cummax"))
+    _cumulative_front("cummax")
+)
 
 
 cummin = defop("cummin", _cum_rule, _cum_lower("cummin"), (_g_cumulative_extreme,))(
-    _cumulative_front("cummin"))
+    _cumulative_front("cummin")
+)
 
 
 def _cumulative(name: str, a: Any, axis: int | None, dtype: Any, out: None) -> Variable:
@@ -170,8 +179,7 @@ def _cumulative(name: str, a: Any, axis: int | None, dtype: Any, out: None) -> V
     x = as_var(a)
     if axis is None:
         x, axis = ravel(x), 0
-    want = dtypes.canonical(dtype) if dtype is not None else jax_dtype(
-        getattr(jnp, name), x.dtype)
+    want = dtypes.canonical(dtype) if dtype is not None else jax_dtype(getattr(jnp, name), x.dtype)
     x = astype(x, want)
     return (lax_cumsum if name == "cumsum" else lax_cumprod)(x, axis)
 
@@ -202,11 +210,16 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
         raise ShapeError(f"diff: order n must be non-negative, got {n}", op="diff")
     if n == 0:
         return x
+
     def edge(extra: Any) -> Variable:
         e = as_var(extra, like=x)
-        return broadcast_to(e, x.shape[:axis] + (1,) + x.shape[axis + 1:]) if e.ndim == 0 else e
-    parts = ([edge(prepend)] if prepend is not None else []) + [x] + (
-        [edge(append)] if append is not None else [])
+        return broadcast_to(e, x.shape[:axis] + (1,) + x.shape[axis + 1 :]) if e.ndim == 0 else e
+
+    parts = (
+        ([edge(prepend)] if prepend is not None else [])
+        + [x]
+        + ([edge(append)] if append is not None else [])
+    )
     out = concatenate(parts, axis) if len(parts) > 1 else x
     for _ in range(n):
         m = out.shape[axis]
@@ -229,32 +242,34 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Variable:
     return concatenate(parts, 0) if len(parts) > 1 else out
 
 
-def _cumulative_from(fn: Any, name: str, x: Any, axis: int | None, dtype: Any,
-                include_initial: bool, start: int) -> Variable:
+def _cumulative_from(
+    fn: Any, name: str, x: Any, axis: int | None, dtype: Any, include_initial: bool, start: int
+) -> Variable:
     x = as_var(x)
     if axis is None:
         if x.ndim > 1:
-            raise ShapeError(f"{name}: axis must be given for an array of rank {x.ndim}",
-                             op=name)
+            raise ShapeError(f"{name}: axis must be given for an array of rank {x.ndim}", op=name)
         axis = 0
     axis = norm_axis(axis, x.ndim)
     out = fn(x, axis, dtype)
     if not include_initial:
         return out
-    shape = out.shape[:axis] + (1,) + out.shape[axis + 1:]
+    shape = out.shape[:axis] + (1,) + out.shape[axis + 1 :]
     return concatenate([full(shape, start, out.dtype), out], axis)
 
 
 @public
-def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None,
-                   include_initial: bool = False) -> Variable:
+def cumulative_sum(
+    x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False
+) -> Variable:
     """jnp.cumulative_sum (the array API cumsum; `include_initial` prepends a zero)."""
     return _cumulative_from(cumsum, "cumulative_sum", x, axis, dtype, include_initial, 0)
 
 
 @public
-def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None,
-                    include_initial: bool = False) -> Variable:
+def cumulative_prod(
+    x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False
+) -> Variable:
     """jnp.cumulative_prod (the array API cumprod; `include_initial` prepends a one)."""
     return _cumulative_from(cumprod, "cumulative_prod", x, axis, dtype, include_initial, 1)
 
@@ -267,15 +282,17 @@ def expand_to(v: Variable, ndim: int, axis: int) -> Variable:
 
 
 @public
-def gradient(f: Any, *varargs: Any, axis: int | Sequence[int] | None = None,
-             edge_order: int | None = None) -> Any:
+def gradient(
+    f: Any, *varargs: Any, axis: int | Sequence[int] | None = None, edge_order: int | None = None
+) -> Any:
     """jnp.gradient with unit or scalar spacing: central differences inside, one-sided at
     the edges; a list for several axes."""
     f = as_var(f)
     if not dtypes.is_inexact(f.dtype):
         f = astype(f, dtypes.default_float())
-    axes = list(range(f.ndim)) if axis is None else (
-        [axis] if isinstance(axis, int) else list(axis))
+    axes = (
+        list(range(f.ndim)) if axis is None else ([axis] if isinstance(axis, int) else list(axis))
+    )
     spacing = list(varargs) if varargs else [1.0] * len(axes)
     if len(spacing) == 1 and len(axes) > 1:
         spacing = spacing * len(axes)

@@ -10,6 +10,7 @@ when they are plain identifiers.
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import copy
@@ -34,8 +35,11 @@ def _lower_print(em: Any, op: Op) -> None:
     args = [em.name(v) for v in op.inputs]
     n_pos = len(args) - len(names)
     em.consts.append(op.attrs["fmt"])
-    parts = [f"_consts[{len(em.consts) - 1}]", *args[:n_pos],
-             *[f"{k}={a}" for k, a in zip(names, args[n_pos:])]]
+    parts = [
+        f"_consts[{len(em.consts) - 1}]",
+        *args[:n_pos],
+        *[f"{k}={a}" for k, a in zip(names, args[n_pos:])],
+    ]
     em.line(f"jax.debug.print({', '.join(parts)})")
 
 
@@ -54,9 +58,11 @@ class _Raiser:
             error = copy.copy(self.error)
             error.__traceback__ = None
             if hasattr(error, "add_note"):  # Python >= 3.11
-                error.add_note(f"raised when the compiled program ran: srcgrad staged this "
-                               f"exception (at {self.where}) because a traced condition chooses "
-                               "whether it is raised")
+                error.add_note(
+                    f"raised when the compiled program ran: srcgrad staged this "
+                    f"exception (at {self.where}) because a traced condition chooses "
+                    "whether it is raised"
+                )
             raise error
 
 
@@ -67,20 +73,25 @@ def _lower_raise(em: Any, op: Op) -> None:
 
 
 register("debug_print", _no_outputs, None, ZERO, lower_stmt=_lower_print, effect=True)
-register("debug_breakpoint", _no_outputs, None, ZERO, lower_stmt=_lower_breakpoint,
-         effect=True)
+register("debug_breakpoint", _no_outputs, None, ZERO, lower_stmt=_lower_breakpoint, effect=True)
 register("raise_if", _no_outputs, None, ZERO, lower_stmt=_lower_raise, effect=True)
 
 
 def emit_print(fmt: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> None:
     """Append a `debug_print` of `fmt` over `args` and `kwargs` (traced values)."""
     if not isinstance(fmt, str):
-        raise TraceError(f"sg.debug.print needs a format string, got {type(fmt).__name__}",
-                         op="debug_print", loc=user_location())
+        raise TraceError(
+            f"sg.debug.print needs a format string, got {type(fmt).__name__}",
+            op="debug_print",
+            loc=user_location(),
+        )
     for k in kwargs:
         if not k.isidentifier() or keyword.iskeyword(k):
-            raise TraceError(f"sg.debug.print: {k!r} is not a keyword argument name",
-                             op="debug_print", loc=user_location())
+            raise TraceError(
+                f"sg.debug.print: {k!r} is not a keyword argument name",
+                op="debug_print",
+                loc=user_location(),
+            )
     emit("debug_print", [*args, *kwargs.values()], {"fmt": fmt, "names": tuple(kwargs)})
 
 

@@ -2,6 +2,7 @@
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,8 +15,16 @@ from ..base import dtypes
 from ..core.builder import as_pair, as_var, emit
 from ..base.errors import ShapeError
 from ..ir.program import Op, Variable
-from ..core.registry import (LINEAR, MULTILINEAR, REGISTRY, REMAT_INDEX, ZERO, GradSpec, OutType,
-                             f32_f64)
+from ..core.registry import (
+    LINEAR,
+    MULTILINEAR,
+    REGISTRY,
+    REMAT_INDEX,
+    ZERO,
+    GradSpec,
+    OutType,
+    f32_f64,
+)
 from .rules import broadcast_shapes, jax_dtype, same
 from .creation import zeros_like
 from ..core.declare import defop, named, public
@@ -46,8 +55,10 @@ BOOL = np.dtype(bool)
 
 # ---------------------------------------------------------------- shape/dtype rules
 
+
 def unary_rule(jfn: Callable[..., Any], float_only: bool) -> Callable[..., list[OutType]]:
     """The shape/dtype rule of a unary elementwise op whose jnp twin is `jfn`."""
+
     def infer(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
         x = inputs[0]
         if dtypes.is_inexact(x.dtype) or not (float_only or x.dtype == BOOL):
@@ -56,11 +67,13 @@ def unary_rule(jfn: Callable[..., Any], float_only: bool) -> Callable[..., list[
             return [(x.shape, jax_dtype(jfn, x.dtype))]
         except (TypeError, ValueError):
             raise ShapeError(f"jnp.{jfn.__name__} does not take {x.type_str()}") from None
+
     return infer
 
 
 def binary_rule(kind: str) -> Callable[..., list[OutType]]:
     """The shape/dtype rule of a broadcasting binary op of `kind` (arith, divide, ...)."""
+
     def infer(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
         x, y = inputs
         shape = broadcast_shapes(x.shape, y.shape)
@@ -76,6 +89,7 @@ def binary_rule(kind: str) -> Callable[..., list[OutType]]:
         if kind in ("power", "intdiv") and dt == BOOL:  # jnp computes these on bools as ints
             dt = jax_dtype(jnp.power, dt, dt)
         return [(shape, dt)]
+
     return infer
 
 
@@ -92,43 +106,69 @@ def _cast_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutTyp
 
 # ---------------------------------------------------------------- the two op families
 
-def unary(name: str, lower: str, grad: GradSpec, floating: bool = False,
-          like: Callable[..., Any] | None = None, fast: bool = False,
-          **knobs: Any) -> Callable[[ArrayLike], Variable]:
+
+def unary(
+    name: str,
+    lower: str,
+    grad: GradSpec,
+    floating: bool = False,
+    like: Callable[..., Any] | None = None,
+    fast: bool = False,
+    **knobs: Any,
+) -> Callable[[ArrayLike], Variable]:
     """Declare an elementwise op of one argument.
 
     `floating`: integer and bool inputs are cast to the float dtype JAX gives `like` (default
     jnp.<name>) on them; otherwise every dtype keeps its own. `fast`: float32/float64 inputs
     lower to `lax.<name>`. `knobs`: defop's jvp and remat.
     """
+
     def front(x: ArrayLike) -> tuple[list[Variable], dict]:
         x = as_var(x)
         # An inexact input keeps its dtype under every unary rule; others are cast first.
         if not dtypes.is_inexact(x.dtype):
             x = astype(x, REGISTRY[name].infer([x], {})[0][1])
         return [x], {}
+
     named(front, name, f"Elementwise {name} (jax.numpy semantics).")
     if fast:
         knobs["fast"] = (f"lax.{name}({{0}})", f32_f64)
-    return defop(name, unary_rule(like or getattr(jnp, name), floating), lower, grad,
-                 operands=("x",), **knobs)(front)
+    return defop(
+        name,
+        unary_rule(like or getattr(jnp, name), floating),
+        lower,
+        grad,
+        operands=("x",),
+        **knobs,
+    )(front)
 
 
-def binary(name: str, lower: str, grad: GradSpec, kind: str = "arith", doc: str | None = None,
-           export: bool | str = True, **knobs: Any) -> Callable[[ArrayLike, ArrayLike], Variable]:
+def binary(
+    name: str,
+    lower: str,
+    grad: GradSpec,
+    kind: str = "arith",
+    doc: str | None = None,
+    export: bool | str = True,
+    **knobs: Any,
+) -> Callable[[ArrayLike, ArrayLike], Variable]:
     """Declare an elementwise op of two broadcasting arguments (`kind` picks the dtype rule).
 
     A Python scalar takes the other argument's dtype, as JAX's weak types do.
     """
+
     def front(x: ArrayLike, y: ArrayLike) -> tuple[list[Variable], dict]:
         x, y = as_pair(x, y)
         return [x, y], {}
+
     named(front, name, doc or f"Elementwise {name} with NumPy broadcasting (jax.numpy semantics).")
-    return defop(name, binary_rule(kind), lower, grad, export=export, operands=("x", "y"),
-                 **knobs)(front)
+    return defop(name, binary_rule(kind), lower, grad, export=export, operands=("x", "y"), **knobs)(
+        front
+    )
 
 
 # ---------------------------------------------------------------- grad makers shared by rows
+
 
 def _g_integer_pow(op: Op, g: Variable) -> Variable:
     y = op.attrs["y"]
@@ -184,52 +224,104 @@ def _sum_squares(op: Op) -> Variable:
 negative = unary("negative", "-{0}", (lambda op, g: negative(g),), jvp=LINEAR, remat=REMAT_INDEX)
 exp = unary("exp", "jnp.exp({0})", (lambda op, g: g * op.outputs[0],), floating=True, fast=True)
 log = unary("log", "jnp.log({0})", (lambda op, g: g / op.inputs[0],), floating=True, fast=True)
-log1p = unary("log1p", "jnp.log1p({0})", (lambda op, g: g / (op.inputs[0] + 1.0),), floating=True,
-              fast=True)
-expm1 = unary("expm1", "jnp.expm1({0})", (lambda op, g: g * (op.outputs[0] + 1.0),), floating=True,
-              fast=True)
-sqrt = unary("sqrt", "jnp.sqrt({0})", (lambda op, g: g * 0.5 / op.outputs[0],), floating=True,
-             fast=True)
-rsqrt = unary("rsqrt", "lax.rsqrt({0})",
-              (lambda op, g: g * (op.outputs[0] / op.inputs[0]) * -0.5,), floating=True,
-              like=jnp.sqrt)
-tanh = unary("tanh", "jnp.tanh({0})",
-             (lambda op, g: g * (1.0 - op.outputs[0] * op.outputs[0]),), floating=True, fast=True)
+log1p = unary(
+    "log1p", "jnp.log1p({0})", (lambda op, g: g / (op.inputs[0] + 1.0),), floating=True, fast=True
+)
+expm1 = unary(
+    "expm1", "jnp.expm1({0})", (lambda op, g: g * (op.outputs[0] + 1.0),), floating=True, fast=True
+)
+sqrt = unary(
+    "sqrt", "jnp.sqrt({0})", (lambda op, g: g * 0.5 / op.outputs[0],), floating=True, fast=True
+)
+rsqrt = unary(
+    "rsqrt",
+    "lax.rsqrt({0})",
+    (lambda op, g: g * (op.outputs[0] / op.inputs[0]) * -0.5,),
+    floating=True,
+    like=jnp.sqrt,
+)
+tanh = unary(
+    "tanh",
+    "jnp.tanh({0})",
+    (lambda op, g: g * (1.0 - op.outputs[0] * op.outputs[0]),),
+    floating=True,
+    fast=True,
+)
 sin = unary("sin", "jnp.sin({0})", (lambda op, g: g * cos(op.inputs[0]),), floating=True, fast=True)
-cos = unary("cos", "jnp.cos({0})", (lambda op, g: negative(g * sin(op.inputs[0])),), floating=True,
-            fast=True)
-abs = unary("abs", "jnp.abs({0})",  # as JAX: slope +1 at 0
-            (lambda op, g: where(op.inputs[0] >= 0, g, negative(g)),), fast=True)
+cos = unary(
+    "cos",
+    "jnp.cos({0})",
+    (lambda op, g: negative(g * sin(op.inputs[0])),),
+    floating=True,
+    fast=True,
+)
+abs = unary(
+    "abs",
+    "jnp.abs({0})",  # as JAX: slope +1 at 0
+    (lambda op, g: where(op.inputs[0] >= 0, g, negative(g)),),
+    fast=True,
+)
 sign = unary("sign", "jnp.sign({0})", ZERO)
 floor = unary("floor", "jnp.floor({0})", ZERO)
 ceil = unary("ceil", "jnp.ceil({0})", ZERO)
 round = unary("round", "jnp.round({0})", ZERO)
 square = unary("square", "jnp.square({0})", (lambda op, g: g * (op.inputs[0] * 2.0),))
-reciprocal = unary("reciprocal", "jnp.reciprocal({0})",
-                   (lambda op, g: negative(g * (op.outputs[0] * op.outputs[0])),), floating=True)
-sigmoid = unary("sigmoid", "jax.nn.sigmoid({0})",
-                (lambda op, g: g * (op.outputs[0] * (1.0 - op.outputs[0])),), floating=True,
-                like=jnp.exp)
-relu = unary("relu", "jax.nn.relu({0})", (lambda op, g: where(op.inputs[0] > 0, g, 0.0),),
-             like=jnp.abs)
-softplus = unary("softplus", "jax.nn.softplus({0})", (lambda op, g: g * sigmoid(op.inputs[0]),),
-                 floating=True, like=jnp.exp)
-erf = unary("erf", "jax.scipy.special.erf({0})",
-            (lambda op, g: g * (exp(negative(op.inputs[0] * op.inputs[0]))
-                                * (2.0 / math.sqrt(math.pi))),), floating=True, like=jnp.exp)
+reciprocal = unary(
+    "reciprocal",
+    "jnp.reciprocal({0})",
+    (lambda op, g: negative(g * (op.outputs[0] * op.outputs[0])),),
+    floating=True,
+)
+sigmoid = unary(
+    "sigmoid",
+    "jax.nn.sigmoid({0})",
+    (lambda op, g: g * (op.outputs[0] * (1.0 - op.outputs[0])),),
+    floating=True,
+    like=jnp.exp,
+)
+relu = unary(
+    "relu", "jax.nn.relu({0})", (lambda op, g: where(op.inputs[0] > 0, g, 0.0),), like=jnp.abs
+)
+softplus = unary(
+    "softplus",
+    "jax.nn.softplus({0})",
+    (lambda op, g: g * sigmoid(op.inputs[0]),),
+    floating=True,
+    like=jnp.exp,
+)
+erf = unary(
+    "erf",
+    "jax.scipy.special.erf({0})",
+    (lambda op, g: g * (exp(negative(op.inputs[0] * op.inputs[0])) * (2.0 / math.sqrt(math.pi))),),
+    floating=True,
+    like=jnp.exp,
+)
 
-add = binary("add", "{0} + {1}", (lambda op, g: g, lambda op, g: g), jvp=_jvp_add,
-             remat=REMAT_INDEX)
-subtract = binary("subtract", "{0} - {1}", (lambda op, g: g, lambda op, g: negative(g)),
-                  jvp=_jvp_add, remat=REMAT_INDEX)
-multiply = binary("multiply", "{0} * {1}",
-                  (lambda op, g: g * op.inputs[1], lambda op, g: g * op.inputs[0]),
-                   jvp=MULTILINEAR, remat=REMAT_INDEX)
+add = binary(
+    "add", "{0} + {1}", (lambda op, g: g, lambda op, g: g), jvp=_jvp_add, remat=REMAT_INDEX
+)
+subtract = binary(
+    "subtract",
+    "{0} - {1}",
+    (lambda op, g: g, lambda op, g: negative(g)),
+    jvp=_jvp_add,
+    remat=REMAT_INDEX,
+)
+multiply = binary(
+    "multiply",
+    "{0} * {1}",
+    (lambda op, g: g * op.inputs[1], lambda op, g: g * op.inputs[0]),
+    jvp=MULTILINEAR,
+    remat=REMAT_INDEX,
+)
 divide = binary("divide", "{0} / {1}", _g_divide, "divide", jvp=_jvp_divide)
-remainder = binary("remainder", "jnp.remainder({0}, {1})",
-                   (lambda op, g: g,
-                    lambda op, g: negative(g * floor(op.inputs[0] / op.inputs[1]))), "intdiv",
-                   doc="jnp.remainder (Python's `%`: the result takes the sign of `y`).")
+remainder = binary(
+    "remainder",
+    "jnp.remainder({0}, {1})",
+    (lambda op, g: g, lambda op, g: negative(g * floor(op.inputs[0] / op.inputs[1]))),
+    "intdiv",
+    doc="jnp.remainder (Python's `%`: the result takes the sign of `y`).",
+)
 floor_divide = binary("floor_divide", "jnp.floor_divide({0}, {1})", ZERO, "intdiv")
 maximum = binary("maximum", "jnp.maximum({0}, {1})", _g_chooser)
 minimum = binary("minimum", "jnp.minimum({0}, {1})", _g_chooser)
@@ -242,55 +334,122 @@ not_equal = binary("not_equal", "{0} != {1}", None, "compare", remat=REMAT_INDEX
 logical_and = binary("logical_and", "jnp.logical_and({0}, {1})", None, "logic", remat=REMAT_INDEX)
 logical_or = binary("logical_or", "jnp.logical_or({0}, {1})", None, "logic", remat=REMAT_INDEX)
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
-tan = unary("tan", "jnp.tan({0})", (lambda op, g: g * (1.0 + op.outputs[0] * op.outputs[0]),),
-            floating=True, fast=True)
+tan = unary(
+    "tan",
+    "jnp.tan({0})",
+    (lambda op, g: g * (1.0 + op.outputs[0] * op.outputs[0]),),
+    floating=True,
+    fast=True,
+)
 sinh = unary("sinh", "jnp.sinh({0})", (lambda op, g: g * cosh(op.inputs[0]),), floating=True)
 cosh = unary("cosh", "jnp.cosh({0})", (lambda op, g: g * sinh(op.inputs[0]),), floating=True)
-arcsin = unary("arcsin", "jnp.arcsin({0})",
-               (lambda op, g: g * rsqrt(1.0 - op.inputs[0] * op.inputs[0]),), floating=True)
-arccos = unary("arccos", "jnp.arccos({0})",
-               (lambda op, g: negative(g * rsqrt(1.0 - op.inputs[0] * op.inputs[0])),),
-               floating=True)
-arctan = unary("arctan", "jnp.arctan({0})",
-               (lambda op, g: g / (1.0 + op.inputs[0] * op.inputs[0]),), floating=True)
-arcsinh = unary("arcsinh", "jnp.arcsinh({0})",
-                (lambda op, g: g * rsqrt(op.inputs[0] * op.inputs[0] + 1.0),), floating=True)
-arccosh = unary("arccosh", "jnp.arccosh({0})",
-                (lambda op, g: g * rsqrt(op.inputs[0] * op.inputs[0] - 1.0),), floating=True)
-arctanh = unary("arctanh", "jnp.arctanh({0})",
-                (lambda op, g: g / (1.0 - op.inputs[0] * op.inputs[0]),), floating=True)
+arcsin = unary(
+    "arcsin",
+    "jnp.arcsin({0})",
+    (lambda op, g: g * rsqrt(1.0 - op.inputs[0] * op.inputs[0]),),
+    floating=True,
+)
+arccos = unary(
+    "arccos",
+    "jnp.arccos({0})",
+    (lambda op, g: negative(g * rsqrt(1.0 - op.inputs[0] * op.inputs[0])),),
+    floating=True,
+)
+arctan = unary(
+    "arctan",
+    "jnp.arctan({0})",
+    (lambda op, g: g / (1.0 + op.inputs[0] * op.inputs[0]),),
+    floating=True,
+)
+arcsinh = unary(
+    "arcsinh",
+    "jnp.arcsinh({0})",
+    (lambda op, g: g * rsqrt(op.inputs[0] * op.inputs[0] + 1.0),),
+    floating=True,
+)
+arccosh = unary(
+    "arccosh",
+    "jnp.arccosh({0})",
+    (lambda op, g: g * rsqrt(op.inputs[0] * op.inputs[0] - 1.0),),
+    floating=True,
+)
+arctanh = unary(
+    "arctanh",
+    "jnp.arctanh({0})",
+    (lambda op, g: g / (1.0 - op.inputs[0] * op.inputs[0]),),
+    floating=True,
+)
 log2 = unary("log2", "jnp.log2({0})", (lambda op, g: g / (op.inputs[0] * _LN2),), floating=True)
-log10 = unary("log10", "jnp.log10({0})", (lambda op, g: g / (op.inputs[0] * _LN10),),
-              floating=True)
+log10 = unary("log10", "jnp.log10({0})", (lambda op, g: g / (op.inputs[0] * _LN10),), floating=True)
 exp2 = unary("exp2", "jnp.exp2({0})", (lambda op, g: g * (op.outputs[0] * _LN2),), floating=True)
-cbrt = unary("cbrt", "jnp.cbrt({0})",
-             (lambda op, g: g / (op.outputs[0] * op.outputs[0] * 3.0),), floating=True)
-deg2rad = unary("deg2rad", "jnp.deg2rad({0})", (lambda op, g: g * (math.pi / 180.0),),
-                floating=True)
-radians = unary("radians", "jnp.radians({0})", (lambda op, g: g * (math.pi / 180.0),),
-                floating=True, jvp=LINEAR)
-rad2deg = unary("rad2deg", "jnp.rad2deg({0})", (lambda op, g: g * (180.0 / math.pi),),
-                floating=True)
-degrees = unary("degrees", "jnp.degrees({0})", (lambda op, g: g * (180.0 / math.pi),),
-                floating=True, jvp=LINEAR)
-fabs = unary("fabs", "jnp.fabs({0})", (lambda op, g: where(op.inputs[0] >= 0, g, negative(g)),),
-             floating=True)
-arctan2 = binary("arctan2", "jnp.arctan2({0}, {1})",
-                 (lambda op, g: g * op.inputs[1] / _sum_squares(op),
-                  lambda op, g: negative(g * op.inputs[0] / _sum_squares(op))), "float",
-                 doc="jnp.arctan2(x1, x2): the angle of the point (x2, x1).")
-hypot = binary("hypot", "jnp.hypot({0}, {1})",
-               (lambda op, g: g * op.inputs[0] / op.outputs[0],
-                lambda op, g: g * op.inputs[1] / op.outputs[0]), "float")
-logaddexp = binary("logaddexp", "jnp.logaddexp({0}, {1})",
-                   (lambda op, g: g * exp(op.inputs[0] - op.outputs[0]),
-                    lambda op, g: g * exp(op.inputs[1] - op.outputs[0])), "float")
-logaddexp2 = binary("logaddexp2", "jnp.logaddexp2({0}, {1})",
-                    (lambda op, g: g * exp2(op.inputs[0] - op.outputs[0]),
-                     lambda op, g: g * exp2(op.inputs[1] - op.outputs[0])), "float")
-heaviside = binary("heaviside", "jnp.heaviside({0}, {1})",
-                   (None, lambda op, g: where(op.inputs[0] == 0, g, 0.0)), "float",
-                   doc="jnp.heaviside(x1, x2): 0 below zero, 1 above, x2 at x1 == 0.")
+cbrt = unary(
+    "cbrt",
+    "jnp.cbrt({0})",
+    (lambda op, g: g / (op.outputs[0] * op.outputs[0] * 3.0),),
+    floating=True,
+)
+deg2rad = unary(
+    "deg2rad", "jnp.deg2rad({0})", (lambda op, g: g * (math.pi / 180.0),), floating=True
+)
+radians = unary(
+    "radians", "jnp.radians({0})", (lambda op, g: g * (math.pi / 180.0),), floating=True, jvp=LINEAR
+)
+rad2deg = unary(
+    "rad2deg", "jnp.rad2deg({0})", (lambda op, g: g * (180.0 / math.pi),), floating=True
+)
+degrees = unary(
+    "degrees", "jnp.degrees({0})", (lambda op, g: g * (180.0 / math.pi),), floating=True, jvp=LINEAR
+)
+fabs = unary(
+    "fabs",
+    "jnp.fabs({0})",
+    (lambda op, g: where(op.inputs[0] >= 0, g, negative(g)),),
+    floating=True,
+)
+arctan2 = binary(
+    "arctan2",
+    "jnp.arctan2({0}, {1})",
+    (
+        lambda op, g: g * op.inputs[1] / _sum_squares(op),
+        lambda op, g: negative(g * op.inputs[0] / _sum_squares(op)),
+    ),
+    "float",
+    doc="jnp.arctan2(x1, x2): the angle of the point (x2, x1).",
+)
+hypot = binary(
+    "hypot",
+    "jnp.hypot({0}, {1})",
+    (
+        lambda op, g: g * op.inputs[0] / op.outputs[0],
+        lambda op, g: g * op.inputs[1] / op.outputs[0],
+    ),
+    "float",
+)
+logaddexp = binary(
+    "logaddexp",
+    "jnp.logaddexp({0}, {1})",
+    (
+        lambda op, g: g * exp(op.inputs[0] - op.outputs[0]),
+        lambda op, g: g * exp(op.inputs[1] - op.outputs[0]),
+    ),
+    "float",
+)
+logaddexp2 = binary(
+    "logaddexp2",
+    "jnp.logaddexp2({0}, {1})",
+    (
+        lambda op, g: g * exp2(op.inputs[0] - op.outputs[0]),
+        lambda op, g: g * exp2(op.inputs[1] - op.outputs[0]),
+    ),
+    "float",
+)
+heaviside = binary(
+    "heaviside",
+    "jnp.heaviside({0}, {1})",
+    (None, lambda op, g: where(op.inputs[0] == 0, g, 0.0)),
+    "float",
+    doc="jnp.heaviside(x1, x2): 0 below zero, 1 above, x2 at x1 == 0.",
+)
 _power = binary("power", "jnp.power({0}, {1})", _g_power, "power", export="power")
 
 
@@ -327,8 +486,14 @@ def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> tuple[list[Variab
     return [c, x, y], {}
 
 
-@defop("convert", _cast_rule, "{0}.astype({dtype})",
-       (lambda op, g: astype(g, op.inputs[0].dtype),), jvp=LINEAR, remat=REMAT_INDEX)
+@defop(
+    "convert",
+    _cast_rule,
+    "{0}.astype({dtype})",
+    (lambda op, g: astype(g, op.inputs[0].dtype),),
+    jvp=LINEAR,
+    remat=REMAT_INDEX,
+)
 def astype(x: ArrayLike, dtype: Any) -> Variable | tuple[list[Variable], dict]:
     """`x` converted to `dtype` (x.astype(dtype))."""
     x = as_var(x)
@@ -353,11 +518,14 @@ def stop_gradient(x: ArrayLike) -> Variable:
 
 def _is(name: str) -> Callable[[ArrayLike], Variable]:
     """Declare an elementwise test of a float value (bool result, no gradient)."""
+
     def front(x: ArrayLike) -> tuple[list[Variable], dict]:
         return [as_var(x)], {}
+
     named(front, name, f"jnp.{name}(x): elementwise, a bool array.")
-    return defop(name, lambda inputs, attrs: [(inputs[0].shape, BOOL)], f"jnp.{name}({{0}})",
-                 None)(front)
+    return defop(name, lambda inputs, attrs: [(inputs[0].shape, BOOL)], f"jnp.{name}({{0}})", None)(
+        front
+    )
 
 
 isnan = _is("isnan")
@@ -384,14 +552,22 @@ def mod(x1: ArrayLike, x2: ArrayLike) -> Variable:
 
 
 @public
-def clip(x: ArrayLike, min: ArrayLike | None = None, max: ArrayLike | None = None, *,
-         a_min: ArrayLike | None = None, a_max: ArrayLike | None = None) -> Variable:
+def clip(
+    x: ArrayLike,
+    min: ArrayLike | None = None,
+    max: ArrayLike | None = None,
+    *,
+    a_min: ArrayLike | None = None,
+    a_max: ArrayLike | None = None,
+) -> Variable:
     """jnp.clip(x, min=None, max=None): maximum with `min`, then minimum with `max`; NumPy's
     keywords `a_min` / `a_max` name the same bounds."""
     for name, new, old in (("min", min, a_min), ("max", max, a_max)):
         if new is not None and old is not None:
-            raise ShapeError(f"{name}= and a_{name}= are the same bound (a_{name} is NumPy's "
-                             "name): pass one", op="clip")
+            raise ShapeError(
+                f"{name}= and a_{name}= are the same bound (a_{name} is NumPy's name): pass one",
+                op="clip",
+            )
     min = a_min if min is None else min
     max = a_max if max is None else max
     out = as_var(x)
@@ -420,17 +596,21 @@ def imag(x: ArrayLike) -> Variable:
     return zeros_like(x)
 
 
-
-
 # ---------------------------------------------------------------- fmod, sinc, fmax/fmin, nan_to_num
+
 
 def _g_fmod_y(op: Op, g: Variable) -> Variable:
     q = op.inputs[0] / op.inputs[1]
     return negative(g * (sign(q) * floor(abs(q))))  # -g * trunc(x / y), as lax.rem's rule
 
 
-fmod = binary("fmod", "jnp.fmod({0}, {1})", (lambda op, g: g, _g_fmod_y), "intdiv",
-              doc="jnp.fmod(x1, x2): C's remainder (the result takes the sign of `x1`).")
+fmod = binary(
+    "fmod",
+    "jnp.fmod({0}, {1})",
+    (lambda op, g: g, _g_fmod_y),
+    "intdiv",
+    doc="jnp.fmod(x1, x2): C's remainder (the result takes the sign of `x1`).",
+)
 
 
 def _maclaurin_value(k: int) -> float:
@@ -438,8 +618,13 @@ def _maclaurin_value(k: int) -> float:
     return 0.0 if k % 2 else (-1.0) ** (k // 2) / (k + 1)
 
 
-@defop("sinc_maclaurin", same, "jnp.full_like({0}, {value})",
-       (lambda op, g: g * sinc_maclaurin(op.inputs[0], op.attrs["k"] + 1),), export="sinc")
+@defop(
+    "sinc_maclaurin",
+    same,
+    "jnp.full_like({0}, {value})",
+    (lambda op, g: g * sinc_maclaurin(op.inputs[0], op.attrs["k"] + 1),),
+    export="sinc",
+)
 def sinc_maclaurin(t: Variable, k: int) -> tuple[list[Variable], dict]:
     """The k-th derivative of sin(t)/t at 0, shaped like `t`; its gradient is the (k+1)-th,
     so that sinc has its true derivatives of every order at 0 (JAX's construction)."""
@@ -484,8 +669,13 @@ def fmin(x1: ArrayLike, x2: ArrayLike) -> Variable:
 
 
 @public
-def nan_to_num(x: ArrayLike, copy: bool = True, nan: float = 0.0, posinf: float | None = None,
-               neginf: float | None = None) -> Variable:
+def nan_to_num(
+    x: ArrayLike,
+    copy: bool = True,
+    nan: float = 0.0,
+    posinf: float | None = None,
+    neginf: float | None = None,
+) -> Variable:
     """jnp.nan_to_num: NaN, +inf and -inf replaced (by default with 0 and the dtype's largest
     and lowest values); integer and bool inputs are returned as they are."""
     x = as_var(x)

@@ -4,6 +4,7 @@ every forward-op module can import them without a cycle.
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -31,8 +32,14 @@ def assign(x: Variable, base: str | None = None) -> Variable:
     return emit1("assign", [x], base=base)
 
 
-@defop("sum", _sum_rule, lambda args, attrs: " + ".join(args),
-       lambda op, g, need: [g[0] if n else None for n in need], export=False, jvp=LINEAR)
+@defop(
+    "sum",
+    _sum_rule,
+    lambda args, attrs: " + ".join(args),
+    lambda op, g, need: [g[0] if n else None for n in need],
+    export=False,
+    jvp=LINEAR,
+)
 def add_n(xs: Sequence[Variable], base: str | None = None) -> Variable:
     """Fluid's `sum` op: the elementwise sum of same-typed values (gradient fan-in)."""
     return emit1("sum", list(xs), base=base)
@@ -44,8 +51,10 @@ def is_known_zero(g: Variable) -> bool:
     A grad maker drops a term of it, as JAX drops symbolic zeros, rather than computing it
     (inf * 0 is nan); a loop's grad maker leaves its carry out."""
     src = producer(g)
-    return src is not None and (src.type == "fill_zeros_like" or (
-        src.type == "fill_constant" and src.attrs.get("value") == 0))
+    return src is not None and (
+        src.type == "fill_zeros_like"
+        or (src.type == "fill_constant" and src.attrs.get("value") == 0)
+    )
 
 
 @defop("fill_zeros_like", same, "jnp.zeros_like({0})", ZERO, export=False)
@@ -60,7 +69,8 @@ def unbroadcast(g: Variable, shape: Shape) -> Variable:
         return g
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
-        lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1)
+        lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1
+    )
     out = emit1("reduce_sum", [g], {"axes": axes, "keepdims": False}) if axes else g
     return out if out.shape == shape else emit1("reshape", [out], {"shape": shape})
 

@@ -4,6 +4,7 @@ compositions of gathers, scatters and `where`.
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,8 +30,9 @@ from .sets import nonzero
 
 
 @public
-def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str = "raise",
-                      order: str = "C") -> Variable:
+def ravel_multi_index(
+    multi_index: Sequence[Any], dims: Sequence[int], mode: str = "raise", order: str = "C"
+) -> Variable:
     """jnp.ravel_multi_index: flat indices of index arrays into `dims` (mode 'clip' or
     'wrap'; 'raise' clips, as jnp under jit)."""
     if order not in ("C", "F"):
@@ -68,8 +70,9 @@ def unravel_index(indices: Any, shape: Sequence[int]) -> tuple[Variable, ...]:
 def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0) -> Variable:
     """jnp.select: the choice of the first true condition, else `default`."""
     if len(condlist) != len(choicelist):
-        raise ShapeError(f"select: {len(condlist)} conditions for {len(choicelist)} choices",
-                         op="select")
+        raise ShapeError(
+            f"select: {len(condlist)} conditions for {len(choicelist)} choices", op="select"
+        )
     choices = promoted(*choicelist, default)
     out = choices[-1]
     for cond, choice in reversed(list(zip(condlist, choices[:-1]))):
@@ -105,16 +108,26 @@ def ix_(*args: Any) -> tuple[Variable, ...]:
 
 
 @public
-def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | None = None,
-             fill_value: Any = 0, out: None = None) -> Variable:
+def compress(
+    condition: Any,
+    a: Any,
+    axis: int | None = None,
+    *,
+    size: int | None = None,
+    fill_value: Any = 0,
+    out: None = None,
+) -> Variable:
     """jnp.compress with JAX's `size=` (required here: the result's length must be static):
     the slices of `a` along `axis` where `condition` holds, padded with `fill_value`."""
     c = elementwise.astype(as_var(condition), np.dtype(bool))
     if c.ndim != 1:
         raise ShapeError(f"compress needs a 1-D condition, got {c.type_str()}", op="compress")
     if size is None:
-        raise ShapeError("compress needs size= in srcgrad (the result's length must be "
-                         "static, as under jax.jit)", op="compress")
+        raise ShapeError(
+            "compress needs size= in srcgrad (the result's length must be "
+            "static, as under jax.jit)",
+            op="compress",
+        )
     arr = ravel(as_var(a)) if axis is None else moveaxis(as_var(a), axis, 0)
     n = builtins.min(c.shape[0], arr.shape[0])
     if not 0 <= size <= arr.shape[0]:
@@ -129,37 +142,51 @@ def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | Non
 @public
 def extract(condition: Any, arr: Any, *, size: int | None = None, fill_value: Any = 0) -> Variable:
     """jnp.extract(condition, arr, size=, fill_value=): compress of the flattened arrays."""
-    return compress(ravel(as_var(condition)), ravel(as_var(arr)), size=size,
-                    fill_value=fill_value)
+    return compress(ravel(as_var(condition)), ravel(as_var(arr)), size=size, fill_value=fill_value)
 
 
 @public
-def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None,
-                   inplace: bool = True, *, mode: str | None = None) -> Variable:
+def put_along_axis(
+    arr: Any,
+    indices: Any,
+    values: Any,
+    axis: int | None,
+    inplace: bool = True,
+    *,
+    mode: str | None = None,
+) -> Variable:
     """jnp.put_along_axis(..., inplace=False): `arr` with `values` written at `indices`
     along `axis` (the functional form: srcgrad, as JAX, has no in-place update)."""
     if inplace:
-        raise ShapeError("put_along_axis needs inplace=False (arrays are immutable, as in "
-                         "jax.numpy)", op="put_along_axis")
+        raise ShapeError(
+            "put_along_axis needs inplace=False (arrays are immutable, as in jax.numpy)",
+            op="put_along_axis",
+        )
     a, idx = as_var(arr), as_var(indices)
     if axis is None:
         a, idx, axis = ravel(a), ravel(idx), 0
     ax = checked_axis(axis, a.ndim, "put_along_axis")
     if idx.ndim != a.ndim:
-        raise ShapeError(f"indices need the array's rank {a.ndim}, got {idx.type_str()}",
-                         op="put_along_axis")
+        raise ShapeError(
+            f"indices need the array's rank {a.ndim}, got {idx.type_str()}", op="put_along_axis"
+        )
     shape = tuple(idx.shape[d] if d == ax else a.shape[d] for d in range(a.ndim))
-    grids = [arange(n, dtype=idx.dtype).reshape(
-        tuple(n if d == i else 1 for d in range(a.ndim))) for i, n in enumerate(shape)]
-    where_ = tuple(elementwise.where(idx < 0, idx + a.shape[ax], idx) if d == ax else grids[d]
-                   for d in range(a.ndim))
+    grids = [
+        arange(n, dtype=idx.dtype).reshape(tuple(n if d == i else 1 for d in range(a.ndim)))
+        for i, n in enumerate(shape)
+    ]
+    where_ = tuple(
+        elementwise.where(idx < 0, idx + a.shape[ax], idx) if d == ax else grids[d]
+        for d in range(a.ndim)
+    )
     v = elementwise.astype(as_var(values), a.dtype)
     return a.at[where_].set(v, mode=mode)
 
 
 @public
-def mask_indices(n: int, mask_func: Callable[[Any, int], Any], k: int = 0, *,
-                 size: int | None = None) -> tuple[Variable, Variable]:
+def mask_indices(
+    n: int, mask_func: Callable[[Any, int], Any], k: int = 0, *, size: int | None = None
+) -> tuple[Variable, Variable]:
     """jnp.mask_indices(n, mask_func, k, size=): the indices where `mask_func(ones((n, n)), k)`
     is nonzero (`size=` required, as jnp under jit)."""
     i, j = nonzero(mask_func(ones((n, n)), k), size=size)

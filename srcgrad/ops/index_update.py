@@ -4,6 +4,7 @@ scatter.
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -36,9 +37,11 @@ from .shape import broadcast_to, reshape
 def _update_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     x, idx, u = inputs
     if x.ndim != 1 or idx.ndim != 1 or idx.dtype.kind not in "iu" or u.shape != idx.shape:
-        raise ShapeError(f"index_update needs a 1-D operand, 1-D integer positions and one "
-                         f"update per position, got {x.type_str()}, {idx.type_str()}, "
-                         f"{u.type_str()}")
+        raise ShapeError(
+            f"index_update needs a 1-D operand, 1-D integer positions and one "
+            f"update per position, got {x.type_str()}, {idx.type_str()}, "
+            f"{u.type_str()}"
+        )
     check_update_dtype(x, u)
     return [(x.shape, x.dtype)]
 
@@ -70,7 +73,9 @@ def _g_update(op: Op, g: list, need: list) -> list:
                 raise GradientError(
                     "the gradient of x.at[idx].multiply(u) with respect to u needs indices "
                     "without repeats (as in JAX): pass unique_indices=True if they are unique",
-                    op="index_update", loc=op.loc)
+                    op="index_update",
+                    loc=op.loc,
+                )
             gu = _read(multiply(gout, x), idx)
     else:
         out = op.outputs[0]
@@ -83,16 +88,18 @@ def _g_update(op: Op, g: list, need: list) -> list:
         g_at = _read(gout, idx)
         if need[0]:
             share = where(retained, 1.0 / (count + 1.0), 0.0)
-            gx = gout + scatter_add(zeros(x.shape, x.dtype), idx,
-                                    where(landed, g_at * ((share - 1.0) / refs), 0.0))
+            gx = gout + scatter_add(
+                zeros(x.shape, x.dtype), idx, where(landed, g_at * ((share - 1.0) / refs), 0.0)
+            )
         if need[2]:
             gu = where(success, g_at * where(retained, 1.0 / (count + 1.0), 1.0 / count), 0.0)
     return [gx, None, gu]
 
 
 @defop("index_update", _update_rule, _lower_update, _g_update, export=False)
-def index_update(x: Variable, positions: Variable, updates: Variable, kind: str,
-                 unique: bool = False) -> Emitted:
+def index_update(
+    x: Variable, positions: Variable, updates: Variable, kind: str, unique: bool = False
+) -> Emitted:
     """`x.at[positions].<kind>(updates)` on a flat `x` (kind: set, multiply, min or max);
     positions past the end are dropped."""
     return [x, positions, updates], {"kind": kind, "unique": unique}
@@ -152,8 +159,9 @@ class _IndexRef:
         unknown = set(kwargs) - {"indices_are_sorted", "unique_indices", "mode"}
         if unknown or kwargs.get("mode") not in (None, "drop", "promise_in_bounds"):
             raise ShapeError(f"x.at[...].{kind}: unsupported arguments {kwargs}", op="at")
-        return dispatch.call(_at_update, (self.x, self.index, values, kind,
-                                          bool(kwargs.get("unique_indices"))), {})
+        return dispatch.call(
+            _at_update, (self.x, self.index, values, kind, bool(kwargs.get("unique_indices"))), {}
+        )
 
 
 def decided(x: Variable, won: Variable, updates: Variable) -> Variable:
@@ -178,8 +186,13 @@ def _at_update(x: Any, index: Any, values: Any, kind: str, unique_indices: bool)
     if kind == "add":
         out = scatter_add(flat, p, fu, 0)
     elif kind == "set" and not unique and dtypes.is_inexact(x.dtype):
-        out = decided(flat, index_update(zeros(flat.shape, np.int32), p,
-                                         arange(1, p.shape[0] + 1, dtype=np.int32), "set"), fu)
+        out = decided(
+            flat,
+            index_update(
+                zeros(flat.shape, np.int32), p, arange(1, p.shape[0] + 1, dtype=np.int32), "set"
+            ),
+            fu,
+        )
     else:
         out = index_update(flat, p, fu, kind, unique)
     return reshape(out, x.shape)

@@ -3,6 +3,7 @@ take/scatter_add, one_hot (`x.at[...]` updates: index_update.py).
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -21,8 +22,17 @@ from ..core.registry import LINEAR, REMAT_VIEW, ZERO, OutType
 from .rules import broadcast_shapes, norm_axis
 from .creation import full, zeros
 from ..core.declare import Emitted, defop
-from .elementwise import (add, astype, greater_equal, less, logical_and, maximum, minimum,
-                          stop_gradient, where)
+from .elementwise import (
+    add,
+    astype,
+    greater_equal,
+    less,
+    logical_and,
+    maximum,
+    minimum,
+    stop_gradient,
+    where,
+)
 from .shape import broadcast_to, concatenate, reshape, rev, slice, transpose
 
 
@@ -31,6 +41,7 @@ def _index_rule(start: int) -> Any:
         for i in inputs[start:]:
             if i.shape != () or i.dtype.kind not in "iu":
                 raise ShapeError(f"indices must be integer scalars, got {i.type_str()}")
+
     return check
 
 
@@ -42,16 +53,20 @@ def _dynamic_slice_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> li
     x = inputs[0]
     _check_starts_1(inputs)
     if len(inputs) - 1 != x.ndim or any(s > d for s, d in zip(attrs["sizes"], x.shape)):
-        raise ShapeError(f"dynamic_slice of {x.shape} needs {x.ndim} start indices and sizes "
-                         f"within the shape, got sizes {attrs['sizes']}")
+        raise ShapeError(
+            f"dynamic_slice of {x.shape} needs {x.ndim} start indices and sizes "
+            f"within the shape, got sizes {attrs['sizes']}"
+        )
     return [(attrs["sizes"], x.dtype)]
 
 
 def check_update_dtype(x: Variable, update: Variable) -> None:
     """An update must already have the operand's dtype: a ShapeError otherwise."""
     if update.dtype != x.dtype:
-        raise ShapeError(f"the update must have the operand's dtype {x.dtype.name}, got "
-                         f"{update.dtype.name} (cast it with astype)")
+        raise ShapeError(
+            f"the update must have the operand's dtype {x.dtype.name}, got "
+            f"{update.dtype.name} (cast it with astype)"
+        )
 
 
 def _dus_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
@@ -62,8 +77,10 @@ def _dus_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType
         or len(inputs) - 2 != x.ndim
         or any(a > b for a, b in zip(u.shape, x.shape))
     ):
-        raise ShapeError("dynamic_update_slice needs an update no larger than the operand "
-                         "and one start index per axis")
+        raise ShapeError(
+            "dynamic_update_slice needs an update no larger than the operand "
+            "and one start index per axis"
+        )
     check_update_dtype(x, u)
     return [(x.shape, x.dtype)]
 
@@ -72,16 +89,18 @@ def _dyn_index_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[O
     x = inputs[0]
     _check_starts_1(inputs)
     axis = attrs["axis"]
-    return [(x.shape[:axis] + x.shape[axis + 1:], x.dtype)]
+    return [(x.shape[:axis] + x.shape[axis + 1 :], x.dtype)]
 
 
 def _dyn_update_index_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     x, v = inputs[:2]
     _check_starts_2(inputs)
     axis = attrs["axis"]
-    if v.shape != x.shape[:axis] + x.shape[axis + 1:]:
-        raise ShapeError(f"dynamic_update_index of {x.shape} along axis {axis} needs a value of "
-                         f"shape {x.shape[:axis] + x.shape[axis + 1:]}, got {v.shape}")
+    if v.shape != x.shape[:axis] + x.shape[axis + 1 :]:
+        raise ShapeError(
+            f"dynamic_update_index of {x.shape} along axis {axis} needs a value of "
+            f"shape {x.shape[:axis] + x.shape[axis + 1 :]}, got {v.shape}"
+        )
     check_update_dtype(x, v)
     return [(x.shape, x.dtype)]
 
@@ -91,13 +110,13 @@ def _take_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutTyp
     if idx.dtype.kind not in "iu":
         raise ShapeError(f"take needs integer indices, got {idx.type_str()}")
     a = attrs["axis"]
-    return [(x.shape[:a] + idx.shape + x.shape[a + 1:], x.dtype)]
+    return [(x.shape[:a] + idx.shape + x.shape[a + 1 :], x.dtype)]
 
 
 def _scatter_add_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     x, idx, u = inputs
     a = attrs["axis"]
-    want = x.shape[:a] + idx.shape + x.shape[a + 1:]
+    want = x.shape[:a] + idx.shape + x.shape[a + 1 :]
     if u.shape != want:
         raise ShapeError(f"scatter_add needs updates of shape {want}, got {u.shape}")
     return [(x.shape, x.dtype)]
@@ -108,6 +127,7 @@ def _one_hot_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[Out
 
 
 # ---------------------------------------------------------------- grad makers
+
 
 def _g_dynamic_slice(op: Op, g: list, need: list) -> list:
     x = op.inputs[0]
@@ -171,6 +191,7 @@ def _lower_dus(args: list[str], attrs: dict[str, str]) -> str:
 
 # ---------------------------------------------------------------- user-facing functions
 
+
 def _index_var(i: Any) -> Variable:
     v = as_var(i)
     if v.dtype.kind not in "iu" or v.shape != ():
@@ -188,8 +209,14 @@ def _index_vars(indices: Sequence[Any]) -> list[Variable]:
     return [astype(v, dt) for v in vs]
 
 
-@defop("dynamic_slice", _dynamic_slice_rule, _lower_dynamic_slice, _g_dynamic_slice,
-       jvp=LINEAR, remat=REMAT_VIEW)
+@defop(
+    "dynamic_slice",
+    _dynamic_slice_rule,
+    _lower_dynamic_slice,
+    _g_dynamic_slice,
+    jvp=LINEAR,
+    remat=REMAT_VIEW,
+)
 def dynamic_slice(x: Any, start_indices: Sequence[Any], slice_sizes: Sequence[int]) -> Emitted:
     """lax.dynamic_slice: a window of static size at traced start indices."""
     x = as_var(x)
@@ -208,8 +235,10 @@ def dynamic_update_slice(x: Any, update: Any, start_indices: Sequence[Any]) -> E
 
 #: `allow_negative_indices` came with jax 0.5.3. Before it, lax always wraps a negative index
 #: (the same values, one select more), so the emitted call leaves the flag out there.
-_NEGATIVE_FLAG = all("allow_negative_indices" in inspect.signature(f).parameters
-                     for f in (lax.dynamic_index_in_dim, lax.dynamic_update_index_in_dim))
+_NEGATIVE_FLAG = all(
+    "allow_negative_indices" in inspect.signature(f).parameters
+    for f in (lax.dynamic_index_in_dim, lax.dynamic_update_index_in_dim)
+)
 
 
 def _negative_flag(attrs: dict[str, str]) -> str:
@@ -217,37 +246,53 @@ def _negative_flag(attrs: dict[str, str]) -> str:
 
 
 def _lower_dyn_index(args: list[str], attrs: dict[str, str]) -> str:
-    return (f"lax.dynamic_index_in_dim({args[0]}, {args[1]}, {attrs['axis']}, keepdims=False"
-            f"{_negative_flag(attrs)})")
+    return (
+        f"lax.dynamic_index_in_dim({args[0]}, {args[1]}, {attrs['axis']}, keepdims=False"
+        f"{_negative_flag(attrs)})"
+    )
 
 
 def _lower_dyn_update_index(args: list[str], attrs: dict[str, str]) -> str:
-    return (f"lax.dynamic_update_index_in_dim({args[0]}, {args[1]}, {args[2]}, {attrs['axis']}"
-            f"{_negative_flag(attrs)})")
+    return (
+        f"lax.dynamic_update_index_in_dim({args[0]}, {args[1]}, {args[2]}, {attrs['axis']}"
+        f"{_negative_flag(attrs)})"
+    )
 
 
-@defop("dynamic_index", _dyn_index_rule, _lower_dyn_index, _g_dyn_index,
-       jvp=LINEAR, remat=REMAT_VIEW)
-def dynamic_index(x: Variable, index: Any, axis: int = 0, *,
-                  allow_negative_indices: bool = True) -> Emitted:
+@defop(
+    "dynamic_index", _dyn_index_rule, _lower_dyn_index, _g_dyn_index, jvp=LINEAR, remat=REMAT_VIEW
+)
+def dynamic_index(
+    x: Variable, index: Any, axis: int = 0, *, allow_negative_indices: bool = True
+) -> Emitted:
     """lax.dynamic_index_in_dim without the kept axis.
 
     `allow_negative_indices=False` (lax's option) promises `index >= 0`: srcgrad passes it
     where it has normalized the index or counts it from 0, which saves XLA a select.
     """
     x = as_var(x)
-    return [x, _index_var(index)], {"axis": norm_axis(axis, x.ndim),
-                                    "allow_negative_indices": allow_negative_indices}
+    return [x, _index_var(index)], {
+        "axis": norm_axis(axis, x.ndim),
+        "allow_negative_indices": allow_negative_indices,
+    }
 
 
-@defop("dynamic_update_index", _dyn_update_index_rule, _lower_dyn_update_index,
-       _g_dyn_update_index, jvp=LINEAR)
-def dynamic_update_index(x: Variable, value: Any, index: Any, axis: int = 0, *,
-                         allow_negative_indices: bool = True) -> Emitted:
+@defop(
+    "dynamic_update_index",
+    _dyn_update_index_rule,
+    _lower_dyn_update_index,
+    _g_dyn_update_index,
+    jvp=LINEAR,
+)
+def dynamic_update_index(
+    x: Variable, value: Any, index: Any, axis: int = 0, *, allow_negative_indices: bool = True
+) -> Emitted:
     """lax.dynamic_update_index_in_dim: write `value` at position `index` along `axis`."""
     x = as_var(x)
     return [x, as_var(value, like=x), _index_var(index)], {
-        "axis": norm_axis(axis, x.ndim), "allow_negative_indices": allow_negative_indices}
+        "axis": norm_axis(axis, x.ndim),
+        "allow_negative_indices": allow_negative_indices,
+    }
 
 
 @defop("take", _take_rule, "jnp.take({0}, {1}, axis={axis})", _g_take, jvp=LINEAR)
@@ -313,6 +358,7 @@ def _array_item(it: Any) -> Any:
     if isinstance(it, list):
         if has_traced(it):
             from .construct import array
+
             return array(it)
         arr = np.asarray(it)
         return arr.astype(dtypes.default_int()) if arr.size == 0 and arr.dtype.kind == "f" else arr
@@ -323,27 +369,35 @@ def expand_index(x: Variable, index: Any) -> list[Item]:
     """`index` as one item per axis of `x` (plus None for new axes): lists and arrays turned
     into index arrays, concrete bool masks into their `nonzero()` arrays, Ellipsis filled in."""
     items: list[Item] = []
-    for it in (index if isinstance(index, tuple) else (index,)):
+    for it in index if isinstance(index, tuple) else (index,):
         if isinstance(it, (bool, np.bool_)):
-            raise ShapeError("a bool scalar is not supported as an index; use x[None] to add "
-                             "an axis or sg.where to select", op="getitem")
-        if isinstance(it, (list, np.ndarray)) or (not isinstance(it, Variable)
-                                                   and hasattr(it, "__array__")):
+            raise ShapeError(
+                "a bool scalar is not supported as an index; use x[None] to add "
+                "an axis or sg.where to select",
+                op="getitem",
+            )
+        if isinstance(it, (list, np.ndarray)) or (
+            not isinstance(it, Variable) and hasattr(it, "__array__")
+        ):
             it = _array_item(it)
         if isinstance(it, np.ndarray):
             if it.dtype == np.bool_:
                 items.extend(np.nonzero(it))
                 continue
             if it.dtype.kind not in "iu":
-                raise ShapeError(f"indices must be integers or bools, got a {it.dtype} array",
-                                 op="getitem")
+                raise ShapeError(
+                    f"indices must be integers or bools, got a {it.dtype} array", op="getitem"
+                )
             it = int(it) if it.ndim == 0 else it
         elif isinstance(it, np.integer):
             it = int(it)
         elif isinstance(it, Variable):
             if it.dtype == np.dtype(bool):
-                raise ShapeError(f"a traced bool mask ({it.type_str()}) has no static result "
-                                 "shape; use sg.where, or a concrete NumPy mask", op="getitem")
+                raise ShapeError(
+                    f"a traced bool mask ({it.type_str()}) has no static result "
+                    "shape; use sg.where, or a concrete NumPy mask",
+                    op="getitem",
+                )
             if it.dtype.kind not in "iu":
                 raise ShapeError(f"indices must be integers, got {it.type_str()}", op="getitem")
         elif not (it is None or it is Ellipsis or isinstance(it, (int, builtins.slice, SliceAt))):
@@ -357,7 +411,7 @@ def expand_index(x: Variable, index: Any) -> list[Item]:
         raise ShapeError(f"too many indices ({used}) for {x.type_str()}", op="getitem")
     fill = [builtins.slice(None)] * (x.ndim - used)
     if ellipses:
-        items[ellipses[0]:ellipses[0] + 1] = fill
+        items[ellipses[0] : ellipses[0] + 1] = fill
     else:
         items += fill
     return items
@@ -367,8 +421,9 @@ def static_index(k: int | np.ndarray, axis: int, d: int) -> int | np.ndarray:
     """A concrete index checked against the axis size, negative values counted from the end."""
     if np.size(k) and not (np.all(k >= -d) and np.all(k < d)):
         bad = k if isinstance(k, int) else k[(k < -d) | (k >= d)].flat[0]
-        raise ShapeError(f"index {int(bad)} is out of bounds for axis {axis} of size {d}",
-                         op="getitem")
+        raise ShapeError(
+            f"index {int(bad)} is out of bounds for axis {axis} of size {d}", op="getitem"
+        )
     return k % d if isinstance(k, int) else (k % d).astype(dtypes.default_int())
 
 
@@ -405,8 +460,9 @@ def index_or_sentinel(x: Variable, index: Any, sentinel: int | None) -> Variable
             if st < 0:
                 reversed_axes.append(axis)
                 lo, st = lo + (n - 1) * st, -st
-            start[axis], limit[axis], strides[axis] = ((lo, lo + (n - 1) * st + 1, st) if n
-                                                       else (0, 0, 1))
+            start[axis], limit[axis], strides[axis] = (
+                (lo, lo + (n - 1) * st + 1, st) if n else (0, 0, 1)
+            )
             layout.append("slice")
             sliced.append(n)
         else:
@@ -416,8 +472,11 @@ def index_or_sentinel(x: Variable, index: Any, sentinel: int | None) -> Variable
             layout.append("adv")
         axis += 1
     traced = [i for _, i in adv if isinstance(i, Variable)]
-    general = builtins.any(np.ndim(i) for _, i in adv if not isinstance(i, Variable)) or \
-        builtins.any(i.ndim for i in traced) or (sentinel is not None and bool(traced))
+    general = (
+        builtins.any(np.ndim(i) for _, i in adv if not isinstance(i, Variable))
+        or builtins.any(i.ndim for i in traced)
+        or (sentinel is not None and bool(traced))
+    )
     if not general:  # ints become size-1 slices, traced scalars dynamic indices
         for a, i in adv:
             if isinstance(i, int):
@@ -428,17 +487,22 @@ def index_or_sentinel(x: Variable, index: Any, sentinel: int | None) -> Variable
     if reversed_axes:
         v = rev(v, reversed_axes)
     for a, it in at:
-        v = dynamic_slice(v, [it.start if k == a else 0 for k in range(v.ndim)],
-                          [it.size if k == a else n for k, n in enumerate(v.shape)])
+        v = dynamic_slice(
+            v,
+            [it.start if k == a else 0 for k in range(v.ndim)],
+            [it.size if k == a else n for k, n in enumerate(v.shape)],
+        )
     if not general:
         for a, i in reversed(adv):
             if isinstance(i, Variable):
                 n = v.shape[a]
-                v = dynamic_index(v, where(less(i, 0), add(i, n), i), a,
-                                  allow_negative_indices=False)
+                v = dynamic_index(
+                    v, where(less(i, 0), add(i, n), i), a, allow_negative_indices=False
+                )
         sizes = iter(sliced)
-        return reshape(v, tuple(1 if kind == "new" else next(sizes)
-                                for kind in layout if kind != "adv"))
+        return reshape(
+            v, tuple(1 if kind == "new" else next(sizes) for kind in layout if kind != "adv")
+        )
     return _gather(v, layout, adv, sentinel)
 
 
@@ -463,8 +527,9 @@ def _flat_index(adv: list[tuple[int, Any]], sizes: list[int]) -> tuple[Any, Vari
     return flat, valid
 
 
-def _gather(v: Variable, layout: list[str], adv: list[tuple[int, Any]],
-            sentinel: int | None) -> Variable:
+def _gather(
+    v: Variable, layout: list[str], adv: list[tuple[int, Any]], sentinel: int | None
+) -> Variable:
     """Advanced indexing of `v` (slices already applied): one `take` from the advanced axes
     flattened into one, then NumPy's placement of the broadcast index dims.
 
@@ -474,16 +539,22 @@ def _gather(v: Variable, layout: list[str], adv: list[tuple[int, Any]],
     adv_axes = [a for a, _ in adv]
     sizes = [v.shape[a] for a in adv_axes]
     rest = [a for a in range(v.ndim) if a not in adv_axes]
-    bshape = broadcast_shapes(*[tuple(np.shape(i)) if not isinstance(i, Variable) else i.shape
-                                for _, i in adv])
+    bshape = broadcast_shapes(
+        *[tuple(np.shape(i)) if not isinstance(i, Variable) else i.shape for _, i in adv]
+    )
     flat, valid = _flat_index(adv, sizes)
     single = len(adv) == 1  # one index array: a take along its axis, no transposes
     ax = adv_axes[0] if single else 0
-    vt = v if single else reshape(transpose(v, adv_axes + rest),
-                                  (int(np.prod(sizes, dtype=np.int64)),)
-                                  + tuple(v.shape[a] for a in rest))
+    vt = (
+        v
+        if single
+        else reshape(
+            transpose(v, adv_axes + rest),
+            (int(np.prod(sizes, dtype=np.int64)),) + tuple(v.shape[a] for a in rest),
+        )
+    )
     if sentinel is not None and valid is not None:
-        one_more = full(vt.shape[:ax] + (1,) + vt.shape[ax + 1:], sentinel, vt.dtype)
+        one_more = full(vt.shape[:ax] + (1,) + vt.shape[ax + 1 :], sentinel, vt.dtype)
         vt = concatenate([vt, one_more], ax)
         flat = where(valid, flat, vt.shape[ax] - 1)
     if not isinstance(flat, Variable):
@@ -498,7 +569,7 @@ def _gather(v: Variable, layout: list[str], adv: list[tuple[int, Any]],
         out = where(keep, out, stop_gradient(out))
     first = layout.index("adv")
     last = len(layout) - 1 - layout[::-1].index("adv")
-    together = layout[first:last + 1].count("adv") == last - first + 1
+    together = layout[first : last + 1].count("adv") == last - first + 1
     rest_dims = iter(d for k, d in enumerate(out.shape) if not ax <= k < ax + nb)
     shape: list[int] = [] if together else list(bshape)
     for k, kind in enumerate(layout):
@@ -510,6 +581,10 @@ def _gather(v: Variable, layout: list[str], adv: list[tuple[int, Any]],
             shape.extend(bshape)
     if together and not single:  # NumPy: adjacent advanced indices put their dims where they stand
         before = layout[:first].count("slice")
-        out = transpose(out, [nb + i for i in range(before)] + list(range(nb))
-                        + [nb + i for i in range(before, len(rest))])
+        out = transpose(
+            out,
+            [nb + i for i in range(before)]
+            + list(range(nb))
+            + [nb + i for i in range(before, len(rest))],
+        )
     return reshape(out, tuple(shape))

@@ -5,6 +5,7 @@ family, unstack, delete and insert with static positions. Composites of static s
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -47,16 +48,18 @@ def block(arrays: Any) -> Variable:
 
 def _static_positions(obj: Any, n: int, name: str) -> list[int]:
     if isinstance(obj, Variable):
-        raise ShapeError(f"{name} needs static positions (an int, a list of ints or a slice)",
-                         op=name)
+        raise ShapeError(
+            f"{name} needs static positions (an int, a list of ints or a slice)", op=name
+        )
     if isinstance(obj, slice):
         return list(range(n))[obj]
     return [int(i) for i in np.atleast_1d(np.asarray(obj))]
 
 
 @public
-def delete(arr: Any, obj: Any, axis: int | None = None, *,
-           assume_unique_indices: bool = False) -> Variable:
+def delete(
+    arr: Any, obj: Any, axis: int | None = None, *, assume_unique_indices: bool = False
+) -> Variable:
     """jnp.delete with static positions: `arr` without the entries at `obj` along `axis`."""
     a = as_var(arr)
     if axis is None:
@@ -84,20 +87,19 @@ def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Variable
     n = a.shape[axis]
     pos = [i % (n + 1) if i < 0 else i for i in _static_positions(obj, n + 1, "insert")]
     v = astype(as_var(values), a.dtype)
-    slot = a.shape[:axis] + (len(pos),) + a.shape[axis + 1:]
+    slot = a.shape[:axis] + (len(pos),) + a.shape[axis + 1 :]
     if v.ndim == a.ndim and len(pos) == 1 and v.shape[axis] != 1:
-        slot = a.shape[:axis] + (v.shape[axis],) + a.shape[axis + 1:]
+        slot = a.shape[:axis] + (v.shape[axis],) + a.shape[axis + 1 :]
         pos = pos * v.shape[axis]
-    v = moveaxis(broadcast_to(v if v.ndim == a.ndim else expand_to(v, a.ndim, axis), slot),
-                 axis, 0)
+    v = moveaxis(broadcast_to(v if v.ndim == a.ndim else expand_to(v, a.ndim, axis), slot), axis, 0)
     a0 = moveaxis(a, axis, 0)
     pieces, start = [], 0
     order = sorted(range(len(pos)), key=lambda k: (pos[k], k))
     for k in order:
         if pos[k] > start:
-            pieces.append(a0[start:pos[k]])
+            pieces.append(a0[start : pos[k]])
             start = pos[k]
-        pieces.append(v[k:k + 1])
+        pieces.append(v[k : k + 1])
     if start < n:
         pieces.append(a0[start:])
     return moveaxis(concatenate(pieces, 0), 0, axis)
@@ -141,8 +143,11 @@ def split(ary: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> 
         k = int(indices_or_sections)
         size = x.shape[norm_axis(axis, x.ndim)]
         if k <= 0 or size % k:
-            raise ShapeError(f"array split does not result in an equal division: an axis of "
-                             f"size {size} into {k} sections", op="split")
+            raise ShapeError(
+                f"array split does not result in an equal division: an axis of "
+                f"size {size} into {k} sections",
+                op="split",
+            )
     return array_split(x, indices_or_sections, axis)
 
 
@@ -150,9 +155,11 @@ def _split_at(name: str, axis: int, min_ndim: int) -> Any:
     def fn(ary: Any, indices_or_sections: int | Sequence[int]) -> list[Variable]:
         x = as_var(ary)
         if x.ndim < min_ndim:
-            raise ShapeError(f"{name} needs an array of rank at least {min_ndim}, got "
-                             f"{x.type_str()}", op=name)
+            raise ShapeError(
+                f"{name} needs an array of rank at least {min_ndim}, got {x.type_str()}", op=name
+            )
         return split(x, indices_or_sections, axis if x.ndim > 1 or name != "hsplit" else 0)
+
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"jnp.{name}(ary, indices_or_sections): split along axis {axis}."
     return public(fn)

@@ -22,6 +22,7 @@ key (srcgrad's form of a typed key); `impl` is the PRNG's name.
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import math
@@ -62,11 +63,14 @@ def _scatter_dn(dn: DimNums) -> Any:
 
 
 @lru_cache(maxsize=1024)
-def _gather_shape(x: tuple, idx: tuple, dts: tuple, dn: DimNums, sizes: tuple, mode: str
-                  ) -> tuple[tuple[int, ...], np.dtype]:
+def _gather_shape(
+    x: tuple, idx: tuple, dts: tuple, dn: DimNums, sizes: tuple, mode: str
+) -> tuple[tuple[int, ...], np.dtype]:
     out = jax.eval_shape(
         lambda a, i: lax.gather(a, i, _gather_dn(dn), sizes, mode=mode),
-        jax.ShapeDtypeStruct(x, dts[0]), jax.ShapeDtypeStruct(idx, dts[1]))
+        jax.ShapeDtypeStruct(x, dts[0]),
+        jax.ShapeDtypeStruct(idx, dts[1]),
+    )
     return tuple(out.shape), np.dtype(out.dtype)
 
 
@@ -74,15 +78,25 @@ def _gather_shape(x: tuple, idx: tuple, dts: tuple, dn: DimNums, sizes: tuple, m
 def _check_scatter(x: tuple, idx: tuple, upd: tuple, dts: tuple, dn: DimNums, mode: str) -> None:
     jax.eval_shape(
         lambda a, i, u: lax.scatter_add(a, i, u, _scatter_dn(dn), mode=mode),
-        jax.ShapeDtypeStruct(x, dts[0]), jax.ShapeDtypeStruct(idx, dts[1]),
-        jax.ShapeDtypeStruct(upd, dts[0]))
+        jax.ShapeDtypeStruct(x, dts[0]),
+        jax.ShapeDtypeStruct(idx, dts[1]),
+        jax.ShapeDtypeStruct(upd, dts[0]),
+    )
 
 
 def _gather_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     x, idx = inputs
     try:
-        return [_gather_shape(x.shape, idx.shape, (x.dtype, idx.dtype), attrs["dimension_numbers"],
-                              attrs["slice_sizes"], attrs["mode"])]
+        return [
+            _gather_shape(
+                x.shape,
+                idx.shape,
+                (x.dtype, idx.dtype),
+                attrs["dimension_numbers"],
+                attrs["slice_sizes"],
+                attrs["mode"],
+            )
+        ]
     except (TypeError, ValueError) as e:
         raise ShapeError(f"gather of {x.type_str()} at indices {idx.type_str()}: {e}") from None
 
@@ -90,36 +104,50 @@ def _gather_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutT
 def _scatter_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     x, idx, upd = inputs
     if upd.dtype != x.dtype:
-        raise ShapeError(f"scatter updates must have the operand's dtype {x.dtype.name}, got "
-                         f"{upd.type_str()}")
+        raise ShapeError(
+            f"scatter updates must have the operand's dtype {x.dtype.name}, got {upd.type_str()}"
+        )
     try:
-        _check_scatter(x.shape, idx.shape, upd.shape, (x.dtype, idx.dtype),
-                       attrs["dimension_numbers"], attrs["mode"])
+        _check_scatter(
+            x.shape,
+            idx.shape,
+            upd.shape,
+            (x.dtype, idx.dtype),
+            attrs["dimension_numbers"],
+            attrs["mode"],
+        )
     except (TypeError, ValueError) as e:
-        raise ShapeError(f"scatter into {x.type_str()} of {upd.type_str()} at indices "
-                         f"{idx.type_str()}: {e}") from None
+        raise ShapeError(
+            f"scatter into {x.type_str()} of {upd.type_str()} at indices {idx.type_str()}: {e}"
+        ) from None
     return [(x.shape, x.dtype)]
 
 
 def _lower_gather(args: list[str], attrs: dict[str, str]) -> str:
-    return (f"lax.gather({args[0]}, {args[1]}, "
-            f"lax.GatherDimensionNumbers(*{attrs['dimension_numbers']}{_CUT}), "
-            f"{attrs['slice_sizes']}, "
-            f"indices_are_sorted={attrs['indices_are_sorted']}, "
-            f"unique_indices={attrs['unique_indices']}, mode={attrs['mode']}, "
-            f"fill_value={attrs['fill_value']})")
+    return (
+        f"lax.gather({args[0]}, {args[1]}, "
+        f"lax.GatherDimensionNumbers(*{attrs['dimension_numbers']}{_CUT}), "
+        f"{attrs['slice_sizes']}, "
+        f"indices_are_sorted={attrs['indices_are_sorted']}, "
+        f"unique_indices={attrs['unique_indices']}, mode={attrs['mode']}, "
+        f"fill_value={attrs['fill_value']})"
+    )
 
 
 def _lower_scatter(fn: str) -> Any:
     def lower(args: list[str], attrs: dict[str, str]) -> str:
-        return (f"lax.{fn}({args[0]}, {args[1]}, {args[2]}, "
-                f"lax.ScatterDimensionNumbers(*{attrs['dimension_numbers']}{_CUT}), "
-                f"indices_are_sorted={attrs['indices_are_sorted']}, "
-                f"unique_indices={attrs['unique_indices']}, mode={attrs['mode']})")
+        return (
+            f"lax.{fn}({args[0]}, {args[1]}, {args[2]}, "
+            f"lax.ScatterDimensionNumbers(*{attrs['dimension_numbers']}{_CUT}), "
+            f"indices_are_sorted={attrs['indices_are_sorted']}, "
+            f"unique_indices={attrs['unique_indices']}, mode={attrs['mode']})"
+        )
+
     return lower
 
 
 # ---------------------------------------------------------------- grad makers
+
 
 def _window_sizes(operand: tuple[int, ...], upd: tuple[int, ...], dn: DimNums) -> tuple[int, ...]:
     """The gather slice sizes that read back what a scatter with `dn` wrote (JAX's transpose)."""
@@ -138,16 +166,33 @@ def _read_back(g: Variable, op: Op) -> Variable:
     """The gather of `g` at the positions a scatter op wrote (0 where its updates dropped)."""
     x, idx, upd = op.inputs
     a = op.attrs
-    return gather(g, idx, a["dimension_numbers"], _window_sizes(x.shape, upd.shape,
-                  a["dimension_numbers"]), a["mode"], 0, a["indices_are_sorted"],
-                  a["unique_indices"])
+    return gather(
+        g,
+        idx,
+        a["dimension_numbers"],
+        _window_sizes(x.shape, upd.shape, a["dimension_numbers"]),
+        a["mode"],
+        0,
+        a["indices_are_sorted"],
+        a["unique_indices"],
+    )
 
 
 def _g_gather(op: Op, g: list, need: list) -> list:
     x, idx = op.inputs
     a = op.attrs
-    return [scatter_add(zeros(x.shape, x.dtype), idx, g[0], a["dimension_numbers"], a["mode"],
-                        a["indices_are_sorted"], a["unique_indices"]), None]
+    return [
+        scatter_add(
+            zeros(x.shape, x.dtype),
+            idx,
+            g[0],
+            a["dimension_numbers"],
+            a["mode"],
+            a["indices_are_sorted"],
+            a["unique_indices"],
+        ),
+        None,
+    ]
 
 
 def _g_scatter_add(op: Op, g: list, need: list) -> list:
@@ -162,9 +207,15 @@ def _g_scatter(op: Op, g: list, need: list) -> list:
     a = op.attrs
     gx = gu = None
     if need[0]:
-        hit = overwrite(zeros(x.shape, np.int8), idx, full(upd.shape, 1, np.int8),
-                        a["dimension_numbers"], a["mode"], a["indices_are_sorted"],
-                        a["unique_indices"])
+        hit = overwrite(
+            zeros(x.shape, np.int8),
+            idx,
+            full(upd.shape, 1, np.int8),
+            a["dimension_numbers"],
+            a["mode"],
+            a["indices_are_sorted"],
+            a["unique_indices"],
+        )
         gx = where(equal(hit, 0), g[0], 0.0)
     if need[2]:
         gu = _read_back(g[0], op)
@@ -183,9 +234,12 @@ def _g_scatter_mul(op: Op, g: list, need: list) -> list:
         gx = scatter_mul(g[0], idx, upd, a["dimension_numbers"], a["mode"], *flags)
     if need[2]:
         if not a["unique_indices"]:
-            raise GradientError("the gradient of scatter-mul (x.at[idx].multiply(v)) with "
-                                "respect to the updates needs unique indices (as in JAX)",
-                                op="lax_scatter_mul", loc=op.loc)
+            raise GradientError(
+                "the gradient of scatter-mul (x.at[idx].multiply(v)) with "
+                "respect to the updates needs unique indices (as in JAX)",
+                op="lax_scatter_mul",
+                loc=op.loc,
+            )
         gu = _read_back(g[0] * x, op)
     return [gx, None, gu]
 
@@ -204,6 +258,7 @@ def _g_scatter_extremal(op: Op, g: list, need: list) -> list:
 
     def count(v: Variable) -> Variable:
         return at(scatter_add(zeros(x.shape, x.dtype), idx, v, dn, "fill"))
+
     target = at(op.outputs[0])
     won, kept = equal(upd, target), equal(at(x), target)
     wins = count(where(won, 1.0, 0.0).astype(x.dtype))
@@ -221,18 +276,30 @@ def _g_scatter_extremal(op: Op, g: list, need: list) -> list:
 
 # ---------------------------------------------------------------- the ops
 
+
 def _attrs(dn: Sequence[Sequence[int]], mode: str, sorted_: bool, unique: bool) -> dict[str, Any]:
     if mode not in MODES:
         raise ShapeError(f"gather/scatter mode must be one of {MODES}, got {mode!r}")
     parts = tuple(tuple(int(d) for d in part) for part in dn)
-    return {"dimension_numbers": parts + ((),) * (5 - len(parts)), "mode": mode,
-            "indices_are_sorted": bool(sorted_), "unique_indices": bool(unique)}
+    return {
+        "dimension_numbers": parts + ((),) * (5 - len(parts)),
+        "mode": mode,
+        "indices_are_sorted": bool(sorted_),
+        "unique_indices": bool(unique),
+    }
 
 
 @defop("lax_gather", _gather_rule, _lower_gather, _g_gather, export=False, base="gather")
-def gather(x: Variable, indices: Variable, dimension_numbers: Sequence[Sequence[int]],
-           slice_sizes: Sequence[int], mode: str = "fill", fill_value: float | None = None,
-           indices_are_sorted: bool = False, unique_indices: bool = False) -> Any:
+def gather(
+    x: Variable,
+    indices: Variable,
+    dimension_numbers: Sequence[Sequence[int]],
+    slice_sizes: Sequence[int],
+    mode: str = "fill",
+    fill_value: float | None = None,
+    indices_are_sorted: bool = False,
+    unique_indices: bool = False,
+) -> Any:
     """lax.gather (dimension numbers as five tuples, in GatherDimensionNumbers' order)."""
     attrs = _attrs(dimension_numbers, mode, indices_are_sorted, unique_indices)
     attrs["slice_sizes"] = tuple(int(s) for s in slice_sizes)
@@ -240,30 +307,62 @@ def gather(x: Variable, indices: Variable, dimension_numbers: Sequence[Sequence[
     return [x, indices], attrs
 
 
-@defop("lax_scatter_add", _scatter_rule, _lower_scatter("scatter_add"), _g_scatter_add,
-       export=False, base="scatter_add")
-def scatter_add(x: Variable, indices: Variable, updates: Variable,
-                dimension_numbers: Sequence[Sequence[int]], mode: str = "fill",
-                indices_are_sorted: bool = False, unique_indices: bool = False) -> Any:
+@defop(
+    "lax_scatter_add",
+    _scatter_rule,
+    _lower_scatter("scatter_add"),
+    _g_scatter_add,
+    export=False,
+    base="scatter_add",
+)
+def scatter_add(
+    x: Variable,
+    indices: Variable,
+    updates: Variable,
+    dimension_numbers: Sequence[Sequence[int]],
+    mode: str = "fill",
+    indices_are_sorted: bool = False,
+    unique_indices: bool = False,
+) -> Any:
     """lax.scatter_add (dimension numbers as five tuples, in ScatterDimensionNumbers' order)."""
-    return [x, indices, updates], _attrs(dimension_numbers, mode, indices_are_sorted,
-                                         unique_indices)
+    return [x, indices, updates], _attrs(
+        dimension_numbers, mode, indices_are_sorted, unique_indices
+    )
 
 
-@defop("lax_scatter", _scatter_rule, _lower_scatter("scatter"), _g_scatter, export=False,
-       base="scatter")
-def overwrite(x: Variable, indices: Variable, updates: Variable,
-              dimension_numbers: Sequence[Sequence[int]], mode: str = "fill",
-              indices_are_sorted: bool = False, unique_indices: bool = False) -> Any:
+@defop(
+    "lax_scatter",
+    _scatter_rule,
+    _lower_scatter("scatter"),
+    _g_scatter,
+    export=False,
+    base="scatter",
+)
+def overwrite(
+    x: Variable,
+    indices: Variable,
+    updates: Variable,
+    dimension_numbers: Sequence[Sequence[int]],
+    mode: str = "fill",
+    indices_are_sorted: bool = False,
+    unique_indices: bool = False,
+) -> Any:
     """lax.scatter as one op: `updates` written over `x` (one of several updates to a
     position wins; which is unspecified on GPU)."""
-    return [x, indices, updates], _attrs(dimension_numbers, mode, indices_are_sorted,
-                                         unique_indices)
+    return [x, indices, updates], _attrs(
+        dimension_numbers, mode, indices_are_sorted, unique_indices
+    )
 
 
-def scatter(x: Variable, indices: Variable, updates: Variable,
-            dimension_numbers: Sequence[Sequence[int]], mode: str = "fill",
-            indices_are_sorted: bool = False, unique_indices: bool = False) -> Variable:
+def scatter(
+    x: Variable,
+    indices: Variable,
+    updates: Variable,
+    dimension_numbers: Sequence[Sequence[int]],
+    mode: str = "fill",
+    indices_are_sorted: bool = False,
+    unique_indices: bool = False,
+) -> Variable:
     """lax.scatter: `updates` written over `x`; float updates that may collide through one
     scatter of update ids (`index_update.decided`)."""
     # One index vector (the last axis of `indices`) writes one window: nothing collides.
@@ -272,110 +371,168 @@ def scatter(x: Variable, indices: Variable, updates: Variable,
     if unique_indices or not dtypes.is_inexact(updates.dtype):
         return overwrite(x, indices, updates, dimension_numbers, mode, *flags)
     ids = reshape(arange(1, updates.size + 1, dtype=np.int32), updates.shape)
-    return decided(x, overwrite(zeros(x.shape, np.int32), indices, ids, dimension_numbers,
-                                mode, *flags), updates)
+    return decided(
+        x,
+        overwrite(zeros(x.shape, np.int32), indices, ids, dimension_numbers, mode, *flags),
+        updates,
+    )
 
 
 def _combining(name: str, lax_fn: str, grad: Any, doc: str) -> Any:
-    def front(x: Variable, indices: Variable, updates: Variable,
-              dimension_numbers: Sequence[Sequence[int]], mode: str = "fill",
-              indices_are_sorted: bool = False, unique_indices: bool = False) -> Any:
-        return [x, indices, updates], _attrs(dimension_numbers, mode, indices_are_sorted,
-                                             unique_indices)
+    def front(
+        x: Variable,
+        indices: Variable,
+        updates: Variable,
+        dimension_numbers: Sequence[Sequence[int]],
+        mode: str = "fill",
+        indices_are_sorted: bool = False,
+        unique_indices: bool = False,
+    ) -> Any:
+        return [x, indices, updates], _attrs(
+            dimension_numbers, mode, indices_are_sorted, unique_indices
+        )
+
     named(front, lax_fn, doc)
-    return defop(name, _scatter_rule, _lower_scatter(lax_fn), grad, export=False,
-                 base=lax_fn)(front)
+    return defop(name, _scatter_rule, _lower_scatter(lax_fn), grad, export=False, base=lax_fn)(
+        front
+    )
 
 
-scatter_mul = _combining("lax_scatter_mul", "scatter_mul", _g_scatter_mul,
-                         "lax.scatter_mul: `x` times `updates` at the indices.")
-scatter_min = _combining("lax_scatter_min", "scatter_min", _g_scatter_extremal,
-                         "lax.scatter_min: the minimum of `x` and the updates at the indices.")
-scatter_max = _combining("lax_scatter_max", "scatter_max", _g_scatter_extremal,
-                         "lax.scatter_max: the maximum of `x` and the updates at the indices.")
+scatter_mul = _combining(
+    "lax_scatter_mul",
+    "scatter_mul",
+    _g_scatter_mul,
+    "lax.scatter_mul: `x` times `updates` at the indices.",
+)
+scatter_min = _combining(
+    "lax_scatter_min",
+    "scatter_min",
+    _g_scatter_extremal,
+    "lax.scatter_min: the minimum of `x` and the updates at the indices.",
+)
+scatter_max = _combining(
+    "lax_scatter_max",
+    "scatter_max",
+    _g_scatter_extremal,
+    "lax.scatter_max: the maximum of `x` and the updates at the indices.",
+)
 
 
 def _refused(what: str) -> Any:
     """The grad maker of a row JAX cannot differentiate: its error, at the op."""
+
     def grad(op: Op, g: list, need: list) -> list:
-        raise GradientError(f"JAX cannot differentiate {what} either; it is on the "
-                            "differentiated path", op=op.type, loc=op.loc)
+        raise GradientError(
+            f"JAX cannot differentiate {what} either; it is on the differentiated path",
+            op=op.type,
+            loc=op.loc,
+        )
+
     return grad
 
 
 def _row(name: str, fn: Callable[..., Any], lower: str, doc: str, grad: Any = ZERO) -> Any:
     """An internal row lowered to `lower` whose shapes and dtypes are those of the JAX
     function `fn(*inputs, **attrs)` (the same computation)."""
+
     @lru_cache(maxsize=1024)
     def shapes(avals: tuple, attrs: tuple) -> list[OutType]:
-        out = jax.eval_shape(lambda *xs: fn(*xs, **dict(attrs)),
-                             *[jax.ShapeDtypeStruct(s, d) for s, d in avals])
+        out = jax.eval_shape(
+            lambda *xs: fn(*xs, **dict(attrs)), *[jax.ShapeDtypeStruct(s, d) for s, d in avals]
+        )
         return [(tuple(o.shape), np.dtype(o.dtype)) for o in jax.tree_util.tree_leaves(out)]
 
     def infer(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
         try:
             return shapes(tuple((v.shape, v.dtype) for v in inputs), tuple(sorted(attrs.items())))
         except (TypeError, ValueError) as e:
-            raise ShapeError(f"{name} of {', '.join(v.type_str() for v in inputs)}: "
-                             f"{str(e).splitlines()[0] if str(e) else e}") from None
+            raise ShapeError(
+                f"{name} of {', '.join(v.type_str() for v in inputs)}: "
+                f"{str(e).splitlines()[0] if str(e) else e}"
+            ) from None
 
     def front(*inputs: Any, **attrs: Any) -> tuple[list[Variable], dict]:
         return [as_var(x) for x in inputs], attrs
+
     named(front, name, doc)
     return defop(name, infer, lower, grad, export=False)(front)
 
 
-top_k_indices = _row("lax_top_k", lambda x, k: lax.top_k(x, k)[1], "lax.top_k({0}, {k})[1]",
-                     "The indices of lax.top_k(x, k) (the k largest along the last axis).")
+top_k_indices = _row(
+    "lax_top_k",
+    lambda x, k: lax.top_k(x, k)[1],
+    "lax.top_k({0}, {k})[1]",
+    "The indices of lax.top_k(x, k) (the k largest along the last axis).",
+)
 
 
-nextafter = _row("lax_nextafter", jnp.nextafter, "jnp.nextafter({0}, {1})",
-                 "jnp.nextafter(x1, x2): the next float after x1 towards x2 (no gradient, as "
-                 "in JAX).", grad=_refused("nextafter"))
+nextafter = _row(
+    "lax_nextafter",
+    jnp.nextafter,
+    "jnp.nextafter({0}, {1})",
+    "jnp.nextafter(x1, x2): the next float after x1 towards x2 (no gradient, as in JAX).",
+    grad=_refused("nextafter"),
+)
 
 
-bitcast = _row("lax_bitcast", lambda x, dtype: lax.bitcast_convert_type(x, dtype),
-               "lax.bitcast_convert_type({0}, {dtype})",
-               "lax.bitcast_convert_type(x, dtype): the same bits read as `dtype`.")
+bitcast = _row(
+    "lax_bitcast",
+    lambda x, dtype: lax.bitcast_convert_type(x, dtype),
+    "lax.bitcast_convert_type({0}, {dtype})",
+    "lax.bitcast_convert_type(x, dtype): the same bits read as `dtype`.",
+)
 
 
 pivots_to_permutation = _row(
     "lax_lu_pivots_to_permutation",
     lambda p, size: lax.linalg.lu_pivots_to_permutation(p, size),
     "lax.linalg.lu_pivots_to_permutation({0}, {size})",
-    "lax.linalg.lu_pivots_to_permutation(pivots, size): LU's row swaps as a permutation.")
+    "lax.linalg.lu_pivots_to_permutation(pivots, size): LU's row swaps as a permutation.",
+)
 
 
 def _key(data: Any, impl: str) -> Any:
     return jax.random.wrap_key_data(data, impl=impl)
 
 
-prng_seed = _row("prng_seed", lambda s, impl: jax.random.key_data(jax.random.key(s, impl=impl)),
-                 "jax.random.key_data(jax.random.key({0}, impl={impl}))",
-                 "The key data of jax.random.key(seed, impl=impl).")
+prng_seed = _row(
+    "prng_seed",
+    lambda s, impl: jax.random.key_data(jax.random.key(s, impl=impl)),
+    "jax.random.key_data(jax.random.key({0}, impl={impl}))",
+    "The key data of jax.random.key(seed, impl=impl).",
+)
 
 
-prng_bits = _row("prng_bits", lambda k, impl, shape, dtype: jax.random.bits(_key(k, impl), shape,
-                                                                            dtype),
-                 "jax.random.bits(jax.random.wrap_key_data({0}, impl={impl}), {shape}, {dtype})",
-                 "jax.random.bits of the key with data `k`.")
+prng_bits = _row(
+    "prng_bits",
+    lambda k, impl, shape, dtype: jax.random.bits(_key(k, impl), shape, dtype),
+    "jax.random.bits(jax.random.wrap_key_data({0}, impl={impl}), {shape}, {dtype})",
+    "jax.random.bits of the key with data `k`.",
+)
 
 
-prng_split = _row("prng_split", lambda k, impl, shape: jax.random.key_data(
-                      jax.random.split(_key(k, impl), shape)),
-                  "jax.random.key_data(jax.random.split(jax.random.wrap_key_data({0}, "
-                  "impl={impl}), {shape}))", "The key data of jax.random.split.")
+prng_split = _row(
+    "prng_split",
+    lambda k, impl, shape: jax.random.key_data(jax.random.split(_key(k, impl), shape)),
+    "jax.random.key_data(jax.random.split(jax.random.wrap_key_data({0}, impl={impl}), {shape}))",
+    "The key data of jax.random.split.",
+)
 
 
-prng_fold_in = _row("prng_fold_in", lambda k, m, impl: jax.random.key_data(
-                        jax.random.fold_in(_key(k, impl), m)),
-                    "jax.random.key_data(jax.random.fold_in(jax.random.wrap_key_data({0}, "
-                    "impl={impl}), {1}))", "The key data of jax.random.fold_in.")
+prng_fold_in = _row(
+    "prng_fold_in",
+    lambda k, m, impl: jax.random.key_data(jax.random.fold_in(_key(k, impl), m)),
+    "jax.random.key_data(jax.random.fold_in(jax.random.wrap_key_data({0}, impl={impl}), {1}))",
+    "The key data of jax.random.fold_in.",
+)
 
 
-threefry_2x32 = _row("threefry2x32", lambda k1, k2, x: jax.extend.random.threefry_2x32((k1, k2), x),
-                     "jax.extend.random.threefry_2x32(({0}, {1}), {2})",
-                     "The Threefry-2x32 hash of the uint32 array x under the key (k1, k2).")
+threefry_2x32 = _row(
+    "threefry2x32",
+    lambda k1, k2, x: jax.extend.random.threefry_2x32((k1, k2), x),
+    "jax.extend.random.threefry_2x32(({0}, {1}), {2})",
+    "The Threefry-2x32 hash of the uint32 array x under the key (k1, k2).",
+)
 
 
 def _callback_infer(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
@@ -387,25 +544,33 @@ def _callback_lower(em: Any, op: Op) -> None:
     callback and the shapes are constants of the program."""
     callback = op.attrs["callback"]
     em.consts.append(lambda *xs: tuple(callback(*xs)))
-    em.consts.append(tuple(jax.ShapeDtypeStruct(a.shape, a.dtype)
-                           for a in op.attrs["result_avals"]))
+    em.consts.append(
+        tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in op.attrs["result_avals"])
+    )
     n = len(em.consts)
     args = "".join(f", {em.name(v)}" for v in op.inputs)
     kw = "".join(f", {k}={v!r}" for k, v in op.attrs["options"])
-    em.assign(op.outputs, f"jax.pure_callback(_consts[{n - 2}], _consts[{n - 1}]{args}{kw})",
-              unpack=True)
+    em.assign(
+        op.outputs, f"jax.pure_callback(_consts[{n - 2}], _consts[{n - 1}]{args}{kw})", unpack=True
+    )
 
 
-def pure_callback(callback: Callable[..., Any], result_avals: Sequence[Any],
-                  options: tuple[tuple[str, Any], ...], args: Sequence[Variable]
-                  ) -> list[Variable]:
+def pure_callback(
+    callback: Callable[..., Any],
+    result_avals: Sequence[Any],
+    options: tuple[tuple[str, Any], ...],
+    args: Sequence[Variable],
+) -> list[Variable]:
     """jax.pure_callback's primitive: `callback` (flat arrays in, a sequence of arrays out)
     on `args`; `options` are its keyword arguments (vmap_method, or vectorized in older
     JAX). No gradient (JAX has none)."""
-    return emit("pure_callback", list(args), {"callback": callback,
-                                              "result_avals": tuple(result_avals),
-                                              "options": tuple(options)})
+    return emit(
+        "pure_callback",
+        list(args),
+        {"callback": callback, "result_avals": tuple(result_avals), "options": tuple(options)},
+    )
 
 
-register("pure_callback", _callback_infer, None, _refused("pure_callback"),
-         lower_stmt=_callback_lower)
+register(
+    "pure_callback", _callback_infer, None, _refused("pure_callback"), lower_stmt=_callback_lower
+)

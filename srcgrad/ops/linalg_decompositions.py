@@ -8,6 +8,7 @@ ops, so it can be differentiated again. Real floating-point inputs; ints are pro
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any, NamedTuple, Sequence
@@ -45,6 +46,7 @@ class QRResult(NamedTuple):
 
 
 # ---------------------------------------------------------------- helpers
+
 
 def matrix_t(x: Variable) -> Variable:
     """The transpose of the last two axes (jax's `x.mT`)."""
@@ -98,13 +100,15 @@ def inexact_all(*xs: Any) -> list[Variable]:
     return [astype(v, dt) for v in vs]
 
 
-def check_matrices(x: Variable, what: str, square: bool = True, floating: bool = True
-              ) -> tuple[int, int]:
+def check_matrices(
+    x: Variable, what: str, square: bool = True, floating: bool = True
+) -> tuple[int, int]:
     """Check that `x` is a (batch of) matrices, square if `square`, floating-point if
     `floating`; return (m, n)."""
     if x.ndim < 2:
-        raise ShapeError(f"{what} needs an array of rank >= 2 (a batch of matrices), got "
-                         f"{x.type_str()}")
+        raise ShapeError(
+            f"{what} needs an array of rank >= 2 (a batch of matrices), got {x.type_str()}"
+        )
     m, n = x.shape[-2:]
     if square and m != n:
         raise ShapeError(f"{what} needs square matrices (..., n, n), got {x.type_str()}")
@@ -118,10 +122,12 @@ def _square_rule(what: str) -> Any:
         x = inputs[0]
         check_matrices(x, what)
         return [(x.shape, x.dtype)]
+
     return infer
 
 
 # ---------------------------------------------------------------- cholesky
+
 
 def _g_cholesky(op: Op, g: list, need: list) -> list:
     """S_bar = L^-T phi(L^T L_bar) L^-1, phi = lower triangle with the diagonal halved."""
@@ -143,8 +149,13 @@ def _read_triangle(g: Variable, lower: bool) -> Variable:
     return add(_triu(g), _triu(matrix_t(g), 1))
 
 
-@defop("cholesky", _square_rule("cholesky"), "lax.linalg.cholesky({0}, symmetrize_input=False)",
-       _g_cholesky, export="linalg.cholesky")
+@defop(
+    "cholesky",
+    _square_rule("cholesky"),
+    "lax.linalg.cholesky({0}, symmetrize_input=False)",
+    _g_cholesky,
+    export="linalg.cholesky",
+)
 def lax_cholesky(x: Variable) -> Emitted:
     """lax.linalg.cholesky without symmetrizing: the lower factor, from the lower triangle."""
     return [x], {}
@@ -164,16 +175,21 @@ def cholesky(a: Any, *, upper: bool = False, symmetrize_input: bool = True) -> V
 
 # ---------------------------------------------------------------- triangular solve
 
+
 def _trisolve_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     a, b = inputs
     check_matrices(a, "triangular_solve")
     if b.ndim != a.ndim or a.shape[:-2] != b.shape[:-2]:
-        raise ShapeError(f"triangular_solve needs b of a's batch shape and rank, got "
-                         f"{a.type_str()} and {b.type_str()}")
+        raise ShapeError(
+            f"triangular_solve needs b of a's batch shape and rank, got "
+            f"{a.type_str()} and {b.type_str()}"
+        )
     common = b.shape[-2] if attrs["left_side"] else b.shape[-1]
     if common != a.shape[-1]:
-        raise ShapeError(f"triangular_solve: a {a.type_str()} does not match b {b.type_str()} "
-                         f"(left_side={attrs['left_side']})")
+        raise ShapeError(
+            f"triangular_solve: a {a.type_str()} does not match b {b.type_str()} "
+            f"(left_side={attrs['left_side']})"
+        )
     if a.dtype != b.dtype:
         raise ShapeError(f"triangular_solve needs one dtype, got {a.type_str()} and {b.type_str()}")
     return [(b.shape, b.dtype)]
@@ -185,8 +201,14 @@ def _g_trisolve(op: Op, g: list, need: list) -> list:
     a, _ = op.inputs
     x = op.outputs[0]
     at = op.attrs
-    gb = triangular_solve(a, g[0], left_side=at["left_side"], lower=at["lower"],
-                          transpose_a=not at["transpose_a"], unit_diagonal=at["unit_diagonal"])
+    gb = triangular_solve(
+        a,
+        g[0],
+        left_side=at["left_side"],
+        lower=at["lower"],
+        transpose_a=not at["transpose_a"],
+        unit_diagonal=at["unit_diagonal"],
+    )
     ga = None
     if need[0]:
         if at["left_side"]:
@@ -199,24 +221,49 @@ def _g_trisolve(op: Op, g: list, need: list) -> list:
 
 
 def _lower_trisolve(args: list[str], attrs: dict[str, str]) -> str:
-    return (f"lax.linalg.triangular_solve({args[0]}, {args[1]}, left_side={attrs['left_side']}, "
-            f"lower={attrs['lower']}, transpose_a={attrs['transpose_a']}, "
-            f"unit_diagonal={attrs['unit_diagonal']})")
+    return (
+        f"lax.linalg.triangular_solve({args[0]}, {args[1]}, left_side={attrs['left_side']}, "
+        f"lower={attrs['lower']}, transpose_a={attrs['transpose_a']}, "
+        f"unit_diagonal={attrs['unit_diagonal']})"
+    )
 
 
-@defop("triangular_solve", _trisolve_rule, _lower_trisolve, _g_trisolve,
-       export="linalg.solve_triangular")
-def triangular_solve(a: Variable, b: Variable, *, left_side: bool = False, lower: bool = False,
-                     transpose_a: bool = False, unit_diagonal: bool = False) -> Emitted:
+@defop(
+    "triangular_solve",
+    _trisolve_rule,
+    _lower_trisolve,
+    _g_trisolve,
+    export="linalg.solve_triangular",
+)
+def triangular_solve(
+    a: Variable,
+    b: Variable,
+    *,
+    left_side: bool = False,
+    lower: bool = False,
+    transpose_a: bool = False,
+    unit_diagonal: bool = False,
+) -> Emitted:
     """lax.linalg.triangular_solve (real): x with op(a) x = b (left_side) or x op(a) = b."""
-    return [a, b], {"left_side": bool(left_side), "lower": bool(lower),
-                    "transpose_a": bool(transpose_a), "unit_diagonal": bool(unit_diagonal)}
+    return [a, b], {
+        "left_side": bool(left_side),
+        "lower": bool(lower),
+        "transpose_a": bool(transpose_a),
+        "unit_diagonal": bool(unit_diagonal),
+    }
 
 
 @public_in("linalg")
-def solve_triangular(a: Any, b: Any, trans: int | str = 0, lower: bool = False,
-                     unit_diagonal: bool = False, overwrite_b: bool = False, debug: Any = None,
-                     check_finite: bool = True) -> Variable:
+def solve_triangular(
+    a: Any,
+    b: Any,
+    trans: int | str = 0,
+    lower: bool = False,
+    unit_diagonal: bool = False,
+    overwrite_b: bool = False,
+    debug: Any = None,
+    check_finite: bool = True,
+) -> Variable:
     """jax.scipy.linalg.solve_triangular: x with a x = b (`trans` 0/'N'), a^T x = b (1/'T',
     2/'C'); b is (n,) or (..., n, k); batch dimensions broadcast."""
     what = "linalg.solve_triangular"
@@ -229,17 +276,20 @@ def solve_triangular(a: Any, b: Any, trans: int | str = 0, lower: bool = False,
     if vector:
         b = column(b)
     if b.ndim < 2 or b.shape[-2] != a.shape[-1]:
-        raise ShapeError(f"b must be (n,) or (..., n, k) for a {a.type_str()}, got "
-                         f"{b.type_str()}", op=what)
+        raise ShapeError(
+            f"b must be (n,) or (..., n, k) for a {a.type_str()}, got {b.type_str()}", op=what
+        )
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = broadcast_to(a, batch + a.shape[-2:])
     b = broadcast_to(b, batch + b.shape[-2:])
-    x = triangular_solve(a, b, left_side=True, lower=lower, transpose_a=transpose,
-                         unit_diagonal=unit_diagonal)
+    x = triangular_solve(
+        a, b, left_side=True, lower=lower, transpose_a=transpose, unit_diagonal=unit_diagonal
+    )
     return reshape(x, x.shape[:-1]) if vector else x
 
 
 # ---------------------------------------------------------------- eigh
+
 
 def _eigh_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     a = inputs[0]
@@ -260,9 +310,13 @@ def _g_eigh(op: Op, g: list, need: list) -> list:
     return [_read_triangle(matmul(v, matmul(inner, matrix_t(v))), op.attrs["lower"])]
 
 
-register("eigh", _eigh_rule,
-         "lax.linalg.eigh({0}, lower={lower}, symmetrize_input=False)", _g_eigh,
-         public="linalg.eigh")
+register(
+    "eigh",
+    _eigh_rule,
+    "lax.linalg.eigh({0}, lower={lower}, symmetrize_input=False)",
+    _g_eigh,
+    public="linalg.eigh",
+)
 
 
 @public_in("linalg")
@@ -281,6 +335,7 @@ def eigh(a: Any, UPLO: str | None = None, symmetrize_input: bool = True) -> Eigh
 
 
 # ---------------------------------------------------------------- svd
+
 
 def _svd_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     a = inputs[0]
@@ -305,9 +360,13 @@ def _g_svd(op: Op, g: list, need: list) -> list:
         u, s, vh = emit("svd", [a], {"full_matrices": False, "compute_uv": True})
         return [matmul(multiply(u, row_vector(g[0])), vh)]
     if op.attrs["full_matrices"] and m != n:
-        raise GradientError(f"svd with full_matrices=True of a non-square {a.type_str()} has "
-                            "no gradient (the extra singular vectors are not unique); use "
-                            "full_matrices=False", op="svd", loc=op.loc)
+        raise GradientError(
+            f"svd with full_matrices=True of a non-square {a.type_str()} has "
+            "no gradient (the extra singular vectors are not unique); use "
+            "full_matrices=False",
+            op="svd",
+            loc=op.loc,
+        )
     u, s, vh = op.outputs
     gu, gs, gvh = g
     eye = identity_matrix(s.shape[-1], s.dtype)
@@ -332,28 +391,35 @@ def _g_svd(op: Op, g: list, need: list) -> list:
 
 
 def _lower_svd(args: list[str], attrs: dict[str, str]) -> str:
-    return (f"lax.linalg.svd({args[0]}, full_matrices={attrs['full_matrices']}, "
-            f"compute_uv={attrs['compute_uv']})")
+    return (
+        f"lax.linalg.svd({args[0]}, full_matrices={attrs['full_matrices']}, "
+        f"compute_uv={attrs['compute_uv']})"
+    )
 
 
 register("svd", _svd_rule, _lower_svd, _g_svd, public="linalg.svd")
 
 
 @public_in("linalg")
-def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,
-        subset_by_index: Any = None) -> SVDResult | Variable:
+def svd(
+    a: Any,
+    full_matrices: bool = True,
+    compute_uv: bool = True,
+    hermitian: bool = False,
+    subset_by_index: Any = None,
+) -> SVDResult | Variable:
     """jnp.linalg.svd: (U, S, Vh) with descending S, or S alone when not `compute_uv`.
     Gradients need distinct nonzero singular values (and full_matrices=False unless square)."""
     what = "linalg.svd"
     if hermitian or subset_by_index is not None:
         raise ShapeError("hermitian=True and subset_by_index are not supported", op=what)
     (a,) = inexact_all(a)
-    outs = emit("svd", [a], {"full_matrices": bool(full_matrices),
-                             "compute_uv": bool(compute_uv)})
+    outs = emit("svd", [a], {"full_matrices": bool(full_matrices), "compute_uv": bool(compute_uv)})
     return SVDResult(*outs) if compute_uv else outs[0]
 
 
 # ---------------------------------------------------------------- qr
+
 
 def _qr_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     a = inputs[0]
@@ -367,8 +433,9 @@ def _qr_thin_vjp(q: Variable, r: Variable, gq: Variable, gr: Variable) -> Variab
     M = R_bar R^T - Q^T Q_bar, N = M - tril(M - M^T, -1)."""
     mm = subtract(matmul(gr, matrix_t(r)), matmul(matrix_t(q), gq))
     nn = subtract(mm, _tril(subtract(mm, matrix_t(mm)), -1))
-    return triangular_solve(r, add(matmul(q, nn), gq), left_side=False, lower=False,
-                            transpose_a=True)
+    return triangular_solve(
+        r, add(matmul(q, nn), gq), left_side=False, lower=False, transpose_a=True
+    )
 
 
 def _g_qr(op: Op, g: list, need: list) -> list:
@@ -378,8 +445,12 @@ def _g_qr(op: Op, g: list, need: list) -> list:
     gq, gr = g
     if m >= n:
         if op.attrs["full_matrices"] and m > n:
-            raise GradientError(f"qr with mode='complete' of a tall {a.type_str()} has no "
-                                "gradient here; use mode='reduced'", op="qr", loc=op.loc)
+            raise GradientError(
+                f"qr with mode='complete' of a tall {a.type_str()} has no "
+                "gradient here; use mode='reduced'",
+                op="qr",
+                loc=op.loc,
+            )
         return [_qr_thin_vjp(q, r, gq, gr)]
     # Wide: a = [a1 a2] with q r1 = a1 (square) and r2 = q^T a2.
     a2, r1, gr1, gr2 = a[..., :, m:], r[..., :, :m], gr[..., :, :m], gr[..., :, m:]
@@ -387,22 +458,23 @@ def _g_qr(op: Op, g: list, need: list) -> list:
     return [concatenate([ga1, matmul(q, gr2)], a.ndim - 1)]
 
 
-register("qr", _qr_rule, "lax.linalg.qr({0}, full_matrices={full_matrices})", _g_qr,
-         public="linalg.qr")
+register(
+    "qr", _qr_rule, "lax.linalg.qr({0}, full_matrices={full_matrices})", _g_qr, public="linalg.qr"
+)
 
 
 @public_in("linalg")
 def qr(a: Any, mode: str = "reduced") -> QRResult | Variable:
     """jnp.linalg.qr with mode 'reduced', 'complete' or 'r' (R alone)."""
     if mode not in ("reduced", "complete", "r"):
-        raise ShapeError(f"mode must be 'reduced', 'complete' or 'r', got {mode!r}",
-                         op="linalg.qr")
+        raise ShapeError(f"mode must be 'reduced', 'complete' or 'r', got {mode!r}", op="linalg.qr")
     (a,) = inexact_all(a)
     q, r = emit("qr", [a], {"full_matrices": mode == "complete"})
     return r if mode == "r" else QRResult(q, r)
 
 
 # ---------------------------------------------------------------- lu
+
 
 def _lu_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     a = inputs[0]
@@ -450,8 +522,9 @@ def lax_lu(a: Variable) -> list[Variable]:
 
 
 @public_in("linalg")
-def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False,
-       check_finite: bool = True) -> tuple[Variable, ...]:
+def lu(
+    a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True
+) -> tuple[Variable, ...]:
     """jax.scipy.linalg.lu: (p, l, u) with a = p @ l @ u, or (p @ l, u) if `permute_l`."""
     (a,) = inexact_all(a)
     packed, _, perm = lax_lu(a)

@@ -7,6 +7,7 @@ differentiated again.
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any, NamedTuple, Sequence
@@ -20,10 +21,33 @@ from ..ir.program import Op, Variable
 from ..core.registry import OutType, register
 from .rules import broadcast_shapes, norm_axis
 from ..core.declare import Emitted, defop, public_in
-from .linalg_decompositions import (check_matrices, column, const, identity_matrix, inexact_all,
-                                    lax_lu, matrix_t, row_vector, svd, triangular_solve)
-from .elementwise import (abs, add, astype, isfinite, logical_not, multiply, negative, not_equal,
-                          power, reciprocal, sqrt, subtract, where)
+from .linalg_decompositions import (
+    check_matrices,
+    column,
+    const,
+    identity_matrix,
+    inexact_all,
+    lax_lu,
+    matrix_t,
+    row_vector,
+    svd,
+    triangular_solve,
+)
+from .elementwise import (
+    abs,
+    add,
+    astype,
+    isfinite,
+    logical_not,
+    multiply,
+    negative,
+    not_equal,
+    power,
+    reciprocal,
+    sqrt,
+    subtract,
+    where,
+)
 from .indexing import one_hot
 from .contraction import matmul
 from .reduce import max as reduce_max
@@ -46,6 +70,7 @@ def _inv_t(a: Variable) -> Variable:
 
 # ---------------------------------------------------------------- solve, det, slogdet, inv
 
+
 def _solve_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     a, b = inputs
     m, _ = check_matrices(a, "solve")
@@ -55,8 +80,9 @@ def _solve_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutTy
             raise ShapeError(f"solve: b {b.type_str()} does not match a {a.type_str()}")
         return [(a.shape[:-2] + (m,), dt)]
     if b.ndim < 2 or b.shape[-2] != m:
-        raise ShapeError(f"solve: b must be (m,) or (..., m, k) for a {a.type_str()}, got "
-                         f"{b.type_str()}")
+        raise ShapeError(
+            f"solve: b must be (m,) or (..., m, k) for a {a.type_str()}, got {b.type_str()}"
+        )
     return [(broadcast_shapes(a.shape[:-2], b.shape[:-2]) + b.shape[-2:], dt)]
 
 
@@ -109,12 +135,20 @@ def _cofactors(a: Variable) -> Variable:
 
     def e(i: int, j: int) -> Variable:
         return a[..., i % n, j % n]
+
     if n == 2:
         rows = [[e(1, 1), negative(e(1, 0))], [negative(e(0, 1)), e(0, 0)]]
     else:  # the cyclic 2x2 minors carry their signs
-        rows = [[subtract(multiply(e(i + 1, j + 1), e(i + 2, j + 2)),
-                          multiply(e(i + 1, j + 2), e(i + 2, j + 1))) for j in range(3)]
-                for i in range(3)]
+        rows = [
+            [
+                subtract(
+                    multiply(e(i + 1, j + 1), e(i + 2, j + 2)),
+                    multiply(e(i + 1, j + 2), e(i + 2, j + 1)),
+                )
+                for j in range(3)
+            ]
+            for i in range(3)
+        ]
     return stack([stack(r, -1) for r in rows], -2)
 
 
@@ -137,8 +171,9 @@ def _lu_cofactors(a: Variable) -> Variable:
     first = multiply(sign, reduce_prod(diag[..., :-1], -1))
     corner = const(np.arange(n * n).reshape(n, n) == n * n - 1, np.dtype(bool))
     up = where(corner, expand_dims(reciprocal(first), (-1, -2)), packed)
-    x = triangular_solve(packed, one_hot(perm, n, dtype=a.dtype), left_side=True, lower=True,
-                         unit_diagonal=True)
+    x = triangular_solve(
+        packed, one_hot(perm, n, dtype=a.dtype), left_side=True, lower=True, unit_diagonal=True
+    )
     last_row = const(np.arange(n).reshape(n, 1) == n - 1, np.dtype(bool))
     x = multiply(x, where(last_row, 1.0, expand_dims(det_, (-1, -2))))
     x = triangular_solve(up, x, left_side=True, lower=False)
@@ -164,8 +199,9 @@ def _g_slogdet(op: Op, g: list, need: list) -> list:
     return [multiply(expand_dims(g[1], (-1, -2)), _inv_t(op.inputs[0]))]
 
 
-register("slogdet", _slogdet_rule, "tuple(jnp.linalg.slogdet({0}))", _g_slogdet,
-         public="linalg.slogdet")
+register(
+    "slogdet", _slogdet_rule, "tuple(jnp.linalg.slogdet({0}))", _g_slogdet, public="linalg.slogdet"
+)
 
 
 @public_in("linalg")
@@ -179,6 +215,7 @@ def slogdet(a: Any, *, method: str | None = None) -> SlogdetResult:
 
 
 # ---------------------------------------------------------------- composites
+
 
 def _pinv_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     a = inputs[0]
@@ -194,14 +231,18 @@ def _g_pinv(op: Op, g: list, need: list) -> list:
     pt, gt = matrix_t(p), matrix_t(g[0])
     left = subtract(identity_matrix(m, a.dtype), matmul(a, p))
     right = subtract(identity_matrix(n, a.dtype), matmul(p, a))
-    return [add(negative(matmul(pt, matmul(g[0], pt))),
-                add(matmul(left, matmul(gt, matmul(p, pt))),
-                    matmul(matmul(pt, p), matmul(gt, right))))]
+    return [
+        add(
+            negative(matmul(pt, matmul(g[0], pt))),
+            add(matmul(left, matmul(gt, matmul(p, pt))), matmul(matmul(pt, p), matmul(gt, right))),
+        )
+    ]
 
 
 @defop("pinv", _pinv_rule, "jnp.linalg.pinv({0}, rtol={rtol})", _g_pinv, namespace="linalg")
-def pinv(a: Any, rtol: float | None = None, hermitian: bool = False, *,
-         rcond: float | None = None) -> Emitted:
+def pinv(
+    a: Any, rtol: float | None = None, hermitian: bool = False, *, rcond: float | None = None
+) -> Emitted:
     """jnp.linalg.pinv (singular values <= rtol * largest are dropped); a static `rtol`, no
     `hermitian=True`. Its gradient is jax's (exact where the rank is constant)."""
     what = "linalg.pinv"
@@ -274,15 +315,15 @@ def _matrix_norm(x: Variable, ord: Any, row: int, col: int, keepdims: bool) -> V
     if ord in ("nuc", 2, -2):
         order = [i for i in range(x.ndim) if i not in (row, col)] + [row, col]
         s = svd(transpose(x, order), compute_uv=False)
-        y = (reduce_max(s, -1) if ord == 2 else reduce_min(s, -1) if ord == -2
-             else reduce_sum(s, -1))
+        y = reduce_max(s, -1) if ord == 2 else reduce_min(s, -1) if ord == -2 else reduce_sum(s, -1)
         return expand_dims(y, (row, col)) if keepdims else y
     raise ShapeError(f"invalid order {ord!r} for a matrix norm", op="linalg.norm")
 
 
 @public_in("linalg")
-def norm(x: Any, ord: Any = None, axis: int | tuple[int, ...] | None = None,
-         keepdims: bool = False) -> Variable:
+def norm(
+    x: Any, ord: Any = None, axis: int | tuple[int, ...] | None = None, keepdims: bool = False
+) -> Variable:
     """jnp.linalg.norm: a vector norm over one axis (ord None/2, 1, inf, -inf, 0, any p), a
     matrix norm over two (None/'fro', 'nuc', 1, -1, 2, -2, inf, -inf); with axis None, the
     2-norm of the flattened array if ord is None, else the vector/matrix norm of a 1-D/2-D x."""
@@ -292,19 +333,23 @@ def norm(x: Any, ord: Any = None, axis: int | tuple[int, ...] | None = None,
             return sqrt(reduce_sum(multiply(x, x), None, keepdims=keepdims))
         axes = tuple(range(x.ndim))
     else:
-        axes = tuple(norm_axis(int(a), x.ndim) for a in
-                     ((axis,) if isinstance(axis, (int, np.integer)) else axis))
+        axes = tuple(
+            norm_axis(int(a), x.ndim)
+            for a in ((axis,) if isinstance(axis, (int, np.integer)) else axis)
+        )
     if len(axes) == 1:
         return _vector_norm(x, 2 if ord is None else ord, axes, keepdims)
     if len(axes) == 2:
         return _matrix_norm(x, ord, axes[0], axes[1], keepdims)
-    raise ShapeError(f"norm needs one axis (vector norm) or two (matrix norm), got {axis}",
-                     op="linalg.norm")
+    raise ShapeError(
+        f"norm needs one axis (vector norm) or two (matrix norm), got {axis}", op="linalg.norm"
+    )
 
 
 @public_in("linalg")
-def trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
-          out: None = None) -> Variable:
+def trace(
+    x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: None = None
+) -> Variable:
     """NumPy's trace: the sum of the `offset` diagonal of the axis1/axis2 planes (also
     `x.trace()`, and `sg.trace(x)` of an array)."""
     what = "linalg.trace"
@@ -319,7 +364,8 @@ def trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = 
     mask = np.eye(x.shape[a1], x.shape[a2], offset, dtype=bool)
     shape = [1] * x.ndim
     shape[a1], shape[a2] = x.shape[a1], x.shape[a2]
-    picked = where(const(mask.reshape(shape) if a1 < a2 else mask.T.reshape(shape), np.dtype(bool)),
-                   x, 0)
+    picked = where(
+        const(mask.reshape(shape) if a1 < a2 else mask.T.reshape(shape), np.dtype(bool)), x, 0
+    )
     out = reduce_sum(picked, (a1, a2), dtype=dtype)
     return out if dtype is None else astype(out, dtype)  # (sg.sum widens an int dtype=)

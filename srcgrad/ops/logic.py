@@ -4,6 +4,7 @@ and type tests (isneginf, isposinf, isreal, iscomplex) and logical_xor.
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,8 +37,9 @@ BOOL = np.dtype(bool)
 
 
 @public
-def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
-            equal_nan: bool = False) -> Variable:
+def isclose(
+    a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> Variable:
     """jnp.isclose: |a - b| <= atol + rtol * |b| (infinities equal to themselves)."""
     a, b = promoted(a, b)
     if not dtypes.is_inexact(a.dtype):
@@ -51,8 +53,9 @@ def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
 
 
 @public
-def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
-             equal_nan: bool = False) -> Variable:
+def allclose(
+    a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> Variable:
     """jnp.allclose: all(isclose(...)), a bool scalar."""
     return all(isclose(a, b, rtol, atol, equal_nan))
 
@@ -86,8 +89,9 @@ def as_bool(x: Variable) -> Variable:
 
 
 @public
-def all(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False, *,
-        where: Any = None) -> Variable:
+def all(
+    a: Any, axis: Axis = None, out: None = None, keepdims: bool = False, *, where: Any = None
+) -> Variable:
     """jnp.all: True where no element (along `axis`) is zero."""
     refuse_out("all", out)
     b = logical_not(as_bool(as_var(a)))
@@ -97,8 +101,9 @@ def all(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False, *,
 
 
 @public
-def any(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False, *,
-        where: Any = None) -> Variable:
+def any(
+    a: Any, axis: Axis = None, out: None = None, keepdims: bool = False, *, where: Any = None
+) -> Variable:
     """jnp.any: True where some element (along `axis`) is nonzero."""
     refuse_out("any", out)
     b = as_bool(as_var(a))

@@ -7,6 +7,7 @@ They are composites of static slices, `rev`, reshapes, broadcasts, `concatenate`
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -24,8 +25,17 @@ from .creation import arange, zeros
 from ..core.declare import public
 from .elementwise import astype, remainder, subtract
 from .indexing import dynamic_slice, scatter_add, take
-from .shape import (broadcast_to, concatenate, expand_dims, lax_pad, ravel, reshape, rev, swapaxes,
-                    transpose)
+from .shape import (
+    broadcast_to,
+    concatenate,
+    expand_dims,
+    lax_pad,
+    ravel,
+    reshape,
+    rev,
+    swapaxes,
+    transpose,
+)
 from .shape import slice as lax_slice
 
 Axis = int | Sequence[int] | None
@@ -34,6 +44,7 @@ _MAX_RUNS = 16
 
 
 # ---------------------------------------------------------------- static gathers
+
 
 def window(x: Variable, axis: int, lo: int, hi: int) -> Variable:
     """`x[..., lo:hi, ...]` along `axis`."""
@@ -78,7 +89,7 @@ def gather_static(x: Variable, axis: int, idx: Sequence[int]) -> Variable:
         else:
             piece = window(x, axis, start, start + 1)
             if length > 1:
-                piece = broadcast_to(piece, x.shape[:axis] + (length,) + x.shape[axis + 1:])
+                piece = broadcast_to(piece, x.shape[:axis] + (length,) + x.shape[axis + 1 :])
         pieces.append(piece)
     return concatenate(pieces, axis) if len(pieces) > 1 else pieces[0]
 
@@ -106,8 +117,9 @@ def iota(x: Variable, axis: int, dtype: np.dtype) -> Variable:
 def static_ints(value: Any, what: str, op: str) -> list[int]:
     """`value` (an int or a sequence of them) as Python ints; traced values are an error."""
     if isinstance(value, Variable):
-        raise ShapeError(f"{what} must be static (Python ints), got the traced {value.type_str()}",
-                         op=op)
+        raise ShapeError(
+            f"{what} must be static (Python ints), got the traced {value.type_str()}", op=op
+        )
     arr = np.asarray(value)
     if arr.size and arr.dtype.kind not in "iu":
         raise ShapeError(f"{what} must be integers, got {value!r}", op=op)
@@ -127,20 +139,23 @@ def atleast_1d(*arys: Any) -> Variable | list[Variable]:
 @public
 def atleast_2d(*arys: Any) -> Variable | list[Variable]:
     """jnp.atleast_2d: shape () -> (1, 1), (n,) -> (1, n)."""
-    out = [reshape(x, (1,) * (2 - x.ndim) + x.shape) if x.ndim < 2 else x
-           for x in map(as_var, arys)]
+    out = [
+        reshape(x, (1,) * (2 - x.ndim) + x.shape) if x.ndim < 2 else x for x in map(as_var, arys)
+    ]
     return out[0] if len(out) == 1 else out
 
 
 @public
 def atleast_3d(*arys: Any) -> Variable | list[Variable]:
     """jnp.atleast_3d: () -> (1, 1, 1), (n,) -> (1, n, 1), (m, n) -> (m, n, 1)."""
+
     def three(x: Variable) -> Variable:
         if x.ndim == 0:
             return reshape(x, (1, 1, 1))
         if x.ndim == 1:
             return reshape(x, (1,) + x.shape + (1,))
         return reshape(x, x.shape + (1,)) if x.ndim == 2 else x
+
     out = [three(as_var(x)) for x in arys]
     return out[0] if len(out) == 1 else out
 
@@ -155,8 +170,10 @@ def moveaxis(a: Any, source: int | Sequence[int], destination: int | Sequence[in
     src = [source] if isinstance(source, (int, np.integer)) else list(source)
     dst = [destination] if isinstance(destination, (int, np.integer)) else list(destination)
     if len(src) != len(dst):
-        raise ShapeError(f"moveaxis: source {source} and destination {destination} differ in "
-                         "length", op="moveaxis")
+        raise ShapeError(
+            f"moveaxis: source {source} and destination {destination} differ in length",
+            op="moveaxis",
+        )
     src = [norm_axis(int(s), x.ndim) for s in src]
     dst = [norm_axis(int(d), x.ndim) for d in dst]
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
@@ -219,8 +236,10 @@ def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Variable:
     """jnp.rot90: rotate by 90 degrees `k` times in the plane of `axes` (first toward second)."""
     x = as_var(m)
     if len(axes) != 2 or x.ndim < 2:
-        raise ShapeError(f"rot90 needs two axes of an array of rank >= 2, got axes {axes} of "
-                         f"{x.type_str()}", op="rot90")
+        raise ShapeError(
+            f"rot90 needs two axes of an array of rank >= 2, got axes {axes} of {x.type_str()}",
+            op="rot90",
+        )
     a, b = norm_axis(axes[0], x.ndim), norm_axis(axes[1], x.ndim)
     if a == b:
         raise ShapeError(f"rot90: axes {axes} must differ", op="rot90")
@@ -276,8 +295,13 @@ def roll(a: Any, shift: Any, axis: Axis = None) -> Variable:
 
 
 @public
-def repeat(a: Any, repeats: int | Sequence[int], axis: int | None = None, *,
-           total_repeat_length: int | None = None) -> Variable:
+def repeat(
+    a: Any,
+    repeats: int | Sequence[int],
+    axis: int | None = None,
+    *,
+    total_repeat_length: int | None = None,
+) -> Variable:
     """jnp.repeat: each element `repeats` times (an int, or one count per element) along `axis`
     (None: of the flattened array); `repeats` is static. `total_repeat_length` truncates, or
     fills with the last element, as jnp."""
@@ -294,7 +318,7 @@ def repeat(a: Any, repeats: int | Sequence[int], axis: int | None = None, *,
         expanded = broadcast_to(
             expand_dims(x, axis + 1), x.shape[: axis + 1] + (r,) + x.shape[axis + 1 :]
         )
-        return reshape(expanded, x.shape[:axis] + (n * r,) + x.shape[axis + 1:])
+        return reshape(expanded, x.shape[:axis] + (n * r,) + x.shape[axis + 1 :])
     if len(reps) == 1:
         reps = reps * n
     if len(reps) != n:
@@ -336,8 +360,9 @@ def _pad_widths(pad_width: Any, ndim: int) -> list[tuple[int, int]]:
     try:
         widths = np.broadcast_to(arr.astype(np.int64), (ndim, 2))
     except ValueError:
-        raise ShapeError(f"pad_width {pad_width!r} does not fit an array of rank {ndim}",
-                         op="pad") from None
+        raise ShapeError(
+            f"pad_width {pad_width!r} does not fit an array of rank {ndim}", op="pad"
+        ) from None
     if np.any(widths < 0):
         raise ShapeError(f"pad_width must be non-negative, got {pad_width!r}", op="pad")
     return [(int(lo), int(hi)) for lo, hi in widths]
@@ -357,7 +382,7 @@ def _constant_pad(x: Variable, widths: list[tuple[int, int]], values: Any) -> Va
     for ax, ((lo, hi), pair) in enumerate(zip(widths, fills)):
         parts = []
         for n, val in zip((lo, hi), pair):
-            shape = out.shape[:ax] + (n,) + out.shape[ax + 1:]
+            shape = out.shape[:ax] + (n,) + out.shape[ax + 1 :]
             if n:
                 fill = astype(as_var(val, like=x), x.dtype)
                 parts.append(broadcast_to(fill, shape))
@@ -375,12 +400,16 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Va
     widths = _pad_widths(pad_width, x.ndim)
     if mode not in _PAD_MODES:
         raise ShapeError(f"pad mode {mode!r} is not supported (use one of {_PAD_MODES})", op="pad")
-    allowed = {"constant": {"constant_values"}, "reflect": {"reflect_type"},
-               "symmetric": {"reflect_type"}}.get(mode, set())
+    allowed = {
+        "constant": {"constant_values"},
+        "reflect": {"reflect_type"},
+        "symmetric": {"reflect_type"},
+    }.get(mode, set())
     unknown = set(kwargs) - allowed
     if unknown:
-        raise ShapeError(f"unsupported keyword arguments for mode {mode!r}: {sorted(unknown)}",
-                         op="pad")
+        raise ShapeError(
+            f"unsupported keyword arguments for mode {mode!r}: {sorted(unknown)}", op="pad"
+        )
     if kwargs.get("reflect_type", "even") != "even":
         raise ShapeError("pad: only reflect_type='even' is supported", op="pad")
     if mode == "constant":

@@ -4,6 +4,7 @@ rules, and the floating-point routines frexp, nextafter and spacing (rows lowere
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,10 +21,31 @@ from ..ir.program import Op, Variable
 from .rules import jax_dtype, norm_axis
 from .creation import full_like, zeros_like
 from ..core.declare import defop, public
-from .elementwise import (abs as abs_, arccos, arccosh, arcsin, arcsinh, arctan, arctan2,
-                          arctanh, astype, ceil, clip, conj, divide, equal, exp2, floor,
-                          floor_divide, less, negative, power,
-                          remainder, round, where)
+from .elementwise import (
+    abs as abs_,
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctan2,
+    arctanh,
+    astype,
+    ceil,
+    clip,
+    conj,
+    divide,
+    equal,
+    exp2,
+    floor,
+    floor_divide,
+    less,
+    negative,
+    power,
+    remainder,
+    round,
+    where,
+)
 from .shape import concatenate
 from ..base.errors import ShapeError
 from .operands import inexact, promoted
@@ -110,7 +132,7 @@ def _round(a: Any, decimals: int) -> Variable:
         return round(a)
     if not dtypes.is_inexact(a.dtype):  # an integer has no digits after the point
         return a
-    scale = 10.0 ** decimals
+    scale = 10.0**decimals
     return round(a * scale) / scale
 
 
@@ -200,8 +222,9 @@ def divmod(x1: Any, x2: Any) -> tuple[Variable, Variable]:
 
 
 @public
-def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
-           period: Any = None) -> Variable:
+def interp(
+    x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None
+) -> Variable:
     """jnp.interp: piecewise-linear interpolation of (xp, fp) at x (xp increasing),
     differentiable in x and fp."""
     if period is not None:
@@ -210,6 +233,7 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     n = xp.shape[0]
     i = clip(searchsorted(xp, x, side="right"), 1, n - 1)
     from .indexing import take
+
     x0, x1 = take(xp, i - 1), take(xp, i)
     y0, y1 = take(fp, i - 1), take(fp, i)
     dx = x1 - x0
@@ -231,14 +255,18 @@ def i0(x: Any) -> Variable:
 
 def _jnp_rule(name: str, index: int | None = None) -> Callable[..., list[OutType]]:
     """The shape/dtype rule of jnp.<name> on the inputs, taken from jax itself."""
+
     def infer(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
         structs = [jax.ShapeDtypeStruct(v.shape, v.dtype) for v in inputs]
         try:
             out = jax.eval_shape(getattr(jnp, name), *structs)
         except (TypeError, ValueError) as e:
-            raise ShapeError(f"{name} takes floating-point arrays, got "
-                             f"{', '.join(v.type_str() for v in inputs)}: {e}") from None
+            raise ShapeError(
+                f"{name} takes floating-point arrays, got "
+                f"{', '.join(v.type_str() for v in inputs)}: {e}"
+            ) from None
         return [(tuple(o.shape), np.dtype(o.dtype)) for o in jax.tree_util.tree_leaves(out)]
+
     return infer
 
 
@@ -289,8 +317,9 @@ def unwrap(p: Any, discont: Any = None, axis: int = -1, period: float = 2 * math
     correction = where(abs_(dd) < discont, 0.0, ddmod - dd)
     cum = cumsum(correction, axis=axis)
     ax = norm_axis(axis, p.ndim)
-    zero_shape = p.shape[:ax] + (1,) + p.shape[ax + 1:]
+    zero_shape = p.shape[:ax] + (1,) + p.shape[ax + 1 :]
     from .creation import zeros
+
     return p + concatenate([zeros(zero_shape, p.dtype), cum], ax)
 
 

@@ -7,6 +7,7 @@ recorded or eager) itself.
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -18,8 +19,18 @@ from ..base.errors import ShapeError, user_location
 from ..ir.program import Variable, current_program
 from . import bitwise as bitwise_ops
 from . import elementwise
-from . import (contraction, cumulative, index_update, indexing, linalg_functions, logic, manip,
-               reduce, shape, sorting)
+from . import (
+    contraction,
+    cumulative,
+    index_update,
+    indexing,
+    linalg_functions,
+    logic,
+    manip,
+    reduce,
+    shape,
+    sorting,
+)
 
 
 def _is_bool(x: Any) -> bool:
@@ -32,8 +43,10 @@ def _is_bool(x: Any) -> bool:
 
 def _by_dtype(logical: Callable[..., Any], bitwise: Callable[..., Any]) -> Callable[..., Any]:
     """jax.numpy's `&`, `|`, `^`, `~`: logical on bools, bitwise otherwise (`~5 == -6`)."""
+
     def op(*xs: Any) -> Any:
         return (logical if all(_is_bool(x) for x in xs) else bitwise)(*xs)
+
     op.__name__ = op.__qualname__ = bitwise.__name__
     op.__doc__ = f"{logical.__name__} on bools, {bitwise.__name__} otherwise (as jax.numpy)."
     return op
@@ -41,14 +54,19 @@ def _by_dtype(logical: Callable[..., Any], bitwise: Callable[..., Any]) -> Calla
 
 #: Binary operators: name -> the op; each also gets its reflected form (`__radd__`).
 BINARY: dict[str, Callable[..., Any]] = {
-    "add": elementwise.add, "sub": elementwise.subtract, "mul": elementwise.multiply,
+    "add": elementwise.add,
+    "sub": elementwise.subtract,
+    "mul": elementwise.multiply,
     "truediv": elementwise.divide,
-    "pow": elementwise.power, "mod": elementwise.remainder, "floordiv": elementwise.floor_divide,
+    "pow": elementwise.power,
+    "mod": elementwise.remainder,
+    "floordiv": elementwise.floor_divide,
     "matmul": contraction.matmul,
     "and": _by_dtype(elementwise.logical_and, bitwise_ops.bitwise_and),
     "or": _by_dtype(elementwise.logical_or, bitwise_ops.bitwise_or),
     "xor": _by_dtype(logic.logical_xor, bitwise_ops.bitwise_xor),
-    "lshift": bitwise_ops.left_shift, "rshift": bitwise_ops.right_shift,
+    "lshift": bitwise_ops.left_shift,
+    "rshift": bitwise_ops.right_shift,
 }
 COMPARISONS: dict[str, Callable[..., Any]] = {
     "__lt__": elementwise.less,
@@ -65,13 +83,28 @@ UNARY: dict[str, Callable[..., Any]] = {
 }
 #: Methods that are the op itself (`x.sum(axis)` is `sg.sum(x, axis)`).
 METHODS: dict[str, Callable[..., Any]] = {
-    "astype": elementwise.astype, "clip": elementwise.clip, "round": elementwise.round,
-    "sum": reduce.sum, "mean": reduce.mean, "max": reduce.max, "min": reduce.min,
-    "prod": reduce.prod, "argmax": reduce.argmax, "argmin": reduce.argmin,
-    "var": reduce.var, "std": reduce.std,
-    "dot": contraction.dot, "squeeze": shape.squeeze, "flatten": shape.ravel, "ravel": shape.ravel,
-    "cumsum": cumulative.cumsum, "cumprod": cumulative.cumprod, "repeat": manip.repeat,
-    "sort": sorting.sort, "argsort": sorting.argsort, "trace": linalg_functions.trace,
+    "astype": elementwise.astype,
+    "clip": elementwise.clip,
+    "round": elementwise.round,
+    "sum": reduce.sum,
+    "mean": reduce.mean,
+    "max": reduce.max,
+    "min": reduce.min,
+    "prod": reduce.prod,
+    "argmax": reduce.argmax,
+    "argmin": reduce.argmin,
+    "var": reduce.var,
+    "std": reduce.std,
+    "dot": contraction.dot,
+    "squeeze": shape.squeeze,
+    "flatten": shape.ravel,
+    "ravel": shape.ravel,
+    "cumsum": cumulative.cumsum,
+    "cumprod": cumulative.cumprod,
+    "repeat": manip.repeat,
+    "sort": sorting.sort,
+    "argsort": sorting.argsort,
+    "trace": linalg_functions.trace,
 }
 
 _getitem_op = dispatch.dispatched(indexing.getitem)
@@ -110,8 +143,11 @@ def _runtime_ints(x: Any, index: Any) -> Any:
         if _is_int(i):
             i = int(i)
             if not -d <= i < d:
-                raise ShapeError(f"index {i} is out of bounds for axis {axis} of size {d}",
-                                 op="getitem", loc=user_location())
+                raise ShapeError(
+                    f"index {i} is out of bounds for axis {axis} of size {d}",
+                    op="getitem",
+                    loc=user_location(),
+                )
             out.append(dispatch.on_device(i % d, _INT32))
             changed = True
         elif type(i) is slice:
@@ -148,8 +184,9 @@ def _reshape(self: Any, *shape_: Any) -> Any:
 
 
 def _transpose(self: Any, *axes: Any) -> Any:
-    return shape.transpose(self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int)
-                           else axes or None)
+    return shape.transpose(
+        self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes or None
+    )
 
 
 def table() -> dict[str, Any]:
@@ -169,4 +206,3 @@ def table() -> dict[str, Any]:
     out["reshape"] = _reshape
     out["transpose"] = _transpose
     return out
-

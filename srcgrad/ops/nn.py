@@ -3,6 +3,7 @@ ops/conv.py.
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -13,8 +14,22 @@ from ..core.builder import as_var
 from ..ir.program import Op, Variable
 from .rules import norm_axis, require_float, same
 from ..core.declare import Emitted, defop, public
-from .elementwise import (erf, exp, expm1, logical_and, maximum, minimum, multiply, negative,
-                          sigmoid, softplus, stop_gradient, subtract, tanh, where)
+from .elementwise import (
+    erf,
+    exp,
+    expm1,
+    logical_and,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    sigmoid,
+    softplus,
+    stop_gradient,
+    subtract,
+    tanh,
+    where,
+)
 from .reduce import sum
 
 
@@ -44,16 +59,20 @@ def _g_log_softmax(op: Op, g: list, need: list) -> list:
     ]
 
 
-@defop("softmax", _softmax_rule, "jax.nn.softmax({0}, axis={axis})", _g_softmax,
-       jvp=_jvp_softmax)
+@defop("softmax", _softmax_rule, "jax.nn.softmax({0}, axis={axis})", _g_softmax, jvp=_jvp_softmax)
 def softmax(x: Any, axis: int = -1) -> Emitted:
     """jax.nn.softmax(x, axis=-1)."""
     x = as_var(x)
     return [x], {"axis": norm_axis(axis, x.ndim)}
 
 
-@defop("log_softmax", _softmax_rule, "jax.nn.log_softmax({0}, axis={axis})", _g_log_softmax,
-       jvp=_jvp_softmax)
+@defop(
+    "log_softmax",
+    _softmax_rule,
+    "jax.nn.log_softmax({0}, axis={axis})",
+    _g_log_softmax,
+    jvp=_jvp_softmax,
+)
 def log_softmax(x: Any, axis: int = -1) -> Emitted:
     """jax.nn.log_softmax(x, axis=-1)."""
     x = as_var(x)
@@ -61,6 +80,7 @@ def log_softmax(x: Any, axis: int = -1) -> Emitted:
 
 
 # ---------------------------------------------------------------- activations (jax.nn)
+
 
 @public
 def silu(x: Any) -> Variable:

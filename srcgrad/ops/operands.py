@@ -3,6 +3,7 @@ several arguments, a float dtype for an integer one, an axis checked against a r
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -3,6 +3,7 @@ polyadd, polysub, polymul, polydiv, polyder, polyint, poly (from roots) and poly
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -60,8 +61,10 @@ def polymul(a1: Any, a2: Any, *, trim_leading_zeros: bool = False) -> Variable:
     """jnp.polymul: the product of two polynomials (a full convolution)."""
     a1, a2 = promoted(a1, a2, inexact=True)
     n, m = a1.shape[0], a2.shape[0]
-    rows = [concatenate([zeros((i,), a1.dtype), a1 * a2[i], zeros((m - 1 - i,), a1.dtype)], 0)
-            for i in range(m)]
+    rows = [
+        concatenate([zeros((i,), a1.dtype), a1 * a2[i], zeros((m - 1 - i,), a1.dtype)], 0)
+        for i in range(m)
+    ]
     return sum(concatenate([expand_dims(r, 0) for r in rows], 0), 0) if n + m > 1 else a1 * a2
 
 
@@ -101,8 +104,11 @@ def poly(seq_of_zeros: Any) -> Variable:
     if z.ndim == 0:
         z = reshape(z, (1,))
     if z.ndim != 1:
-        raise ShapeError(f"poly takes a 1-D array of roots here, got {z.type_str()} (the "
-                         "square-matrix form needs complex eigenvalues)", op="poly")
+        raise ShapeError(
+            f"poly takes a 1-D array of roots here, got {z.type_str()} (the "
+            "square-matrix form needs complex eigenvalues)",
+            op="poly",
+        )
     if z.shape[0] == 0:
         return ones((), z.dtype)
     a = ones((1,), z.dtype)
@@ -120,8 +126,9 @@ def polydiv(u: Any, v: Any, *, trim_leading_zeros: bool = False) -> tuple[Variab
     """jnp.polydiv(u, v): the quotient and remainder (remainder as long as `u`, leading zeros
     kept; trim_leading_zeros needs concrete values and is refused)."""
     if trim_leading_zeros:
-        raise ShapeError("polydiv(trim_leading_zeros=True) has a value-dependent shape",
-                         op="polydiv")
+        raise ShapeError(
+            "polydiv(trim_leading_zeros=True) has a value-dependent shape", op="polydiv"
+        )
     u, v = inexact(u), inexact(v)
     dt = dtypes.promote(u.dtype, v.dtype)
     u, v = elementwise.astype(u, dt), elementwise.astype(v, dt)
@@ -131,13 +138,20 @@ def polydiv(u: Any, v: Any, *, trim_leading_zeros: bool = False) -> tuple[Variab
     for k in range(0, m - n + 1):
         d = elementwise.multiply(scale, u[k])
         q = q.at[k].set(d)
-        u = u.at[k:k + n + 1].add(elementwise.negative(elementwise.multiply(d, v)))
+        u = u.at[k : k + n + 1].add(elementwise.negative(elementwise.multiply(d, v)))
     return q, u
 
 
 @public
-def polyfit(x: Any, y: Any, deg: int, rcond: float | None = None, full: bool = False,
-            w: Any = None, cov: bool = False) -> Variable:
+def polyfit(
+    x: Any,
+    y: Any,
+    deg: int,
+    rcond: float | None = None,
+    full: bool = False,
+    w: Any = None,
+    cov: bool = False,
+) -> Variable:
     """jnp.polyfit(x, y, deg, w=): least-squares coefficients, highest power first, for
     full-rank problems (solved by QR of the column-scaled Vandermonde matrix; `full=` and
     `cov=` are not supported)."""
@@ -145,8 +159,10 @@ def polyfit(x: Any, y: Any, deg: int, rcond: float | None = None, full: bool = F
         raise ShapeError("polyfit: full= and cov= are not supported", op="polyfit")
     x, y = inexact(x), inexact(y)
     if x.ndim != 1 or y.ndim not in (1, 2) or x.shape[0] != y.shape[0]:
-        raise ShapeError(f"polyfit needs 1-D x and 1-D/2-D y of one length, got "
-                         f"{x.type_str()}, {y.type_str()}", op="polyfit")
+        raise ShapeError(
+            f"polyfit needs 1-D x and 1-D/2-D y of one length, got {x.type_str()}, {y.type_str()}",
+            op="polyfit",
+        )
     lhs, rhs = vander(x, deg + 1), y
     if w is not None:
         w = inexact(w)

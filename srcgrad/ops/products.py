@@ -4,6 +4,7 @@ gradients they take).
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -58,38 +59,52 @@ def _matrix(v: Variable, contracted: list[int], contracted_last: bool) -> Variab
 
 
 @public
-def tensordot(a: Any, b: Any, axes: int | Sequence[Any] = 2, *, precision: Any = None,
-              preferred_element_type: Any = None) -> Variable:
+def tensordot(
+    a: Any,
+    b: Any,
+    axes: int | Sequence[Any] = 2,
+    *,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> Variable:
     """jnp.tensordot: contract the last `axes` axes of `a` with the first of `b`, or the
     axes named by a pair of sequences; one matmul after a transpose and reshape."""
     x, y = as_var(a), as_var(b)
     if isinstance(axes, (int, np.integer)):
         k = int(axes)
         if k < 0 or k > builtins.min(x.ndim, y.ndim):
-            raise ShapeError(f"tensordot: axes={k} for {x.type_str()} and {y.type_str()}",
-                             op="tensordot")
+            raise ShapeError(
+                f"tensordot: axes={k} for {x.type_str()} and {y.type_str()}", op="tensordot"
+            )
         ax, bx = list(range(x.ndim - k, x.ndim)), list(range(k))
     else:
         if len(axes) != 2:
-            raise ShapeError(f"tensordot: axes must be an int or a pair, got {axes!r}",
-                             op="tensordot")
+            raise ShapeError(
+                f"tensordot: axes must be an int or a pair, got {axes!r}", op="tensordot"
+            )
         ax, bx = ([s] if isinstance(s, (int, np.integer)) else list(s) for s in axes)
         if len(ax) != len(bx):
-            raise ShapeError(f"tensordot: axes {axes!r} name different numbers of axes",
-                             op="tensordot")
+            raise ShapeError(
+                f"tensordot: axes {axes!r} name different numbers of axes", op="tensordot"
+            )
         ax = [norm_axis(int(i), x.ndim) for i in ax]
         bx = [norm_axis(int(i), y.ndim) for i in bx]
     for i, j in zip(ax, bx):
         if x.shape[i] != y.shape[j]:
-            raise ShapeError(f"tensordot: axis {i} of {x.type_str()} and axis {j} of "
-                             f"{y.type_str()} differ", op="tensordot")
+            raise ShapeError(
+                f"tensordot: axis {i} of {x.type_str()} and axis {j} of {y.type_str()} differ",
+                op="tensordot",
+            )
     ma = _matrix(x, ax, contracted_last=True)
     mb = _matrix(y, bx, contracted_last=False)
     out = matmul(ma, mb)
     if preferred_element_type is not None:
         out = astype(out, preferred_element_type)
-    return reshape(out, tuple(d for i, d in enumerate(x.shape) if i not in ax)
-                   + tuple(d for j, d in enumerate(y.shape) if j not in bx))
+    return reshape(
+        out,
+        tuple(d for i, d in enumerate(x.shape) if i not in ax)
+        + tuple(d for j, d in enumerate(y.shape) if j not in bx),
+    )
 
 
 @public
@@ -113,8 +128,9 @@ def kron(a: Any, b: Any) -> Variable:
 
 
 @public
-def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
-          axis: int | None = None) -> Variable:
+def cross(
+    a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | None = None
+) -> Variable:
     """jnp.cross of 3-vectors (or 2-vectors: the z component only when both are) along
     `axisa`/`axisb`, the result's vector axis at `axisc`; `axis` sets all three."""
     x, y = as_var(a), as_var(b)
@@ -123,8 +139,11 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
     x = moveaxis(x, norm_axis(axisa, x.ndim), -1) if x.ndim else x
     y = moveaxis(y, norm_axis(axisb, y.ndim), -1) if y.ndim else y
     if x.ndim == 0 or y.ndim == 0 or x.shape[-1] not in (2, 3) or y.shape[-1] not in (2, 3):
-        raise ShapeError(f"cross needs vectors of length 2 or 3 along the axis, got "
-                         f"{x.type_str()} and {y.type_str()}", op="cross")
+        raise ShapeError(
+            f"cross needs vectors of length 2 or 3 along the axis, got "
+            f"{x.type_str()} and {y.type_str()}",
+            op="cross",
+        )
     xc = [x[..., i] for i in range(x.shape[-1])]
     yc = [y[..., i] for i in range(y.shape[-1])]
     z3 = subtract(multiply(xc[0], yc[1]), multiply(xc[1], yc[0]))
@@ -141,15 +160,21 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
 
 
 @public
-def vdot(a: Any, b: Any, *, precision: Any = None,
-         preferred_element_type: Any = None) -> Variable:
+def vdot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Variable:
     """jnp.vdot: the dot product of the flattened arrays."""
     return matmul(ravel(a), ravel(b))
 
 
 @public
-def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, precision: Any = None,
-           preferred_element_type: Any = None) -> Variable:
+def vecdot(
+    x1: Any,
+    x2: Any,
+    /,
+    *,
+    axis: int = -1,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> Variable:
     """jnp.vecdot: the dot product along `axis`, broadcasting the others."""
     x1, x2 = as_var(x1), as_var(x2)
     x1, x2 = moveaxis(x1, axis, -1), moveaxis(x2, axis, -1)

@@ -2,6 +2,7 @@
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -36,25 +37,35 @@ def _reduce_rule(kind: str) -> Any:
         if kind == "float":
             return [(shape, dtypes.to_inexact(x.dtype))]
         return [(shape, x.dtype)]
+
     return infer
 
 
 def refuse_out(name: str, out: Any) -> None:
     """NumPy's `out=`: refused (JAX arrays are immutable), naming the function `name`."""
     if out is not None:
-        raise ShapeError("out= is not supported (JAX arrays are immutable); use the result",
-                         op=name)
+        raise ShapeError(
+            "out= is not supported (JAX arrays are immutable); use the result", op=name
+        )
 
 
-def reduction(name: str, public_name: str, lower: str, grad: GradSpec, kind: str,
-              **knobs: Any) -> Any:
+def reduction(
+    name: str, public_name: str, lower: str, grad: GradSpec, kind: str, **knobs: Any
+) -> Any:
     """Declare a reduction over `axis` (None, an int or a tuple) with `keepdims`.
 
     NumPy's `dtype=` casts the input first and `out=` must be None, so numpy.sum(traced) works.
     """
-    def front(x: Any, axis: Axis = None, dtype: Any = None, out: None = None,
-              keepdims: bool = False, initial: Any = None,
-              where: Any = None) -> Variable | tuple[list[Variable], dict]:
+
+    def front(
+        x: Any,
+        axis: Axis = None,
+        dtype: Any = None,
+        out: None = None,
+        keepdims: bool = False,
+        initial: Any = None,
+        where: Any = None,
+    ) -> Variable | tuple[list[Variable], dict]:
         refuse_out(public_name, out)
         x = as_var(x)
         if initial is not None or where is not None:
@@ -67,10 +78,16 @@ def reduction(name: str, public_name: str, lower: str, grad: GradSpec, kind: str
                 return astype(op(x, axis, keepdims=keepdims), x.dtype)
         axes = norm_axes(axis, x.ndim) if x.ndim or axis is None else norm_axes(axis, 0)
         return [x], {"axes": axes, "keepdims": bool(keepdims)}
-    named(front, public_name, f"jnp.{public_name}(x, axis=None, dtype=None, out=None, "
-                              "keepdims=False, initial=None, where=None).")
-    op = defop(name, _reduce_rule(kind), lower + "({0}, axis={axes}, keepdims={keepdims})",
-               grad, **knobs)(front)
+
+    named(
+        front,
+        public_name,
+        f"jnp.{public_name}(x, axis=None, dtype=None, out=None, "
+        "keepdims=False, initial=None, where=None).",
+    )
+    op = defop(
+        name, _reduce_rule(kind), lower + "({0}, axis={axes}, keepdims={keepdims})", grad, **knobs
+    )(front)
     return op
 
 
@@ -78,8 +95,16 @@ def reduction(name: str, public_name: str, lower: str, grad: GradSpec, kind: str
 _IDENTITY = {"sum": 0, "prod": 1, "max": -np.inf, "min": np.inf}
 
 
-def _with_initial(op: Any, name: str, x: Variable, axis: Axis, dtype: Any, keepdims: bool,
-                  initial: Any, where_: Any) -> Variable:
+def _with_initial(
+    op: Any,
+    name: str,
+    x: Variable,
+    axis: Axis,
+    dtype: Any,
+    keepdims: bool,
+    initial: Any,
+    where_: Any,
+) -> Variable:
     """jnp's `initial=` (folded in as one more element) and `where=` (masked elements take
     the identity; a max/min over nothing needs `initial`)."""
     if name not in _IDENTITY:
@@ -90,8 +115,11 @@ def _with_initial(op: Any, name: str, x: Variable, axis: Axis, dtype: Any, keepd
         ident = _IDENTITY[name]
         if name in ("max", "min"):
             if initial is None:
-                raise ShapeError(f"{name} with where= needs initial= (a reduction over no "
-                                 "elements has no value)", op=name)
+                raise ShapeError(
+                    f"{name} with where= needs initial= (a reduction over no "
+                    "elements has no value)",
+                    op=name,
+                )
             if not dtypes.is_inexact(x.dtype):
                 info = np.iinfo(x.dtype) if x.dtype.kind in "iu" else None
                 ident = (info.min if name == "max" else info.max) if info else name == "min"
@@ -101,12 +129,14 @@ def _with_initial(op: Any, name: str, x: Variable, axis: Axis, dtype: Any, keepd
         return out
     init = astype(as_var(initial, like=out), out.dtype)
     from .elementwise import add, maximum, minimum, multiply as mul
+
     combine = {"sum": add, "prod": mul, "max": maximum, "min": minimum}[name]
     return combine(out, init)
 
 
-def _averaged(name: str, x: Any, axis: Axis, dtype: Any, out: None
-              ) -> tuple[Variable, tuple[int, ...], int]:
+def _averaged(
+    name: str, x: Any, axis: Axis, dtype: Any, out: None
+) -> tuple[Variable, tuple[int, ...], int]:
     """`x` in the floating dtype an average is taken in, the reduced axes and their size."""
     refuse_out(name, out)
     x = as_var(x)
@@ -119,8 +149,9 @@ def _averaged(name: str, x: Any, axis: Axis, dtype: Any, out: None
 
 
 @public
-def mean(x: Any, axis: Axis = None, dtype: Any = None, out: None = None,
-         keepdims: bool = False) -> Variable:
+def mean(
+    x: Any, axis: Axis = None, dtype: Any = None, out: None = None, keepdims: bool = False
+) -> Variable:
     """jnp.mean(x, axis=None, dtype=None, out=None, keepdims=False)."""
     x, axes, count = _averaged("mean", x, axis, dtype, out)
     total = sum(x, axes, keepdims=keepdims)
@@ -129,16 +160,20 @@ def mean(x: Any, axis: Axis = None, dtype: Any = None, out: None = None,
 
 def _arg(name: str, kind: str) -> Any:
     """Declare argmax/argmin: the index of the extreme along one axis (None: flattened)."""
-    def front(x: Any, axis: int | None = None, out: None = None,
-              keepdims: bool = False) -> Variable | tuple[list[Variable], dict]:
+
+    def front(
+        x: Any, axis: int | None = None, out: None = None, keepdims: bool = False
+    ) -> Variable | tuple[list[Variable], dict]:
         refuse_out(name, out)
         x = as_var(x)
         if axis is None:
             from .shape import reshape
+
             flat = user(reshape(x, (-1,)), 0)
             return reshape(flat, (1,) * x.ndim) if keepdims else flat
         ax = norm_axis(axis, x.ndim)
         return [x], {"axes": (ax,), "axis": ax, "keepdims": bool(keepdims)}
+
     named(front, name, f"jnp.{name}(x, axis=None, out=None, keepdims=False).")
     user = defop(
         name, _reduce_rule(kind), f"jnp.{name}({{0}}, axis={{axis}}, keepdims={{keepdims}})", None
@@ -164,13 +199,14 @@ def _g_prod(op: Op, g: Variable) -> Variable:
     infinities or NaN (0 * inf is NaN only where jax.grad's is)."""
     from .shape import reshape, transpose
     from .cumulative import shift, lax_cumprod
+
     x = op.inputs[0]
     axes = op.attrs["axes"]
     kept = [a for a in range(x.ndim) if a not in axes]
     perm = kept + list(axes)
     moved = transpose(x, perm)
     n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-    flat = reshape(moved, moved.shape[:len(kept)] + (n,))
+    flat = reshape(moved, moved.shape[: len(kept)] + (n,))
     last = flat.ndim - 1
     before = shift(lax_cumprod(flat, last), last, 1, 1.0)
     after = shift(lax_cumprod(flat, last, True), last, -1, 1.0)
@@ -210,15 +246,25 @@ def correction_of(name: str, ddof: float, correction: float | None) -> float:
     if correction is None:
         return ddof
     if ddof != 0:
-        raise ShapeError(f"ddof={ddof} and correction={correction} were both given; they are "
-                         "one setting (the number subtracted from the count): pass one",
-                         op=name)
+        raise ShapeError(
+            f"ddof={ddof} and correction={correction} were both given; they are "
+            "one setting (the number subtracted from the count): pass one",
+            op=name,
+        )
     return correction
 
 
 @public
-def var(x: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
-        keepdims: bool = False, *, correction: float | None = None) -> Variable:
+def var(
+    x: Any,
+    axis: Axis = None,
+    dtype: Any = None,
+    out: None = None,
+    ddof: int = 0,
+    keepdims: bool = False,
+    *,
+    correction: float | None = None,
+) -> Variable:
     """jnp.var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
     the population variance by default (divided by N, as NumPy's and JAX's); `ddof=1` or
     `correction=1` gives the unbiased estimate (divided by N - 1), PyTorch's default."""
@@ -229,21 +275,32 @@ def var(x: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: in
 
 
 @public
-def std(x: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
-        keepdims: bool = False, *, correction: float | None = None) -> Variable:
+def std(
+    x: Any,
+    axis: Axis = None,
+    dtype: Any = None,
+    out: None = None,
+    ddof: int = 0,
+    keepdims: bool = False,
+    *,
+    correction: float | None = None,
+) -> Variable:
     """jnp.std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
     the population standard deviation by default (NumPy's and JAX's); `ddof=1` or
     `correction=1` gives PyTorch's default, the square root of the unbiased variance."""
     from .elementwise import sqrt
+
     return sqrt(var(x, axis, dtype, out, correction_of("std", ddof, correction), keepdims))
 
 
 @public
-def average(a: Any, axis: Axis = None, weights: Any = None, returned: bool = False,
-            keepdims: bool = False) -> Any:
+def average(
+    a: Any, axis: Axis = None, weights: Any = None, returned: bool = False, keepdims: bool = False
+) -> Any:
     """jnp.average: the mean, or with `weights` (of `a`'s shape, or 1-D along an int `axis`)
     sum(a * w) / sum(w); `returned` also gives the sum of the weights, shaped like the result."""
     from .shape import broadcast_to, reshape, transpose
+
     a = as_var(a)
     axes = norm_axes(axis, a.ndim)
     if weights is None:
@@ -255,13 +312,16 @@ def average(a: Any, axis: Axis = None, weights: Any = None, returned: bool = Fal
         a, w = astype(a, dt), astype(w, dt)
         if a.shape != w.shape:
             if axis is None:
-                raise ShapeError("axis must be given when the shapes of a and weights differ",
-                                 op="average")
+                raise ShapeError(
+                    "axis must be given when the shapes of a and weights differ", op="average"
+                )
             given = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
             order = [norm_axis(int(d), a.ndim) for d in given]
             if w.shape != tuple(a.shape[d] for d in order):
-                raise ShapeError(f"weights of shape {w.shape} do not match a {a.type_str()} "
-                                 f"along axis {axis}", op="average")
+                raise ShapeError(
+                    f"weights of shape {w.shape} do not match a {a.type_str()} along axis {axis}",
+                    op="average",
+                )
             w = transpose(w, list(np.argsort(order)))
             w = reshape(w, tuple(d if i in axes else 1 for i, d in enumerate(a.shape)))
         total = sum(w if w.shape == a.shape else broadcast_to(w, a.shape), axes, keepdims=keepdims)

@@ -15,6 +15,7 @@ again from the snapshots; memory is k states whatever the trip count, with or wi
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import functools
@@ -38,6 +39,7 @@ from .indexing import dynamic_index, dynamic_update_index
 from .reduce import argmax
 from .shape import reshape
 
+
 @dataclass(frozen=True)
 class Retrace:
     """The function a `checkpoint` op runs, kept so that its gradient can run it again."""
@@ -55,6 +57,7 @@ class Retrace:
 def checkpoint(fn: Callable[..., Any]) -> Callable[..., Any]:
     """jax.checkpoint: the same function, whose gradient recomputes `fn`'s intermediates
     from its inputs instead of keeping them."""
+
     @functools.wraps(fn)
     def wrapped(*args: Any) -> Any:
         prog = active_program("checkpoint")
@@ -65,10 +68,14 @@ def checkpoint(fn: Callable[..., Any]) -> Callable[..., Any]:
         params = [blk.add_param(v.name.split("@")[0], v.shape, v.dtype) for v in ins]
         res, out_tree = trace_block(blk, fn, params, tree, splat=True)
         blk.results = res
-        outs = emit("checkpoint", ins + free_vars(blk),
-                    {"body": blk, "fn": Retrace(fn, tree), "n_args": len(ins)})
+        outs = emit(
+            "checkpoint",
+            ins + free_vars(blk),
+            {"body": blk, "fn": Retrace(fn, tree), "n_args": len(ins)},
+        )
         blk.owner = parent.ops[-1]
         return jax.tree_util.tree_unflatten(out_tree, outs)
+
     return wrapped
 
 
@@ -99,8 +106,13 @@ class Treeverse:
 FREE = int(np.iinfo(np.int32).max)
 
 
-def checkpointed_while(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
-                       init_val: Any, max_iters: int | None, checkpoints: int) -> Any:
+def checkpointed_while(
+    cond_fun: Callable[[Any], Any],
+    body_fun: Callable[[Any], Any],
+    init_val: Any,
+    max_iters: int | None,
+    checkpoints: int,
+) -> Any:
     """`while_loop(cond_fun, body_fun, init_val, max_iters=...)` whose gradient keeps
     `checkpoints` snapshots of the carried state (see the module docstring)."""
     loc = user_location()
@@ -127,15 +139,17 @@ def checkpointed_while(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any],
 
     prog = active_program("while_loop")
     flat, stree = jax.tree_util.tree_flatten(state)
-    outs = build_while(go, step, [as_var(v) for v in flat], stree, loc, max_iters, counter=False,
-                  splat=False)
+    outs = build_while(
+        go, step, [as_var(v) for v in flat], stree, loc, max_iters, counter=False, splat=False
+    )
     loop = prog.current_block().ops[-1]
     loop.attrs["treeverse"] = info
-    return jax.tree_util.tree_unflatten(tree, outs[1:1 + len(init)])
+    return jax.tree_util.tree_unflatten(tree, outs[1 : 1 + len(init)])
 
 
-def _place(t: Variable, steps: Variable, levels: Variable, spare: Variable
-           ) -> tuple[Variable, Variable, Variable, Variable]:
+def _place(
+    t: Variable, steps: Variable, levels: Variable, spare: Variable
+) -> tuple[Variable, Variable, Variable, Variable]:
     """Where the state of step t goes (Wang and Moin's dynamic checkpointing): into a spare
     slot (free, or dispensable: earlier than a snapshot of a higher level) at level 0, else
     over the latest snapshot at its level + 1, which makes every earlier snapshot of a lower
@@ -148,8 +162,9 @@ def _place(t: Variable, steps: Variable, levels: Variable, spare: Variable
     level = where(any_spare, 0, add(dynamic_index(levels, latest), 1))
     levels = dynamic_update_index(levels, level, slot)
     later = greater(arange(steps.shape[0], dtype=np.int32), 0)  # slot 0 keeps step 0
-    spare = where(any_spare, dynamic_update_index(spare, False, slot),
-                  logical_and(less(levels, level), later))
+    spare = where(
+        any_spare, dynamic_update_index(spare, False, slot), logical_and(less(levels, level), later)
+    )
     return slot, dynamic_update_index(steps, t, slot), levels, spare
 
 
@@ -176,22 +191,38 @@ def _g_barrier(op: Op, gs: list, need: list) -> list:
 
 def _lower_checkpoint(em: Any, op: Op) -> None:
     fname = em.block_function(op.attrs["body"], "remat")
-    em.assign(op.outputs, f"{fname}({em.tuple(op.inputs[:op.attrs['n_args']])})", unpack=True)
+    em.assign(op.outputs, f"{fname}({em.tuple(op.inputs[: op.attrs['n_args']])})", unpack=True)
 
 
 #: The rules of `checkpoint` in reverse and forward mode (transforms/control_grad.py and
 #: transforms/forward.py, the layer above).
-CHECKPOINT_GRAD: Hook[GradFn] = Hook("srcgrad.ops.remat.CHECKPOINT_GRAD",
-                                     "the grad maker of checkpoint (transforms/control_grad.py)")
-CHECKPOINT_JVP: Hook[Any] = Hook("srcgrad.ops.remat.CHECKPOINT_JVP",
-                                 "the forward-mode rule of checkpoint (transforms/forward.py)")
-register("checkpoint", _checkpoint_rule, None, CHECKPOINT_GRAD, lower_stmt=_lower_checkpoint,
-         jvp=CHECKPOINT_JVP)
+CHECKPOINT_GRAD: Hook[GradFn] = Hook(
+    "srcgrad.ops.remat.CHECKPOINT_GRAD", "the grad maker of checkpoint (transforms/control_grad.py)"
+)
+CHECKPOINT_JVP: Hook[Any] = Hook(
+    "srcgrad.ops.remat.CHECKPOINT_JVP",
+    "the forward-mode rule of checkpoint (transforms/forward.py)",
+)
+register(
+    "checkpoint",
+    _checkpoint_rule,
+    None,
+    CHECKPOINT_GRAD,
+    lower_stmt=_lower_checkpoint,
+    jvp=CHECKPOINT_JVP,
+)
 #: jax 0.4.30 (the declared floor) has the barrier only under its private name.
-_BARRIER = ("lax.optimization_barrier({0})" if hasattr(jax.lax, "optimization_barrier")
-            else "jax._src.ad_checkpoint._optimization_barrier({0})")
-register("optimization_barrier", lambda i, a: [(i[0].shape, i[0].dtype)], _BARRIER, _g_barrier,
-         jvp=LINEAR)
+_BARRIER = (
+    "lax.optimization_barrier({0})"
+    if hasattr(jax.lax, "optimization_barrier")
+    else "jax._src.ad_checkpoint._optimization_barrier({0})"
+)
+register(
+    "optimization_barrier",
+    lambda i, a: [(i[0].shape, i[0].dtype)],
+    _BARRIER,
+    _g_barrier,
+    jvp=LINEAR,
+)
 
 __all__ = ["checkpoint"]
-

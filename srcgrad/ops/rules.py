@@ -2,6 +2,7 @@
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -25,8 +26,11 @@ def broadcast_shapes(*shapes: Shape) -> Shape:
         dims = {s[i - ndim + len(s)] for s in shapes if i - ndim + len(s) >= 0}
         dims.discard(1)
         if len(dims) > 1:
-            raise ShapeError("shapes " + " and ".join(str(tuple(s)) for s in shapes)
-                             + " cannot be broadcast together")
+            raise ShapeError(
+                "shapes "
+                + " and ".join(str(tuple(s)) for s in shapes)
+                + " cannot be broadcast together"
+            )
         out.append(dims.pop() if dims else 1)
     return tuple(out)
 

@@ -6,6 +6,7 @@ so `size=` (bincount: `length=`) is required, as under jax.jit; results are padd
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from collections import namedtuple
@@ -35,8 +36,10 @@ UniqueInverseResult = namedtuple("UniqueInverseResult", "values inverse_indices"
 
 def _size(size: Any, name: str) -> int:
     if size is None:
-        raise ShapeError(f"{name} needs size= in srcgrad (the result's length must be static, "
-                         "as under jax.jit)", op=name)
+        raise ShapeError(
+            f"{name} needs size= in srcgrad (the result's length must be static, as under jax.jit)",
+            op=name,
+        )
     return int(size)
 
 
@@ -54,8 +57,7 @@ def _first_true(mask: Variable, size: int) -> tuple[Variable, Variable]:
 
 
 @public
-def nonzero(a: Any, *, size: int | None = None,
-            fill_value: Any = None) -> tuple[Variable, ...]:
+def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple[Variable, ...]:
     """jnp.nonzero(a, size=, fill_value=0): the index arrays of the nonzero elements, the
     first `size` of them, padded with `fill_value` (one per axis, or a tuple)."""
     a = as_var(a)
@@ -92,8 +94,9 @@ def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Vari
 
 
 @public
-def bincount(x: Any, weights: Any = None, minlength: int = 0, *,
-             length: int | None = None) -> Variable:
+def bincount(
+    x: Any, weights: Any = None, minlength: int = 0, *, length: int | None = None
+) -> Variable:
     """jnp.bincount(x, weights, minlength, length=): counts (or summed weights) per value of
     the non-negative ints `x`; negative values count as 0 and values >= length are dropped,
     as JAX does; differentiable in `weights`."""
@@ -109,8 +112,14 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *,
 
 
 @public
-def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: bool = False,
-         *, method: str = "auto") -> Variable:
+def isin(
+    element: Any,
+    test_elements: Any,
+    assume_unique: bool = False,
+    invert: bool = False,
+    *,
+    method: str = "auto",
+) -> Variable:
     """jnp.isin: whether each element occurs in `test_elements`."""
     e, t = as_var(element), ravel(as_var(test_elements))
     if t.shape[0] == 0:
@@ -119,8 +128,9 @@ def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: 
     return ~found if invert else found
 
 
-def _unique(ar: Any, size: int | None, fill_value: Any, name: str
-            ) -> tuple[Variable, Variable, Variable, Variable, Variable]:
+def _unique(
+    ar: Any, size: int | None, fill_value: Any, name: str
+) -> tuple[Variable, Variable, Variable, Variable, Variable]:
     """(values, first indices, inverse indices, counts, valid) of the flattened array."""
     x = ravel(as_var(ar))
     n = x.shape[0]
@@ -137,24 +147,36 @@ def _unique(ar: Any, size: int | None, fill_value: Any, name: str
     counts = where(valid, nxt - pos_c, 0)
     inv_sorted = cumsum(astype(first, dtypes.default_int())) - 1
     inverse = take(inv_sorted, argsort(perm))
-    fill = values[0] if fill_value is None else astype(as_var(fill_value, like=values),
-                                                       values.dtype)
+    fill = (
+        values[0] if fill_value is None else astype(as_var(fill_value, like=values), values.dtype)
+    )
     values = where(valid, values, fill)
     index = where(valid, index, index[0])
     return values, index, inverse.reshape(as_var(ar).shape), counts, valid
 
 
 @public
-def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
-           return_counts: bool = False, axis: int | None = None, *, equal_nan: bool = True,
-           size: int | None = None, fill_value: Any = None) -> Any:
+def unique(
+    ar: Any,
+    return_index: bool = False,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    axis: int | None = None,
+    *,
+    equal_nan: bool = True,
+    size: int | None = None,
+    fill_value: Any = None,
+) -> Any:
     """jnp.unique(ar, ..., size=, fill_value=): the sorted unique values (padded with
     fill_value, default the smallest), with first indices, inverse indices and counts."""
     if axis is not None:
         raise ShapeError("unique's axis= is not supported", op="unique")
     values, index, inverse, counts, _ = _unique(ar, size, fill_value, "unique")
-    extra = [v for v, want in ((index, return_index), (inverse, return_inverse),
-                               (counts, return_counts)) if want]
+    extra = [
+        v
+        for v, want in ((index, return_index), (inverse, return_inverse), (counts, return_counts))
+        if want
+    ]
     return (values, *extra) if extra else values
 
 
@@ -165,16 +187,18 @@ def unique_values(x: Any, /, *, size: int | None = None, fill_value: Any = None)
 
 
 @public
-def unique_counts(x: Any, /, *, size: int | None = None,
-                  fill_value: Any = None) -> UniqueCountsResult:
+def unique_counts(
+    x: Any, /, *, size: int | None = None, fill_value: Any = None
+) -> UniqueCountsResult:
     """jnp.unique_counts: (values, counts)."""
     values, _, _, counts, _ = _unique(x, size, fill_value, "unique_counts")
     return UniqueCountsResult(values, counts)
 
 
 @public
-def unique_inverse(x: Any, /, *, size: int | None = None,
-                   fill_value: Any = None) -> UniqueInverseResult:
+def unique_inverse(
+    x: Any, /, *, size: int | None = None, fill_value: Any = None
+) -> UniqueInverseResult:
     """jnp.unique_inverse: (values, inverse_indices)."""
     values, _, inverse, _, _ = _unique(x, size, fill_value, "unique_inverse")
     return UniqueInverseResult(values, inverse)
@@ -190,26 +214,30 @@ def unique_all(x: Any, /, *, size: int | None = None, fill_value: Any = None) ->
 @public
 def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = None) -> Variable:
     """jnp.union1d(ar1, ar2, size=, fill_value=): the sorted unique values of both arrays."""
-    return unique(concatenate([ravel(as_var(ar1)), ravel(as_var(ar2))]), size=size,
-                  fill_value=fill_value)
-
+    return unique(
+        concatenate([ravel(as_var(ar1)), ravel(as_var(ar2))]), size=size, fill_value=fill_value
+    )
 
 
 # ---------------------------------------------------------------- set operations (size=)
+
 
 def _distinct(s: Variable) -> Variable:
     """Of a sorted 1-D array: which entries are the first of their value."""
     return concatenate([full((1,), True, np.dtype(bool)), not_equal(s[1:], s[:-1])])
 
 
-def _compact(s: Variable, keep: Variable, size: int | None, fill_value: Any, name: str,
-             smallest_fill: bool) -> tuple[Variable, Variable, Variable]:
+def _compact(
+    s: Variable, keep: Variable, size: int | None, fill_value: Any, name: str, smallest_fill: bool
+) -> tuple[Variable, Variable, Variable]:
     """The first `size` entries of sorted `s` where `keep`, padded as jax.numpy pads (with
     `fill_value`; if None, the smallest result when `smallest_fill`, else 0), their positions
     in `s` and which slots hold one."""
     if size is None:
-        raise ShapeError(f"{name} needs size= in srcgrad (the result's length must be static, "
-                         "as under jax.jit)", op=name)
+        raise ShapeError(
+            f"{name} needs size= in srcgrad (the result's length must be static, as under jax.jit)",
+            op=name,
+        )
     (pos,) = nonzero(keep, size=size)
     valid = arange(size, dtype=dtypes.default_int()) < sum(keep)
     vals = s[pos]
@@ -233,16 +261,24 @@ def _member(x: Variable, of: Variable) -> Variable:
 
 
 @public
-def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices: bool = False,
-                *, size: int | None = None, fill_value: Any = None) -> Any:
+def intersect1d(
+    ar1: Any,
+    ar2: Any,
+    assume_unique: bool = False,
+    return_indices: bool = False,
+    *,
+    size: int | None = None,
+    fill_value: Any = None,
+) -> Any:
     """jnp.intersect1d(ar1, ar2, size=, fill_value=): the sorted values in both arrays, padded
     as jax.numpy pads; with `return_indices`, each value's first index in ar1 and in ar2
     (padded with the arrays' sizes)."""
     a, b = _flat_pair(ar1, ar2)
     order = argsort(a)
     s = a[order]
-    vals, pos, valid = _compact(s, logical_and(_distinct(s), _member(s, b)), size,
-                                fill_value, "intersect1d", True)
+    vals, pos, valid = _compact(
+        s, logical_and(_distinct(s), _member(s, b)), size, fill_value, "intersect1d", True
+    )
     if not return_indices:
         return vals
     i1 = where(valid, astype(order[pos], dtypes.default_int()), a.shape[0])
@@ -252,20 +288,31 @@ def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices:
 
 
 @public
-def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None,
-              fill_value: Any = None) -> Variable:
+def setdiff1d(
+    ar1: Any,
+    ar2: Any,
+    assume_unique: bool = False,
+    *,
+    size: int | None = None,
+    fill_value: Any = None,
+) -> Variable:
     """jnp.setdiff1d(ar1, ar2, size=, fill_value=0): the sorted values of ar1 not in ar2,
     padded with `fill_value` (0 by default), in ar1's dtype."""
     a = ravel(as_var(ar1))
     s = sort(a)
     keep = logical_and(_distinct(s), logical_not(_member(s, ravel(as_var(ar2)))))
-    return _compact(s, keep, size, 0 if fill_value is None else fill_value, "setdiff1d",
-                    False)[0]
+    return _compact(s, keep, size, 0 if fill_value is None else fill_value, "setdiff1d", False)[0]
 
 
 @public
-def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None,
-             fill_value: Any = None) -> Variable:
+def setxor1d(
+    ar1: Any,
+    ar2: Any,
+    assume_unique: bool = False,
+    *,
+    size: int | None = None,
+    fill_value: Any = None,
+) -> Variable:
     """jnp.setxor1d(ar1, ar2, size=, fill_value=): the sorted values in exactly one of the
     arrays, padded as jax.numpy pads."""
     a, b = _flat_pair(ar1, ar2)

@@ -3,6 +3,7 @@ pad and rev.
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,6 +22,7 @@ from .grad_helpers import fill_zeros_like
 
 
 # ---------------------------------------------------------------- shape/dtype rules
+
 
 def _reshape_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     return [(attrs["shape"], inputs[0].dtype)]
@@ -47,18 +49,21 @@ def _concat_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutT
     first = inputs[0]
     dt = first.dtype
     for v in inputs[1:]:
-        if v.ndim != first.ndim or any(a != b for i, (a, b) in enumerate(zip(v.shape, first.shape))
-                                       if i != axis):
+        if v.ndim != first.ndim or any(
+            a != b for i, (a, b) in enumerate(zip(v.shape, first.shape)) if i != axis
+        ):
             raise ShapeError(f"concatenate along axis {axis} needs equal other dimensions")
         dt = dtypes.promote(dt, v.dtype)
     size = sum(v.shape[axis] for v in inputs)
-    return [(first.shape[:axis] + (size,) + first.shape[axis + 1:], dt)]
+    return [(first.shape[:axis] + (size,) + first.shape[axis + 1 :], dt)]
 
 
 def _slice_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     x = inputs[0]
-    shape = tuple(max(0, -(-(hi - lo) // st)) for lo, hi, st in
-                  zip(attrs["start"], attrs["limit"], attrs["strides"]))
+    shape = tuple(
+        max(0, -(-(hi - lo) // st))
+        for lo, hi, st in zip(attrs["start"], attrs["limit"], attrs["strides"])
+    )
     return [(shape, x.dtype)]
 
 
@@ -71,6 +76,7 @@ def _pad_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType
 
 
 # ---------------------------------------------------------------- grad makers
+
 
 def _g_reshape(op: Op, g: list, need: list) -> list:
     return [reshape(g[0], op.inputs[0].shape)]
@@ -126,8 +132,16 @@ def _g_rev(op: Op, g: list, need: list) -> list:
 
 # ---------------------------------------------------------------- user-facing functions
 
-@defop("reshape", _reshape_rule, "jnp.reshape({0}, {shape})", _g_reshape,
-       jvp=LINEAR, remat=REMAT_VIEW, fast=("lax.reshape({0}, {shape})", always))
+
+@defop(
+    "reshape",
+    _reshape_rule,
+    "jnp.reshape({0}, {shape})",
+    _g_reshape,
+    jvp=LINEAR,
+    remat=REMAT_VIEW,
+    fast=("lax.reshape({0}, {shape})", always),
+)
 def reshape(x: Any, shape: Shape | int) -> Emitted:
     """jnp.reshape(x, shape); one axis may be -1."""
     x = as_var(x)
@@ -140,15 +154,23 @@ def reshape(x: Any, shape: Shape | int) -> Emitted:
             raise ShapeError(f"cannot reshape {x.type_str()} to {shape}", op="reshape")
         shape = tuple(x.size // rest if s == -1 else s for s in shape)
     if math.prod(shape) != x.size:
-        raise ShapeError(f"cannot reshape {x.type_str()} ({x.size} elements) to {shape}",
-                         op="reshape")
+        raise ShapeError(
+            f"cannot reshape {x.type_str()} ({x.size} elements) to {shape}", op="reshape"
+        )
     if shape == x.shape:
         return x
     return [x], {"shape": shape}
 
 
-@defop("transpose", _transpose_rule, "jnp.transpose({0}, {axes})", _g_transpose,
-       jvp=LINEAR, remat=REMAT_VIEW, fast=("lax.transpose({0}, {axes})", always))
+@defop(
+    "transpose",
+    _transpose_rule,
+    "jnp.transpose({0}, {axes})",
+    _g_transpose,
+    jvp=LINEAR,
+    remat=REMAT_VIEW,
+    fast=("lax.transpose({0}, {axes})", always),
+)
 def transpose(x: Any, axes: Sequence[int] | None = None) -> Emitted:
     """jnp.transpose(x, axes); None reverses the axes."""
     x = as_var(x)
@@ -211,8 +233,13 @@ def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Variable:
     return reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
 
 
-@defop("concatenate", _concat_rule,
-       lambda a, at: f"jnp.concatenate([{', '.join(a)}], axis={at['axis']})", _g_concat, jvp=LINEAR)
+@defop(
+    "concatenate",
+    _concat_rule,
+    lambda a, at: f"jnp.concatenate([{', '.join(a)}], axis={at['axis']})",
+    _g_concat,
+    jvp=LINEAR,
+)
 def concatenate(xs: Sequence[Any], axis: int = 0) -> Emitted:
     """jnp.concatenate(xs, axis)."""
     vs = [as_var(x) for x in xs]
@@ -237,10 +264,17 @@ def stack(xs: Sequence[Any], axis: int = 0) -> Variable:
 SEQUENCES.stack = stack
 
 
-@defop("slice", _slice_rule, "lax.slice({0}, {start}, {limit}, {strides})", _g_slice,
-       jvp=LINEAR, remat=REMAT_VIEW)
-def slice(x: Variable, start: Sequence[int], limit: Sequence[int],
-          strides: Sequence[int] | None = None) -> Emitted:
+@defop(
+    "slice",
+    _slice_rule,
+    "lax.slice({0}, {start}, {limit}, {strides})",
+    _g_slice,
+    jvp=LINEAR,
+    remat=REMAT_VIEW,
+)
+def slice(
+    x: Variable, start: Sequence[int], limit: Sequence[int], strides: Sequence[int] | None = None
+) -> Emitted:
     """lax.slice: a static, strided window of `x`."""
     x = as_var(x)
     strides = tuple(strides) if strides is not None else (1,) * x.ndim
@@ -253,8 +287,14 @@ def rev(x: Variable, axes: Sequence[int]) -> Emitted:
     return [as_var(x)], {"axes": tuple(axes)}
 
 
-@defop("pad", _pad_rule, "lax.pad({0}, jnp.zeros((), {0}.dtype), {config})", _g_pad,
-       export="pad", jvp=LINEAR)
+@defop(
+    "pad",
+    _pad_rule,
+    "lax.pad({0}, jnp.zeros((), {0}.dtype), {config})",
+    _g_pad,
+    export="pad",
+    jvp=LINEAR,
+)
 def lax_pad(x: Variable, config: Sequence[tuple[int, int, int]]) -> Emitted:
     """lax.pad with zeros: `(low, high, interior)` per axis (sg.pad, NumPy's, reaches it)."""
     return [as_var(x)], {"config": tuple(tuple(c) for c in config)}

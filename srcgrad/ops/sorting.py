@@ -7,6 +7,7 @@ composites of it, of gathers and of comparisons, following jax.numpy's own imple
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -21,7 +22,7 @@ from ..core.registry import OutType, register
 from .rules import broadcast_shapes, norm_axis
 from .creation import arange, full
 from ..core.declare import public
-from .elementwise import (astype, less, where)
+from .elementwise import astype, less, where
 from .indexing import take
 from .manip import scatter_along, flip, moveaxis
 from .shape import ravel
@@ -33,6 +34,7 @@ from .reduce import sum
 
 
 # ---------------------------------------------------------------- sort
+
 
 def _sort_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     x = inputs[0]
@@ -48,8 +50,10 @@ def _lower_sort(args: list[str], attrs: dict[str, str]) -> str:
         return f"lax.sort_key_val({x}, {iota}, {axis}, is_stable={stable})"
     if stable == "True":  # reversed first, so that equal values keep their order (as jnp)
         x, iota = f"lax.rev({x}, ({axis},))", f"lax.rev({iota}, ({axis},))"
-    return (f"tuple(lax.rev(r, ({axis},)) for r in "
-            f"lax.sort_key_val({x}, {iota}, {axis}, is_stable={stable}))")
+    return (
+        f"tuple(lax.rev(r, ({axis},)) for r in "
+        f"lax.sort_key_val({x}, {iota}, {axis}, is_stable={stable}))"
+    )
 
 
 def _g_sort(op: Op, g: list, need: list) -> list:
@@ -68,14 +72,28 @@ def sort_with_permutation(
     x = as_var(a)
     if axis is None:
         x, axis = ravel(x), 0
-    return emit("sort", [x], {"axis": norm_axis(axis, x.ndim), "stable": bool(stable),
-                              "descending": bool(descending),
-                              "index_dtype": dtypes.default_int()})
+    return emit(
+        "sort",
+        [x],
+        {
+            "axis": norm_axis(axis, x.ndim),
+            "stable": bool(stable),
+            "descending": bool(descending),
+            "index_dtype": dtypes.default_int(),
+        },
+    )
 
 
 @public
-def sort(a: Any, axis: int | None = -1, *, kind: None = None, order: None = None,
-         stable: bool = True, descending: bool = False) -> Variable:
+def sort(
+    a: Any,
+    axis: int | None = -1,
+    *,
+    kind: None = None,
+    order: None = None,
+    stable: bool = True,
+    descending: bool = False,
+) -> Variable:
     """jnp.sort(a, axis=-1, *, stable=True, descending=False); NaNs sort last (first when
     descending). Descending is the ascending sort reversed, as jnp's, so that the gradient of
     tied values goes where jax.grad sends it."""
@@ -89,32 +107,46 @@ def sort(a: Any, axis: int | None = -1, *, kind: None = None, order: None = None
 
 
 @public
-def argsort(a: Any, axis: int | None = -1, *, kind: None = None, order: None = None,
-            stable: bool = True, descending: bool = False, dtype: Any = None) -> Variable:
+def argsort(
+    a: Any,
+    axis: int | None = -1,
+    *,
+    kind: None = None,
+    order: None = None,
+    stable: bool = True,
+    descending: bool = False,
+    dtype: Any = None,
+) -> Variable:
     """jnp.argsort(a, axis=-1, *, stable=True, descending=False, dtype=None)."""
     idx = sort_with_permutation("argsort", a, axis, kind, order, stable, descending)[1]
     return idx if dtype is None else astype(idx, dtype)
 
 
 @public
-def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: None = None,
-                    fill_value: None = None) -> Variable:
+def take_along_axis(
+    arr: Any, indices: Any, axis: int | None, mode: None = None, fill_value: None = None
+) -> Variable:
     """jnp.take_along_axis(arr, indices, axis): negative indices count from the end;
     out-of-range indices clamp (jnp fills them with NaN)."""
     if mode is not None or fill_value is not None:
-        raise ShapeError("take_along_axis: mode= and fill_value= are not supported",
-                         op="take_along_axis")
+        raise ShapeError(
+            "take_along_axis: mode= and fill_value= are not supported", op="take_along_axis"
+        )
     x, idx = as_var(arr), as_var(indices)
     if axis is None:
         x, axis = ravel(x), 0
     if idx.ndim != x.ndim or idx.dtype.kind not in "iu":
-        raise ShapeError(f"take_along_axis needs integer indices of the array's rank "
-                         f"{x.ndim}, got {idx.type_str()}", op="take_along_axis")
+        raise ShapeError(
+            f"take_along_axis needs integer indices of the array's rank "
+            f"{x.ndim}, got {idx.type_str()}",
+            op="take_along_axis",
+        )
     axis = norm_axis(axis, x.ndim)
-    rest = broadcast_shapes(x.shape[:axis] + (1,) + x.shape[axis + 1:],
-                            idx.shape[:axis] + (1,) + idx.shape[axis + 1:])
-    x = broadcast_to(x, rest[:axis] + (x.shape[axis],) + rest[axis + 1:])
-    idx = broadcast_to(idx, rest[:axis] + (idx.shape[axis],) + rest[axis + 1:])
+    rest = broadcast_shapes(
+        x.shape[:axis] + (1,) + x.shape[axis + 1 :], idx.shape[:axis] + (1,) + idx.shape[axis + 1 :]
+    )
+    x = broadcast_to(x, rest[:axis] + (x.shape[axis],) + rest[axis + 1 :])
+    idx = broadcast_to(idx, rest[:axis] + (idx.shape[axis],) + rest[axis + 1 :])
     idx = where(less(idx, 0), idx + x.shape[axis], idx)
     xt, it = moveaxis(x, axis, -1), moveaxis(idx, axis, -1)
     rows = int(np.prod(xt.shape[:-1], dtype=np.int64))
@@ -128,8 +160,9 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: None = None,
 
 
 @public
-def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None,
-                 *, method: str = "scan") -> Variable:
+def searchsorted(
+    a: Any, v: Any, side: str = "left", sorter: Any = None, *, method: str = "scan"
+) -> Variable:
     """jnp.searchsorted: insertion indices of `v` into the sorted 1-D `a` (a count of the
     elements below each value: exact, no gradient)."""
     a, v = as_var(a), as_var(v)
@@ -137,6 +170,7 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None,
         raise ShapeError(f"searchsorted needs a 1-D array, got {a.type_str()}", op="searchsorted")
     if sorter is not None:
         from .indexing import take
+
         a = take(a, as_var(sorter))
     if side not in ("left", "right"):
         raise ShapeError(f"side must be 'left' or 'right', got {side!r}", op="searchsorted")
@@ -168,13 +202,14 @@ def partition(a: Any, kth: int, axis: int = -1) -> Variable:
     ax = checked_axis(axis, a.ndim, "partition")
     k = checked_axis(kth, a.shape[ax], "partition (kth)")
     s = sort(swapaxes(a, ax, -1), -1)
-    out = concatenate([s[..., :k + 1], flip(s[..., k + 1:], -1)], -1)
+    out = concatenate([s[..., : k + 1], flip(s[..., k + 1 :], -1)], -1)
     return swapaxes(out, -1, ax)
 
 
 @public
-def top_k(a: Any, k: int, /, *, axis: int = -1, mode: str = "largest",
-          sorted: bool = True) -> tuple[Variable, Variable]:
+def top_k(
+    a: Any, k: int, /, *, axis: int = -1, mode: str = "largest", sorted: bool = True
+) -> tuple[Variable, Variable]:
     """jnp.top_k: the `k` largest (`mode` 'largest') or smallest values along `axis`, sorted,
     and their int32 indices (ties: the lower index first), as lax.top_k finds them. The
     values are read at the indices, so the gradient flows to them."""
@@ -186,10 +221,17 @@ def top_k(a: Any, k: int, /, *, axis: int = -1, mode: str = "largest",
         raise ShapeError(f"mode must be 'largest' or 'smallest', got {mode!r}", op="top_k")
     ax = checked_axis(axis, a.ndim, "top_k")
     x = swapaxes(a, ax, -1)
-    key = x if mode == "largest" else (
-        elementwise.logical_not(x) if a.dtype == np.dtype(bool) else
-        elementwise.negative(elementwise.add(x, 1)) if np.issubdtype(a.dtype, np.unsignedinteger)
-        else elementwise.negative(x))
+    key = (
+        x
+        if mode == "largest"
+        else (
+            elementwise.logical_not(x)
+            if a.dtype == np.dtype(bool)
+            else elementwise.negative(elementwise.add(x, 1))
+            if np.issubdtype(a.dtype, np.unsignedinteger)
+            else elementwise.negative(x)
+        )
+    )
     idx = top_k_indices(key, k=k)
     return swapaxes(take_along_axis(x, idx, -1), -1, ax), swapaxes(idx, -1, ax)
 
@@ -203,7 +245,7 @@ def argpartition(a: Any, kth: int, axis: int = -1) -> Variable:
     k = checked_axis(kth, a.shape[ax], "argpartition (kth)")
     order = argsort(swapaxes(a, ax, -1), -1)
     rest = argsort(argsort(order, -1) <= k, -1)  # not-bottom first, by index
-    out = concatenate([order[..., :k + 1], rest[..., :a.shape[ax] - k - 1]], -1)
+    out = concatenate([order[..., : k + 1], rest[..., : a.shape[ax] - k - 1]], -1)
     return elementwise.astype(swapaxes(out, -1, ax), np.dtype(np.int32))  # top_k's index dtype
 
 
@@ -214,8 +256,10 @@ def lexsort(keys: Sequence[Any], axis: int = -1) -> Variable:
     if not keys:
         raise ShapeError("lexsort needs at least one key", op="lexsort")
     if len({k.shape for k in keys}) > 1:
-        raise ShapeError("lexsort's keys need one shape, got "
-                         f"{', '.join(k.type_str() for k in keys)}", op="lexsort")
+        raise ShapeError(
+            f"lexsort's keys need one shape, got {', '.join(k.type_str() for k in keys)}",
+            op="lexsort",
+        )
     if keys[0].ndim == 0:
         return full((), 0, dtypes.default_int())
     ax = checked_axis(axis, keys[0].ndim, "lexsort")

@@ -5,6 +5,7 @@ them), cov, corrcoef, correlate/convolve and the histograms.
 
 Layer L3 (the ops): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,8 +21,18 @@ from ..ir.program import Variable
 from .rules import norm_axes, norm_axis
 from .creation import full, ones, zeros
 from ..core.declare import public
-from .elementwise import (astype, ceil, clip, floor, isnan, logical_not, maximum, minimum, sqrt,
-                          where)
+from .elementwise import (
+    astype,
+    ceil,
+    clip,
+    floor,
+    isnan,
+    logical_not,
+    maximum,
+    minimum,
+    sqrt,
+    where,
+)
 from .manip import moveaxis
 from .shape import ravel
 from .elementwise import where as _where
@@ -41,24 +52,44 @@ BOOL = np.dtype(bool)
 
 
 @public
-def amax(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
-         initial: Any = None, where: Any = None) -> Variable:
+def amax(
+    a: Any,
+    axis: Axis = None,
+    out: None = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+) -> Variable:
     """jnp.amax: max."""
     return max(a, axis, None, out, keepdims, initial, where)
 
 
 @public
-def minmax(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
-           initial: Any = None, where: Any = None) -> tuple[Variable, Variable]:
+def minmax(
+    a: Any,
+    axis: Axis = None,
+    out: None = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+) -> tuple[Variable, Variable]:
     """jnp.minmax: (min, max); `initial` is one start for both or a (for min, for max) pair."""
     lo, hi = initial if isinstance(initial, tuple) else (initial, initial)
-    return (min(a, axis, None, out, keepdims, lo, where),
-            max(a, axis, None, out, keepdims, hi, where))
+    return (
+        min(a, axis, None, out, keepdims, lo, where),
+        max(a, axis, None, out, keepdims, hi, where),
+    )
 
 
 @public
-def amin(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
-         initial: Any = None, where: Any = None) -> Variable:
+def amin(
+    a: Any,
+    axis: Axis = None,
+    out: None = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+) -> Variable:
     """jnp.amin: min."""
     return min(a, axis, None, out, keepdims, initial, where)
 
@@ -85,21 +116,36 @@ def _nan_to(a: Any, value: float) -> tuple[Variable, Variable | None]:
 
 
 @public
-def nansum(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
-           keepdims: bool = False, initial: Any = None, where: Any = None) -> Variable:
+def nansum(
+    a: Any,
+    axis: Axis = None,
+    dtype: Any = None,
+    out: None = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+) -> Variable:
     """jnp.nansum: sum with NaNs counted as zero."""
     return sum(_nan_to(a, 0.0)[0], axis, dtype, out, keepdims, initial, where)
 
 
 @public
-def nanprod(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
-            keepdims: bool = False, initial: Any = None, where: Any = None) -> Variable:
+def nanprod(
+    a: Any,
+    axis: Axis = None,
+    dtype: Any = None,
+    out: None = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+) -> Variable:
     """jnp.nanprod: prod with NaNs counted as one."""
     return prod(_nan_to(a, 1.0)[0], axis, dtype, out, keepdims, initial, where)
 
 
-def _valid_count(a: Variable, nan: Variable | None, axis: Axis, keepdims: bool,
-                 dt: np.dtype) -> Variable:
+def _valid_count(
+    a: Variable, nan: Variable | None, axis: Axis, keepdims: bool, dt: np.dtype
+) -> Variable:
     if nan is None:
         axes = norm_axes(axis, a.ndim)
         return full((), float(np.prod([a.shape[i] for i in axes])), dt)
@@ -114,8 +160,14 @@ def _float(a: Any, dtype: Any = None) -> Variable:
 
 
 @public
-def nanmean(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
-            keepdims: bool = False, where: Any = None) -> Variable:
+def nanmean(
+    a: Any,
+    axis: Axis = None,
+    dtype: Any = None,
+    out: None = None,
+    keepdims: bool = False,
+    where: Any = None,
+) -> Variable:
     """jnp.nanmean: the mean of the non-NaN elements (NaN where there are none)."""
     refuse_out("nanmean", out)
     a = _float(a, dtype)
@@ -124,9 +176,17 @@ def nanmean(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
 
 
 @public
-def nanvar(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
-           keepdims: bool = False, where: Any = None, *,
-           correction: float | None = None) -> Variable:
+def nanvar(
+    a: Any,
+    axis: Axis = None,
+    dtype: Any = None,
+    out: None = None,
+    ddof: int = 0,
+    keepdims: bool = False,
+    where: Any = None,
+    *,
+    correction: float | None = None,
+) -> Variable:
     """jnp.nanvar: the variance of the non-NaN elements (population by default; `ddof` or
     `correction` is subtracted from their count)."""
     ddof = correction_of("nanvar", ddof, correction)
@@ -143,15 +203,24 @@ def nanvar(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof:
 
 
 @public
-def nanstd(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
-           keepdims: bool = False, where: Any = None, *,
-           correction: float | None = None) -> Variable:
+def nanstd(
+    a: Any,
+    axis: Axis = None,
+    dtype: Any = None,
+    out: None = None,
+    ddof: int = 0,
+    keepdims: bool = False,
+    where: Any = None,
+    *,
+    correction: float | None = None,
+) -> Variable:
     """jnp.nanstd: sqrt(nanvar)."""
     return sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, correction=correction))
 
 
-def _nan_extreme(name: str, a: Any, axis: Axis, keepdims: bool, initial: Any, where_: Any
-                 ) -> Variable:
+def _nan_extreme(
+    name: str, a: Any, axis: Axis, keepdims: bool, initial: Any, where_: Any
+) -> Variable:
     a = as_var(a)
     fill = -math.inf if name == "max" else math.inf
     filled, nan = _nan_to(a, fill)
@@ -163,16 +232,28 @@ def _nan_extreme(name: str, a: Any, axis: Axis, keepdims: bool, initial: Any, wh
 
 
 @public
-def nanmax(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
-           initial: Any = None, where: Any = None) -> Variable:
+def nanmax(
+    a: Any,
+    axis: Axis = None,
+    out: None = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+) -> Variable:
     """jnp.nanmax: max ignoring NaNs (NaN where all are NaN)."""
     refuse_out("nanmax", out)
     return _nan_extreme("max", a, axis, keepdims, initial, where)
 
 
 @public
-def nanmin(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
-           initial: Any = None, where: Any = None) -> Variable:
+def nanmin(
+    a: Any,
+    axis: Axis = None,
+    out: None = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+) -> Variable:
     """jnp.nanmin: min ignoring NaNs (NaN where all are NaN)."""
     refuse_out("nanmin", out)
     return _nan_extreme("min", a, axis, keepdims, initial, where)
@@ -189,16 +270,18 @@ def _nan_arg(name: str, a: Any, axis: int | None, keepdims: bool) -> Variable:
 
 
 @public
-def nanargmax(a: Any, axis: int | None = None, out: None = None,
-              keepdims: bool = False) -> Variable:
+def nanargmax(
+    a: Any, axis: int | None = None, out: None = None, keepdims: bool = False
+) -> Variable:
     """jnp.nanargmax: argmax ignoring NaNs (-1 where all are NaN)."""
     refuse_out("nanargmax", out)
     return _nan_arg("max", a, axis, keepdims)
 
 
 @public
-def nanargmin(a: Any, axis: int | None = None, out: None = None,
-              keepdims: bool = False) -> Variable:
+def nanargmin(
+    a: Any, axis: int | None = None, out: None = None, keepdims: bool = False
+) -> Variable:
     """jnp.nanargmin: argmin ignoring NaNs (-1 where all are NaN)."""
     refuse_out("nanargmin", out)
     return _nan_arg("min", a, axis, keepdims)
@@ -209,8 +292,9 @@ def nanargmin(a: Any, axis: int | None = None, out: None = None,
 _METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
-def _quantile(name: str, a: Any, q: Any, axis: int | None, method: str, keepdims: bool,
-              nan_aware: bool) -> Variable:
+def _quantile(
+    name: str, a: Any, q: Any, axis: int | None, method: str, keepdims: bool, nan_aware: bool
+) -> Variable:
     """jnp's quantile: sort along `axis`, then interpolate between the two order statistics
     around q * (n - 1) (n: the non-NaN count for the nan forms); NaN where a slice has a NaN
     (plain forms) or only NaNs (nan forms)."""
@@ -225,7 +309,7 @@ def _quantile(name: str, a: Any, q: Any, axis: int | None, method: str, keepdims
         a, axis = reshape(a, (-1,)), 0
     else:
         axis = norm_axis(axis, a.ndim)
-        kept = a.shape[:axis] + (1,) + a.shape[axis + 1:]
+        kept = a.shape[:axis] + (1,) + a.shape[axis + 1 :]
     s = moveaxis(sort(a, axis), axis, -1)  # NaNs sort last
     n = s.shape[-1]
     nan = isnan(s)
@@ -262,14 +346,21 @@ def _quantile(name: str, a: Any, q: Any, axis: int | None, method: str, keepdims
 
 def _bcast(x: Variable, shape: tuple[int, ...]) -> Variable:
     from .shape import broadcast_to
+
     shape = tuple(shape[:-1]) + (x.shape[-1],)
     return x if x.shape == shape else broadcast_to(x, shape)
 
 
 @public
-def quantile(a: Any, q: Any, axis: int | None = None, out: None = None,
-             overwrite_input: bool = False, method: str = "linear",
-             keepdims: bool = False) -> Variable:
+def quantile(
+    a: Any,
+    q: Any,
+    axis: int | None = None,
+    out: None = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+) -> Variable:
     """jnp.quantile(a, q, axis=None, method='linear', keepdims=False): q in [0, 1], a scalar
     or 1-D (traced too); NaN where a slice holds a NaN."""
     refuse_out("quantile", out)
@@ -277,51 +368,86 @@ def quantile(a: Any, q: Any, axis: int | None = None, out: None = None,
 
 
 @public
-def nanquantile(a: Any, q: Any, axis: int | None = None, out: None = None,
-                overwrite_input: bool = False, method: str = "linear",
-                keepdims: bool = False) -> Variable:
+def nanquantile(
+    a: Any,
+    q: Any,
+    axis: int | None = None,
+    out: None = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+) -> Variable:
     """jnp.nanquantile: quantile of the non-NaN elements."""
     refuse_out("nanquantile", out)
     return _quantile("nanquantile", a, q, axis, method, keepdims, True)
 
 
 @public
-def percentile(a: Any, q: Any, axis: int | None = None, out: None = None,
-               overwrite_input: bool = False, method: str = "linear",
-               keepdims: bool = False) -> Variable:
+def percentile(
+    a: Any,
+    q: Any,
+    axis: int | None = None,
+    out: None = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+) -> Variable:
     """jnp.percentile: quantile(a, q / 100)."""
     refuse_out("percentile", out)
     return _quantile("percentile", a, _float(q) / 100.0, axis, method, keepdims, False)
 
 
 @public
-def nanpercentile(a: Any, q: Any, axis: int | None = None, out: None = None,
-                  overwrite_input: bool = False, method: str = "linear",
-                  keepdims: bool = False) -> Variable:
+def nanpercentile(
+    a: Any,
+    q: Any,
+    axis: int | None = None,
+    out: None = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+) -> Variable:
     """jnp.nanpercentile: nanquantile(a, q / 100)."""
     refuse_out("nanpercentile", out)
     return _quantile("nanpercentile", a, _float(q) / 100.0, axis, method, keepdims, True)
 
 
 @public
-def median(a: Any, axis: int | None = None, out: None = None, overwrite_input: bool = False,
-           keepdims: bool = False) -> Variable:
+def median(
+    a: Any,
+    axis: int | None = None,
+    out: None = None,
+    overwrite_input: bool = False,
+    keepdims: bool = False,
+) -> Variable:
     """jnp.median: quantile(a, 0.5, method='midpoint')."""
     refuse_out("median", out)
     return _quantile("median", a, 0.5, axis, "midpoint", keepdims, False)
 
 
 @public
-def nanmedian(a: Any, axis: int | None = None, out: None = None,
-              overwrite_input: bool = False, keepdims: bool = False) -> Variable:
+def nanmedian(
+    a: Any,
+    axis: int | None = None,
+    out: None = None,
+    overwrite_input: bool = False,
+    keepdims: bool = False,
+) -> Variable:
     """jnp.nanmedian: nanquantile(a, 0.5, method='midpoint')."""
     refuse_out("nanmedian", out)
     return _quantile("nanmedian", a, 0.5, axis, "midpoint", keepdims, True)
 
 
 @public
-def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: int | None = None,
-        fweights: Any = None, aweights: Any = None) -> Variable:
+def cov(
+    m: Any,
+    y: Any = None,
+    rowvar: bool = True,
+    bias: bool = False,
+    ddof: int | None = None,
+    fweights: Any = None,
+    aweights: Any = None,
+) -> Variable:
     """jnp.cov (no weights): the covariance of the rows (variables) of `m`."""
     if fweights is not None or aweights is not None:
         raise ShapeError("cov's fweights/aweights are not supported", op="cov")
@@ -345,6 +471,7 @@ def corrcoef(x: Any, y: Any = None, rowvar: bool = True) -> Variable:
     """jnp.corrcoef: the correlation coefficients, cov / sqrt(outer(diag, diag)), clipped."""
     from .construct import diagonal
     from .elementwise import sqrt
+
     c = cov(x, y, rowvar)
     if c.ndim == 0:
         return c / c
@@ -355,9 +482,9 @@ def corrcoef(x: Any, y: Any = None, rowvar: bool = True) -> Variable:
 
 def _correlate(a: Variable, v: Variable, mode: str, name: str) -> Variable:
     from .conv import conv_general_dilated
+
     if a.ndim != 1 or v.ndim != 1:
-        raise ShapeError(f"{name} takes 1-D arrays, got {a.type_str()} and {v.type_str()}",
-                         op=name)
+        raise ShapeError(f"{name} takes 1-D arrays, got {a.type_str()} and {v.type_str()}", op=name)
     n, m = a.shape[0], v.shape[0]
     if mode == "valid":
         pad = (0, 0)
@@ -372,8 +499,14 @@ def _correlate(a: Variable, v: Variable, mode: str, name: str) -> Variable:
 
 
 @public
-def correlate(a: Any, v: Any, mode: str = "valid", *, precision: Any = None,
-              preferred_element_type: Any = None) -> Variable:
+def correlate(
+    a: Any,
+    v: Any,
+    mode: str = "valid",
+    *,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> Variable:
     """jnp.correlate: the cross-correlation of two 1-D arrays (a 1-D convolution)."""
     a, v = promoted(a, v, inexact=True)
     if a.shape[0] < v.shape[0]:
@@ -382,8 +515,9 @@ def correlate(a: Any, v: Any, mode: str = "valid", *, precision: Any = None,
 
 
 @public
-def convolve(a: Any, v: Any, mode: str = "full", *, precision: Any = None,
-             preferred_element_type: Any = None) -> Variable:
+def convolve(
+    a: Any, v: Any, mode: str = "full", *, precision: Any = None, preferred_element_type: Any = None
+) -> Variable:
     """jnp.convolve: the convolution of two 1-D arrays."""
     a, v = promoted(a, v, inexact=True)
     if a.shape[0] < v.shape[0]:
@@ -392,8 +526,9 @@ def convolve(a: Any, v: Any, mode: str = "full", *, precision: Any = None,
 
 
 @public
-def histogram_bin_edges(a: Any, bins: Any = 10, range: Sequence[Any] | None = None,
-                        weights: Any = None) -> Variable:
+def histogram_bin_edges(
+    a: Any, bins: Any = 10, range: Sequence[Any] | None = None, weights: Any = None
+) -> Variable:
     """jnp.histogram_bin_edges: `bins` (an int) equal bins over `range` (default: the data's
     min and max, widened by 0.5 each side when they are equal), or the given edges."""
     arr = inexact(a)
@@ -418,15 +553,21 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Sequence[Any] | None = No
 
 
 @public
-def histogram(a: Any, bins: Any = 10, range: Sequence[Any] | None = None, weights: Any = None,
-              density: bool | None = None) -> tuple[Variable, Variable]:
+def histogram(
+    a: Any,
+    bins: Any = 10,
+    range: Sequence[Any] | None = None,
+    weights: Any = None,
+    density: bool | None = None,
+) -> tuple[Variable, Variable]:
     """jnp.histogram: the counts (or summed weights) per bin, the last bin closed, and the
     bin edges; differentiable in the weights and (through the edges) in `range`/`a`."""
     a = inexact(a)
     w = elementwise.astype(ones(a.shape, a.dtype), a.dtype) if weights is None else inexact(weights)
     if w.shape != a.shape:
-        raise ShapeError(f"histogram's weights need a's shape {a.shape}, got {w.type_str()}",
-                         op="histogram")
+        raise ShapeError(
+            f"histogram's weights need a's shape {a.shape}, got {w.type_str()}", op="histogram"
+        )
     edges = histogram_bin_edges(a, bins, range)
     a, w = ravel(a), ravel(w)
     idx = searchsorted(edges, a, side="right")
@@ -438,13 +579,19 @@ def histogram(a: Any, bins: Any = 10, range: Sequence[Any] | None = None, weight
 
 
 @public
-def histogramdd(sample: Any, bins: Any = 10, range: Sequence[Any] | None = None,
-                weights: Any = None, density: bool | None = None) -> tuple[Variable, list]:
+def histogramdd(
+    sample: Any,
+    bins: Any = 10,
+    range: Sequence[Any] | None = None,
+    weights: Any = None,
+    density: bool | None = None,
+) -> tuple[Variable, list]:
     """jnp.histogramdd: the D-dimensional histogram of (N, D) samples and the edges per axis."""
     sample = inexact(sample)
     if sample.ndim != 2:
-        raise ShapeError(f"histogramdd needs (N, D) samples, got {sample.type_str()}",
-                         op="histogramdd")
+        raise ShapeError(
+            f"histogramdd needs (N, D) samples, got {sample.type_str()}", op="histogramdd"
+        )
     n, d = sample.shape
     per_dim = list(bins) if isinstance(bins, (list, tuple)) else [bins] * d
     if len(per_dim) != d:
@@ -468,9 +615,14 @@ def histogramdd(sample: Any, bins: Any = 10, range: Sequence[Any] | None = None,
 
 
 @public
-def histogram2d(x: Any, y: Any, bins: Any = 10, range: Sequence[Any] | None = None,
-                weights: Any = None, density: bool | None = None
-                ) -> tuple[Variable, Variable, Variable]:
+def histogram2d(
+    x: Any,
+    y: Any,
+    bins: Any = 10,
+    range: Sequence[Any] | None = None,
+    weights: Any = None,
+    density: bool | None = None,
+) -> tuple[Variable, Variable, Variable]:
     """jnp.histogram2d: histogramdd of the pairs (x, y), and the edges of each axis."""
     if isinstance(bins, (list, tuple)) and len(bins) not in (1, 2):
         bins = [bins, bins]
@@ -485,7 +637,6 @@ def nancumsum(a: Any, axis: int | None = None, dtype: Any = None, out: None = No
 
 
 @public
-def nancumprod(a: Any, axis: int | None = None, dtype: Any = None,
-               out: None = None) -> Variable:
+def nancumprod(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Variable:
     """jnp.nancumprod: cumprod with NaNs counted as one."""
     return cumprod(_nan_to(a, 1.0)[0], axis, dtype, out)

@@ -7,9 +7,9 @@ Implemented in srcgrad/imperative/optim.py.
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
-from ..imperative.optim import (SGD, Adam, AdamW, Optimizer, RMSprop, RMSProp, from_optax,
-                                zero_grad)
+from ..imperative.optim import SGD, Adam, AdamW, Optimizer, RMSprop, RMSProp, from_optax, zero_grad
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSProp", "RMSprop", "from_optax", "zero_grad"]

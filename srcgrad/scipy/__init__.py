@@ -2,6 +2,7 @@
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from . import special

@@ -4,6 +4,7 @@ arrays), each with JAX's gradient. Declared in srcgrad/ops/special.py with
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 from ..ops import exports_of

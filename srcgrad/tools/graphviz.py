@@ -12,6 +12,7 @@ that makes `x@GRAD`.
 
 Layer L6 (front ends): see docs/design.md.
 """
+
 from __future__ import annotations
 
 import html
@@ -64,10 +65,14 @@ def _op_label(op: Op) -> str:
     for kind, vals in (("i", op.inputs), ("o", op.outputs)):
         for k, v in enumerate(vals):
             arrow = "&#8594; " if kind == "o" else ""
-            rows.append(f'<TR><TD PORT="{kind}{k}" ALIGN="LEFT">{arrow}{_html(v.name)}: '
-                        f'{_html(v.type_str())}</TD></TR>')
-    return ('<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3" '
-            'BGCOLOR="white">' + "".join(rows) + "</TABLE>>")
+            rows.append(
+                f'<TR><TD PORT="{kind}{k}" ALIGN="LEFT">{arrow}{_html(v.name)}: '
+                f"{_html(v.type_str())}</TD></TR>"
+            )
+    return (
+        '<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3" '
+        'BGCOLOR="white">' + "".join(rows) + "</TABLE>>"
+    )
 
 
 def _is_grad(op: Op) -> bool:
@@ -87,8 +92,9 @@ def _block_title(block: Block) -> str:
 def to_dot(program: Program, name: str = "program") -> str:
     """Graphviz DOT text of `program` (see the module doc for what is drawn)."""
     if not isinstance(program, Program):
-        raise SrcgradError(f"sg.to_dot takes an sg.Program, got a {type(program).__name__}",
-                           loc=user_location())
+        raise SrcgradError(
+            f"sg.to_dot takes an sg.Program, got a {type(program).__name__}", loc=user_location()
+        )
     ids = _Ids()
     made: dict[Variable, str] = {}  # value -> "opN:oK", the port of the op that makes it
     for block in program.blocks:
@@ -106,8 +112,10 @@ def to_dot(program: Program, name: str = "program") -> str:
     for block in program.blocks:
         grad_block = block.forward_block_idx >= 0
         lines.append(f"  subgraph cluster_b{block.idx} {{")
-        lines.append(f'    label="{_esc(_block_title(block))}"; style=filled; '
-                     f'fillcolor="{_GRAD if grad_block else _BLOCK}";')
+        lines.append(
+            f'    label="{_esc(_block_title(block))}"; style=filled; '
+            f'fillcolor="{_GRAD if grad_block else _BLOCK}";'
+        )
         for v in _values_in(block, made):
             label = f"{_esc(v.name)}\\n{_esc(v.type_str())}"
             lines.append(f'    {ids.get(v, "v")} [shape=box, label="{label}"];')
@@ -124,7 +132,7 @@ def to_dot(program: Program, name: str = "program") -> str:
                 lines.append(f'      label="{title}"; style=filled; fillcolor="{color}";')
                 pad = "      "
             for op in ops:
-                lines.append(f'{pad}{ids.get(op, "op")} [shape=plain, label={_op_label(op)}];')
+                lines.append(f"{pad}{ids.get(op, 'op')} [shape=plain, label={_op_label(op)}];")
             if title:
                 lines.append("    }")
         lines.append("  }")
@@ -142,8 +150,9 @@ def to_dot(program: Program, name: str = "program") -> str:
     for gname, g in by_name.items():
         v = by_name.get(gname[:-5]) if gname.endswith("@GRAD") else None
         if v is not None and g in made and v not in made:  # an input and its gradient
-            edges.append(f"  {ids.get(v, 'v')} -> {made[g]} "
-                         '[style=dashed, label="grad", constraint=false];')
+            edges.append(
+                f'  {ids.get(v, "v")} -> {made[g]} [style=dashed, label="grad", constraint=false];'
+            )
     lines += edges
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -175,16 +184,23 @@ def render(program: Program, path: str | os.PathLike, format: str | None = None)
     text = to_dot(program)
     dot = shutil.which("dot")
     if dot is None:
-        raise SrcgradError("sg.render needs Graphviz's `dot` program, which is not installed (not "
-                           "on PATH). Install Graphviz (Debian/Ubuntu: apt-get install graphviz; "
-                           "macOS: brew install graphviz; conda: conda install graphviz), or write "
-                           "sg.to_dot(program) to a .dot file and render it with "
-                           "`dot -Tsvg program.dot -o program.svg`", loc=user_location())
-    done = subprocess.run([dot, f"-T{fmt}", "-o", path], input=text.encode(), capture_output=True,
-                          check=False)
+        raise SrcgradError(
+            "sg.render needs Graphviz's `dot` program, which is not installed (not "
+            "on PATH). Install Graphviz (Debian/Ubuntu: apt-get install graphviz; "
+            "macOS: brew install graphviz; conda: conda install graphviz), or write "
+            "sg.to_dot(program) to a .dot file and render it with "
+            "`dot -Tsvg program.dot -o program.svg`",
+            loc=user_location(),
+        )
+    done = subprocess.run(
+        [dot, f"-T{fmt}", "-o", path], input=text.encode(), capture_output=True, check=False
+    )
     if done.returncode != 0:
-        raise SrcgradError(f"sg.render: dot failed ({done.returncode}): "
-                           f"{done.stderr.decode(errors='replace').strip()}", loc=user_location())
+        raise SrcgradError(
+            f"sg.render: dot failed ({done.returncode}): "
+            f"{done.stderr.decode(errors='replace').strip()}",
+            loc=user_location(),
+        )
     return path
 
 

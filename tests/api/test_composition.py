@@ -1,4 +1,5 @@
 """sg.grad & co. as ordinary JAX functions: jit, vmap, train steps, pytrees, caching, vjp."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -35,6 +36,7 @@ def data(n: int = 8) -> tuple[np.ndarray, np.ndarray]:
 
 # ---------------------------------------------------------------- jit and vmap
 
+
 def test_jax_jit_of_grad() -> None:
     p, (x, y) = params(), data()
     g = sg.grad(loss)
@@ -54,16 +56,18 @@ def test_jax_grad_of_sg_grad() -> None:
     x = arr(3)
 
     def f(x: Any) -> Any:
-        return sg.sum(sg.sin(x) * x ** 2)
+        return sg.sum(sg.sin(x) * x**2)
 
     def twin(x: Any) -> Any:
-        return jnp.sum(jnp.sin(x) * x ** 2)
+        return jnp.sum(jnp.sin(x) * x**2)
+
     got = jax.grad(lambda x: jnp.sum(sg.grad(f)(x) ** 2))(x)
     want = jax.grad(lambda x: jnp.sum(jax.grad(twin)(x) ** 2))(x)
     np.testing.assert_allclose(got, want, rtol=1e-10)
 
 
 # ---------------------------------------------------------------- train steps
+
 
 def test_jitted_sgd_train_step() -> None:
     p0, (x, y) = params(), data()
@@ -102,6 +106,7 @@ def test_jitted_adam_train_step() -> None:
             value, g = value_and_grad(p, x, y)
             updates, state = opt.update(g, state, p)
             return optax.apply_updates(p, updates), state, value
+
         return step
 
     step, step_twin = make_step(vg), make_step(jax.value_and_grad(loss_twin))
@@ -116,25 +121,29 @@ def test_jitted_adam_train_step() -> None:
 
 # ---------------------------------------------------------------- has_aux, argnums, pytrees
 
+
 def loss_aux(p: dict, x: Any, y: Any) -> tuple[Any, dict]:
     h = sg.tanh(x @ p["w1"] + p["b1"])
     err = h @ p["w2"] - y
-    return sg.mean(err ** 2), {"h": h, "max_err": sg.max(sg.abs(err))}
+    return sg.mean(err**2), {"h": h, "max_err": sg.max(sg.abs(err))}
 
 
 def loss_aux_twin(p: dict, x: Any, y: Any) -> tuple[Any, dict]:
     h = jnp.tanh(x @ p["w1"] + p["b1"])
     err = h @ p["w2"] - y
-    return jnp.mean(err ** 2), {"h": h, "max_err": jnp.max(jnp.abs(err))}
+    return jnp.mean(err**2), {"h": h, "max_err": jnp.max(jnp.abs(err))}
 
 
 def test_has_aux() -> None:
     p, (x, y) = params(), data()
     sg.trace(sg.value_and_grad(loss_aux, argnums=(0, 1), has_aux=True), p, x, y).verify()
-    assert_tree_close(sg.grad(loss_aux, has_aux=True)(p, x, y),
-                      jax.grad(loss_aux_twin, has_aux=True)(p, x, y))
-    assert_tree_close(sg.value_and_grad(loss_aux, has_aux=True)(p, x, y),
-                      jax.value_and_grad(loss_aux_twin, has_aux=True)(p, x, y))
+    assert_tree_close(
+        sg.grad(loss_aux, has_aux=True)(p, x, y), jax.grad(loss_aux_twin, has_aux=True)(p, x, y)
+    )
+    assert_tree_close(
+        sg.value_and_grad(loss_aux, has_aux=True)(p, x, y),
+        jax.value_and_grad(loss_aux_twin, has_aux=True)(p, x, y),
+    )
 
 
 @pytest.mark.parametrize("argnums", [0, 1, (0, 1), (1, 0), (0, 2)])
@@ -149,8 +158,9 @@ def test_argnums(argnums: Any) -> None:
 def test_keyword_arguments_are_not_differentiated() -> None:
     p, (x, y) = params(), data()
     assert_tree_close(sg.grad(loss)(p, x, y=y), jax.grad(loss_twin)(p, x, y=y))
-    assert_tree_close(sg.value_and_grad(loss)(p, y=y, x=x),
-                      jax.value_and_grad(loss_twin)(p, y=y, x=x))
+    assert_tree_close(
+        sg.value_and_grad(loss)(p, y=y, x=x), jax.value_and_grad(loss_twin)(p, y=y, x=x)
+    )
 
 
 def test_argnums_out_of_range() -> None:
@@ -160,6 +170,7 @@ def test_argnums_out_of_range() -> None:
 
 def test_pytrees_in_and_out() -> None:
     """Nested dicts, lists and tuples keep their structure; unused leaves get zeros."""
+
     def f(tree: dict, scale: Any) -> Any:
         a, (b, _) = tree["pair"][0], tree["pair"][1]
         return sg.sum(sg.sin(a) * b) * scale + sg.mean(tree["nested"]["z"] ** 2)
@@ -167,6 +178,7 @@ def test_pytrees_in_and_out() -> None:
     def twin(tree: dict, scale: Any) -> Any:
         a, (b, _) = tree["pair"][0], tree["pair"][1]
         return jnp.sum(jnp.sin(a) * b) * scale + jnp.mean(tree["nested"]["z"] ** 2)
+
     tree = {"pair": [arr(3), (arr(3), arr(2, 2))], "nested": {"z": arr(4)}}
     got = sg.grad(f, argnums=(0, 1))(tree, 1.5)
     assert_tree_close(got, jax.grad(twin, argnums=(0, 1))(tree, 1.5))
@@ -181,6 +193,7 @@ def test_vjp_matches_jax_vjp() -> None:
 
     def twin(p: dict, x: Any) -> dict:
         return {"h": jnp.tanh(x @ p["w1"] + p["b1"]), "s": jnp.sum(x * x)}
+
     out, pullback = sg.vjp(f, p, x)
     want_out, want_pullback = jax.vjp(twin, p, x)
     assert_tree_close(out, want_out)
@@ -190,6 +203,7 @@ def test_vjp_matches_jax_vjp() -> None:
 
 
 # ---------------------------------------------------------------- caching
+
 
 def test_compiled_once_per_signature() -> None:
     g = sg.grad(loss)
@@ -237,24 +251,28 @@ def test_inside_jax_jit_the_gradient_is_traced_inline() -> None:
 
 # ---------------------------------------------------------------- NumPy operands
 
+
 def test_numpy_arrays_on_the_left_of_traced_values() -> None:
     """np_array @ w, np_array - w, ...: NumPy defers to the traced value's reflected operators."""
     a, x = arr(2, 3), np.abs(arr(2, 3)) + 0.5
 
     def f(w: Any) -> Any:
-        return sg.sum((a @ w.T) ** 2) + sg.sum(a - w) + sg.sum(a / w) + sg.sum(x ** w)
+        return sg.sum((a @ w.T) ** 2) + sg.sum(a - w) + sg.sum(a / w) + sg.sum(x**w)
 
     def twin(w: Any) -> Any:
-        return jnp.sum((a @ w.T) ** 2) + jnp.sum(a - w) + jnp.sum(a / w) + jnp.sum(x ** w)
+        return jnp.sum((a @ w.T) ** 2) + jnp.sum(a - w) + jnp.sum(a / w) + jnp.sum(x**w)
+
     w = np.abs(arr(2, 3)) + 0.5
     np.testing.assert_allclose(sg.grad(f)(w), jax.grad(twin)(w), rtol=1e-10)
 
 
 # ---------------------------------------------------------------- integer inputs
 
+
 def test_grad_with_respect_to_an_integer_input_raises() -> None:
     def f(x: Any) -> Any:
         return sg.sum(x * 2.0)
+
     with pytest.raises(TypeError):
         jax.grad(lambda x: jnp.sum(x * 2.0))(np.arange(3))
     with pytest.raises(sg.GradientError, match="floating-point"):
@@ -272,4 +290,5 @@ def test_integer_inputs_that_are_not_differentiated_are_fine() -> None:
 
     def twin(w: Any, labels: Any) -> Any:
         return -jnp.mean(jnp.sum(jax.nn.log_softmax(x @ w) * jax.nn.one_hot(labels, 4), axis=-1))
+
     np.testing.assert_allclose(sg.grad(f)(w, labels), jax.grad(twin)(w, labels), rtol=1e-10)

@@ -3,6 +3,7 @@
 The rules below deliberately differ from the true derivative (a factor), so that a test
 passes only if the user's rule is the one used.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,6 +22,7 @@ RNG = np.random.default_rng(11)
 
 def make_vjp(lib: Any, custom: Any) -> Any:
     """f(x, y) = sin(x) * y with a bwd that scales the x cotangent by 1.5; residuals a dict."""
+
     @custom
     def f(x: Any, y: Any) -> Any:
         return lib.sin(x) * y
@@ -30,6 +32,7 @@ def make_vjp(lib: Any, custom: Any) -> Any:
 
     def bwd(res: Any, g: Any) -> Any:
         return (1.5 * res["cos"] * g * res["y"], res["sin"] * g)
+
     f.defvjp(fwd, bwd)
     return f
 
@@ -59,7 +62,7 @@ def test_custom_vjp_value_and_gradient() -> None:
 def test_custom_vjp_bwd_is_ordinary_ops_in_the_gradient_program() -> None:
     src = sg.source(sg.grad(loss), X, Y)
     assert "# grad of custom_vjp" in src
-    grad_part = src[src.index("# grad of custom_vjp"):]
+    grad_part = src[src.index("# grad of custom_vjp") :]
     assert "1.5" in grad_part  # bwd's own constant, emitted where the gradient runs
     prog = sg.trace(sg.grad(loss), X, Y)
     prog.verify()
@@ -68,8 +71,10 @@ def test_custom_vjp_bwd_is_ordinary_ops_in_the_gradient_program() -> None:
 
 def test_custom_vjp_second_order() -> None:
     """grad of grad and hessian: bwd is differentiated, residuals through fwd's own ops."""
-    close(sg.grad(lambda x, y: sg.sum(sg.grad(loss)(x, y) ** 2))(X, Y),
-          jax.grad(lambda x, y: jnp.sum(jax.grad(loss_ref)(x, y) ** 2))(X, Y))
+    close(
+        sg.grad(lambda x, y: sg.sum(sg.grad(loss)(x, y) ** 2))(X, Y),
+        jax.grad(lambda x, y: jnp.sum(jax.grad(loss_ref)(x, y) ** 2))(X, Y),
+    )
     close(sg.hessian(loss)(X, Y), jax.hessian(loss_ref)(X, Y))
     close(sg.hessian(loss, (0, 1))(X, Y), jax.hessian(loss_ref, (0, 1))(X, Y))
 
@@ -80,10 +85,13 @@ def test_custom_vjp_inside_a_loop_and_under_jax() -> None:
 
     def looped_ref(x: Any) -> Any:
         return jnp.sum(lax.fori_loop(0, 3, lambda i, c: F_REF(c, x) + x, x))
+
     close(sg.grad(looped)(X), jax.grad(looped_ref)(X))
     close(jax.jit(sg.grad(loss))(X, Y), jax.grad(loss_ref)(X, Y))
-    close(jax.vmap(sg.grad(loss))(np.stack([X, X + 0.1]), np.stack([Y, Y])),
-          jax.vmap(jax.grad(loss_ref))(np.stack([X, X + 0.1]), np.stack([Y, Y])))
+    close(
+        jax.vmap(sg.grad(loss))(np.stack([X, X + 0.1]), np.stack([Y, Y])),
+        jax.vmap(jax.grad(loss_ref))(np.stack([X, X + 0.1]), np.stack([Y, Y])),
+    )
 
 
 def test_custom_vjp_none_cotangent_and_forward_mode() -> None:
@@ -117,14 +125,17 @@ def test_custom_vjp_errors() -> None:
 
         k.defvjp(lambda z: (z * x, ()), lambda res, g: (g,))
         return sg.sum(k(x))
+
     with pytest.raises(sg.GradientError, match="closes over"):
         sg.grad(closes)(X)
 
 
 # ---------------------------------------------------------------- custom_jvp
 
+
 def make_jvp(lib: Any, custom: Any, sigmoid: Any) -> Any:
     """softplus with a rule that doubles the tangent (so its use is visible)."""
+
     @custom
     def softplus(x: Any) -> Any:
         return lib.log1p(lib.exp(x))
@@ -133,6 +144,7 @@ def make_jvp(lib: Any, custom: Any, sigmoid: Any) -> Any:
     def softplus_jvp(primals: Any, tangents: Any) -> Any:
         (x,), (t,) = primals, tangents
         return softplus(x), 2.0 * sigmoid(x) * t
+
     return softplus
 
 
@@ -158,29 +170,36 @@ def test_custom_jvp_forward_and_reverse() -> None:
 
 def test_custom_jvp_second_order() -> None:
     close(sg.hessian(sp_loss)(X), jax.hessian(sp_loss_ref)(X))
-    close(sg.grad(lambda x: sg.sum(sg.grad(sp_loss)(x)))(X),
-          jax.grad(lambda x: jnp.sum(jax.grad(sp_loss_ref)(x)))(X))
+    close(
+        sg.grad(lambda x: sg.sum(sg.grad(sp_loss)(x)))(X),
+        jax.grad(lambda x: jnp.sum(jax.grad(sp_loss_ref)(x)))(X),
+    )
     close(sg.jacfwd(sg.jacfwd(sp_loss))(X), jax.jacfwd(jax.jacfwd(sp_loss_ref))(X))
 
 
 def test_custom_jvp_in_a_while_loop() -> None:
     def looped(x: Any) -> Any:
-        return sg.while_loop(lambda c: c[1] < 3, lambda c: (SP(c[0]) * x, c[1] + 1),
-                             (x, np.int32(0)))[0]
+        return sg.while_loop(
+            lambda c: c[1] < 3, lambda c: (SP(c[0]) * x, c[1] + 1), (x, np.int32(0))
+        )[0]
 
     def looped_ref(x: Any) -> Any:
-        return lax.while_loop(lambda c: c[1] < 3, lambda c: (SP_REF(c[0]) * x, c[1] + 1),
-                              (x, np.int32(0)))[0]
+        return lax.while_loop(
+            lambda c: c[1] < 3, lambda c: (SP_REF(c[0]) * x, c[1] + 1), (x, np.int32(0))
+        )[0]
+
     v = RNG.standard_normal(4)
     close(sg.jvp(looped, (X,), (v,)), jax.jvp(looped_ref, (X,), (v,)))
-    close(sg.grad(lambda x: sg.sum(looped(x)))(X),
-          jax.grad(lambda x: jnp.sum(lax.fori_loop(0, 3, lambda i, c: SP_REF(c) * x, x)))(X))
+    close(
+        sg.grad(lambda x: sg.sum(looped(x)))(X),
+        jax.grad(lambda x: jnp.sum(lax.fori_loop(0, 3, lambda i, c: SP_REF(c) * x, x)))(X),
+    )
 
 
 def test_custom_jvp_rule_is_ordinary_ops_and_verifies(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "1")
     src = sg.source(sg.grad(sp_loss), X)
-    grad_part = src[src.index("# grad of custom_jvp"):]
+    grad_part = src[src.index("# grad of custom_jvp") :]
     assert "jax.nn.sigmoid" in grad_part and "2.0" in grad_part
     sg.hessian(sp_loss)(X)
     sg.hessian(loss)(X, Y)
@@ -197,6 +216,7 @@ def test_custom_jvp_errors() -> None:
     @h.defjvp
     def h_jvp(primals: Any, tangents: Any) -> Any:
         return primals[0] * 2.0, (tangents[0], tangents[0])
+
     with pytest.raises(sg.GradientError, match="structure"):
         sg.jvp(h, (X,), (X,))
 
@@ -218,8 +238,10 @@ def _sin_vjp(fwd: Any, bwd: Any) -> Any:
 @pytest.mark.parametrize("dtype", ["int32", "float64"])
 def test_custom_vjp_bwd_cotangent_of_another_dtype_is_refused(dtype: str) -> None:
     f = _sin_vjp(lambda x: (sg.sin(x), sg.cos(x)), lambda c, g: (sg.astype(g * c, dtype),))
-    want = (rf"^custom_vjp: bwd <lambda> returned {dtype[0]}{dtype[-2:]}\[4\] for argument 0, "
-            r"which is f32\[4\].*test_custom.py:\d+\)$")
+    want = (
+        rf"^custom_vjp: bwd <lambda> returned {dtype[0]}{dtype[-2:]}\[4\] for argument 0, "
+        r"which is f32\[4\].*test_custom.py:\d+\)$"
+    )
     with pytest.raises(sg.GradientError, match=want):
         sg.grad(lambda x: sg.sum(f(x)))(X32)
 
@@ -230,12 +252,18 @@ def test_custom_vjp_bwd_python_number_is_weakly_typed() -> None:
     assert got.dtype == np.float32 and got == 2.0
 
 
-@pytest.mark.parametrize("out", [lambda x: 3.0, lambda x: sg.astype(sg.sin(x), "float64"),
-                                 lambda x: (sg.sin(x),)], ids=["scalar", "float64", "tuple"])
+@pytest.mark.parametrize(
+    "out",
+    [lambda x: 3.0, lambda x: sg.astype(sg.sin(x), "float64"), lambda x: (sg.sin(x),)],
+    ids=["scalar", "float64", "tuple"],
+)
 def test_custom_vjp_fwd_output_unlike_the_function_is_refused(out: Any) -> None:
     f = _sin_vjp(lambda x: (out(x), x), lambda res, g: (g,))
-    with pytest.raises(sg.SrcgradError, match=r"^custom_vjp: fwd <lambda> returned a primal "
-                       r"output.*the function f returns .*test_custom.py:\d+\)$"):
+    with pytest.raises(
+        sg.SrcgradError,
+        match=r"^custom_vjp: fwd <lambda> returned a primal "
+        r"output.*the function f returns .*test_custom.py:\d+\)$",
+    ):
         f(X32)  # a plain call too: its value would be fwd's
     with pytest.raises(sg.SrcgradError, match="the function f returns"):
         sg.grad(lambda x: sg.sum(f(x)))(X32)
@@ -247,17 +275,24 @@ def test_custom_jvp_rule_of_other_types_is_refused() -> None:
         return sg.sin(x)
 
     h.defjvp(lambda p, t: (sg.sin(p[0]), sg.astype(t[0], "float64")))
-    with pytest.raises(sg.GradientError, match=r"^custom_jvp: the rule <lambda> returned "
-                       r"f64\[4\] for the tangent of output, which is f32\[4\]"):
+    with pytest.raises(
+        sg.GradientError,
+        match=r"^custom_jvp: the rule <lambda> returned "
+        r"f64\[4\] for the tangent of output, which is f32\[4\]",
+    ):
         sg.grad(lambda x: sg.sum(h(x)))(X32)
     h.defjvp(lambda p, t: (3.0, t[0]))
-    with pytest.raises(sg.GradientError, match=r"returned f32\[\] for the primal output, "
-                       r"which is f32\[4\]"):
+    with pytest.raises(
+        sg.GradientError,
+        match=r"returned f32\[\] for the primal output, "
+        r"which is f32\[4\]",
+    ):
         sg.jvp(h, (X32,), (X32,))
 
 
 def test_custom_vjp_function_traced_for_its_types_leaves_no_input_behind() -> None:
     """`fun` is traced only for its output types: an array only it captures is not fed."""
+
     @sg.custom_vjp
     def h(x: Any) -> Any:
         return sg.sin(x) * np.ones(4)

@@ -31,11 +31,13 @@ def next_line() -> int:
 
 def raises_at(exc: type[Exception], line: int, *fragments: str) -> Callable[[Exception], None]:
     """A check that an error names the user's file:line and says each of `fragments`."""
+
     def check(e: Exception) -> None:
         assert isinstance(e, exc), e
         assert f"{HERE}:{line}" in str(e), str(e)
         for frag in fragments:
             assert frag in str(e), str(e)
+
     return check
 
 
@@ -56,10 +58,15 @@ def regression_twin(w: Any, b: Any, x: Any, y: Any) -> Any:
 
 # ---------------------------------------------------------------- building and running
 
+
 def test_data_and_parameter_declare_inputs() -> None:
     prog, v = build_regression()
-    assert [(i.name, i.kind) for i in prog.inputs] == [("x", "data"), ("y", "data"),
-                                                       ("w", "param"), ("b", "param")]
+    assert [(i.name, i.kind) for i in prog.inputs] == [
+        ("x", "data"),
+        ("y", "data"),
+        ("w", "param"),
+        ("b", "param"),
+    ]
     assert v["x"].stop_gradient and v["y"].stop_gradient
     assert not v["w"].stop_gradient and not v["b"].stop_gradient
     assert v["x"].shape == (4, 3) and v["x"].dtype == np.float64
@@ -125,6 +132,7 @@ def test_declaring_inputs_needs_a_program_and_unique_names() -> None:
 
 # ---------------------------------------------------------------- errors
 
+
 def test_non_scalar_loss_without_target_gradients_raises_at_the_user_line() -> None:
     prog = sg.Program()
     with sg.program_guard(prog):
@@ -163,13 +171,16 @@ def test_values_not_in_the_program_are_not_in_a_computational_graph() -> None:
     with sg.program_guard(prog):
         x = sg.parameter("x", (3,), "float64")
         loss = sg.sum(sg.exp(x))
-        for call in (lambda: sg.gradients([loss], [foreign]),
-                     lambda: sg.gradients([foreign_loss], [x]),
-                     lambda: sg.gradients([loss], [np.ones(3)]),
-                     lambda: sg.gradients([loss, foreign_loss], [x]),
-                     lambda: sg.append_backward(np.float64(1.0))):
-            with pytest.raises(sg.GradientError,
-                               match="not in a computational graph|different programs"):
+        for call in (
+            lambda: sg.gradients([loss], [foreign]),
+            lambda: sg.gradients([foreign_loss], [x]),
+            lambda: sg.gradients([loss], [np.ones(3)]),
+            lambda: sg.gradients([loss, foreign_loss], [x]),
+            lambda: sg.append_backward(np.float64(1.0)),
+        ):
+            with pytest.raises(
+                sg.GradientError, match="not in a computational graph|different programs"
+            ):
                 call()
     leaked = []
     sg.grad(lambda a: leaked.append(sg.sin(a)) or sg.sum(a))(np.ones(2))
@@ -182,6 +193,7 @@ def test_values_not_in_the_program_are_not_in_a_computational_graph() -> None:
 
 
 # ---------------------------------------------------------------- Fluid: the loss's program
+
 
 def test_append_backward_after_the_guard_appends_to_the_loss_program() -> None:
     prog, v = build_regression()

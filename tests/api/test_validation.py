@@ -4,6 +4,7 @@ max_iters, declared input shapes, fetch names, Python truth values of traced val
 forgotten has_aux, values leaked from another trace, and complex inputs/outputs (srcgrad
 differentiates real functions only; jax.grad needs holomorphic=True for them).
 """
+
 from __future__ import annotations
 
 import os
@@ -31,6 +32,7 @@ def _raises(exc: type[Exception], run: Callable[[], Any], *fragments: str) -> st
 
 
 # ---------------------------------------------------------------- max_iters
+
 
 def _while(max_iters: Any) -> Callable[[Any], Any]:
     return lambda x: sg.while_loop(lambda s: s < 3.0, lambda s: s + 1.0, x, max_iters=max_iters)
@@ -61,10 +63,11 @@ def test_max_iters_must_not_be_negative(loop: Callable, op: str) -> None:
 def test_max_iters_accepts_python_and_numpy_ints(good: Any) -> None:
     # 1 -> 2 -> 3 stops by itself; the fori loop is cut at 2 iterations: x**3, derivative 3x**2.
     assert float(sg.jit(_while(good))(1.0)) == 3.0
-    np.testing.assert_allclose(sg.grad(_fori(good))(1.5), 3 * 1.5 ** 2)
+    np.testing.assert_allclose(sg.grad(_fori(good))(1.5), 3 * 1.5**2)
 
 
 # ---------------------------------------------------------------- sg.data / sg.parameter shapes
+
 
 @pytest.mark.parametrize("shape", [(None, 3), (-1, 3), (2.5,), (True, 2), None, "ab"])
 @pytest.mark.parametrize("declare", [sg.data, sg.parameter])
@@ -85,13 +88,14 @@ def test_input_shape_accepts_numpy_ints_and_an_int() -> None:
 
 # ---------------------------------------------------------------- compile(fetch=names)
 
+
 def test_compile_fetches_by_name_as_by_variable() -> None:
     prog = sg.Program()
     with sg.program_guard(prog):
         x = sg.data("x", (4, 3), "float64")
         w = sg.parameter("w", (3, 2), "float64")
         loss = sg.mean(sg.tanh(x @ w))
-        (_, w_grad), = sg.append_backward(loss)
+        ((_, w_grad),) = sg.append_backward(loss)
     xv, wv = np.linspace(-1, 1, 12).reshape(4, 3), np.full((3, 2), 0.3)
     by_var = sg.compile(prog, feed=[x, w], fetch=[loss, w_grad])(xv, wv)
     by_name = sg.compile(prog, feed=["x", "w"], fetch=[loss.name, "w@GRAD"])(xv, wv)
@@ -107,6 +111,7 @@ def test_compile_fetches_by_name_as_by_variable() -> None:
 
 # ---------------------------------------------------------------- error messages
 
+
 def test_truth_value_of_a_traced_value_names_the_line() -> None:
     # converted by default (srcgrad.convert); no_convert keeps Python's truth test
     run = lambda: sg.grad(sg.no_convert(lambda x: x if x > 0 else -x))(1.0)
@@ -117,6 +122,7 @@ def test_truth_value_of_a_traced_value_names_the_line() -> None:
 def test_forgotten_has_aux_hints_at_it() -> None:
     def loss_aux(x: Any) -> Any:
         return sg.sum(x * x), x
+
     for transform in (sg.grad, sg.value_and_grad):
         run = lambda: transform(loss_aux)(np.ones(3))
         _raises(sg.GradientError, run, "returned a tuple of 2 values", "has_aux=True")
@@ -130,6 +136,7 @@ def test_value_from_an_earlier_trace_says_it_belongs_to_another_trace() -> None:
     def keep(x: Any) -> Any:
         leaked.append(x * 2.0)
         return sg.sum(x)
+
     sg.grad(keep)(np.ones(2))
     run = lambda: sg.grad(lambda x: sg.sum(x * leaked[0]))(np.ones(2))
     msg = _raises(sg.TraceError, run, "belongs to another trace", "pass it as an argument")
@@ -142,11 +149,13 @@ def test_value_escaping_a_loop_body_still_says_so() -> None:
     def f(x: Any) -> Any:
         sg.fori_loop(0, 2, lambda i, s: inner.append(s * 2.0) or s, x)
         return inner[0] + x
+
     with pytest.raises(sg.TraceError, match="escaped through a Python variable"):
         sg.jit(f)(1.0)
 
 
 # ---------------------------------------------------------------- complex inputs and outputs
+
 
 def _sum_sq(z: Any, y: Any) -> Any:
     return sg.sum(z * z) + y
@@ -179,11 +188,13 @@ def test_complex_inside_a_trace_is_refused_too() -> None:
     def outer(x: Any) -> Any:
         z = x * (1 + 1j)
         return sg.sum(sg.grad(lambda z: sg.sum(z * z).astype("float64"))(z))
+
     with pytest.raises(sg.GradientError, match="is complex"):
         sg.jit(outer)(np.ones(2))
 
 
 # ---------------------------------------------------------------- target_gradients (docs/api.md)
+
 
 def test_non_scalar_target_needs_a_head_gradient_and_ones_like_gives_fluids_seed() -> None:
     prog = sg.Program()
@@ -194,6 +205,6 @@ def test_non_scalar_target_needs_a_head_gradient_and_ones_like_gives_fluids_seed
         _raises(sg.GradientError, run, "is not a scalar", "target_gradients")
         [gx] = sg.gradients([y], [x], target_gradients=[sg.ones_like(y)])
     xv = np.linspace(-1.0, 1.0, 6).reshape(2, 3)
-    got, = sg.compile(prog, feed=["x"], fetch=[gx])(xv)
+    (got,) = sg.compile(prog, feed=["x"], fetch=[gx])(xv)
     want = jax.grad(lambda x: jax.numpy.sum(jax.numpy.tanh(x) * 2.0))(xv)
     np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -1,6 +1,7 @@
 """Errors a user can act on: tracebacks without srcgrad's frames (with a switch), every error
 at the user's file:line, JAX's control flow and Python conversions of traced values pointing
 to what to write instead."""
+
 from __future__ import annotations
 
 import inspect
@@ -70,8 +71,14 @@ def test_traceback_filtering_switch(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_traceback_filtering_environment_variable() -> None:
     code = "import srcgrad as sg; print(sg.config.traceback_filtering)"
     env = dict(os.environ, SRCGRAD_TRACEBACK_FILTERING="off")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         check=True, cwd=os.path.dirname(SRCGRAD_DIR.rstrip(os.sep)))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=os.path.dirname(SRCGRAD_DIR.rstrip(os.sep)),
+    )
     assert out.stdout.strip() == "False"
 
 
@@ -85,10 +92,14 @@ def test_from_jax_unsupported_primitive_names_the_users_line(
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("cannot bind it alone")
+
     monkeypatch.setattr(fj, "call_flat", refuse)
     f = lambda x: jnp.fft.fft(x).real.sum()
-    with pytest.raises(sg.SrcgradError, match=r"'\w+' could not run as a jax_op .*\(made at "
-                       rf".*{_line(f)}:\d+ \(.*<lambda>\)\).*\(at .*{HERE}:\d+\)$"):
+    with pytest.raises(
+        sg.SrcgradError,
+        match=r"'\w+' could not run as a jax_op .*\(made at "
+        rf".*{_line(f)}:\d+ \(.*<lambda>\)\).*\(at .*{HERE}:\d+\)$",
+    ):
         sg.from_jax(f)(X)
 
 
@@ -124,8 +135,9 @@ CONVERSIONS = [
 
 
 @pytest.mark.parametrize("fn, what", CONVERSIONS, ids=[w for _, w in CONVERSIONS])
-def test_python_conversions_of_traced_values_say_what_to_do(fn: Callable[..., Any],
-                                                            what: str) -> None:
+def test_python_conversions_of_traced_values_say_what_to_do(
+    fn: Callable[..., Any], what: str
+) -> None:
     with pytest.raises(sg.TraceError) as info:
         sg.grad(lambda x: fn(x) * x)(np.float64(1.0))
     msg = str(info.value)

@@ -1,5 +1,6 @@
 """Eager calls: every op called on concrete values outside a trace computes with JAX and
 returns a jax.Array equal to jax.numpy's result (the forward table of test_ops, run eagerly)."""
+
 from __future__ import annotations
 
 import jax
@@ -31,8 +32,9 @@ def test_op_runs_eagerly(case: Case, data: st.DataObject) -> None:
         assert_same(ours, theirs, f"eager {case.name} {params}")
 
 
-@pytest.mark.parametrize("value", [1.5, 2, True, np.float32(0.5), np.arange(3), jnp.ones((2, 2))],
-                         ids=repr)
+@pytest.mark.parametrize(
+    "value", [1.5, 2, True, np.float32(0.5), np.arange(3), jnp.ones((2, 2))], ids=repr
+)
 def test_python_numpy_and_jax_inputs(value: object) -> None:
     for ours, ref in [(sg.sin, jnp.sin), (sg.abs, jnp.abs), (sg.square, jnp.square)]:
         assert_same(ours(value), ref(value), f"{ref.__name__}({value!r})")
@@ -58,10 +60,12 @@ def test_inside_jax_jit_and_jax_grad() -> None:
 
     def ref(v: jax.Array) -> jax.Array:
         return jnp.sum(jnp.tanh(v) * jnp.exp(v))
+
     assert_same(jax.jit(f)(x), jax.jit(ref)(x), "jit")
     assert_same(jax.grad(f)(x), jax.grad(ref)(x), "grad")
-    assert_same(jax.vmap(sg.softmax)(x.reshape(5, 1)), jax.vmap(jax.nn.softmax)(x.reshape(5, 1)),
-                "vmap")
+    assert_same(
+        jax.vmap(sg.softmax)(x.reshape(5, 1)), jax.vmap(jax.nn.softmax)(x.reshape(5, 1)), "vmap"
+    )
 
 
 def test_eager_errors_name_the_op_and_the_user_line() -> None:

@@ -1,4 +1,5 @@
 """jit=False: loops and branches run as Python while/if over concrete arrays (for debuggers)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -25,9 +26,11 @@ def body_calls() -> Iterator[Counter]:
             args = frame.f_locals.get("carry", frame.f_locals.get("operands"))
             if args is not None:
                 leaves = jax.tree_util.tree_leaves(args)
-                concrete = all(isinstance(a, jax.Array) and not isinstance(a, jax.core.Tracer)
-                               for a in leaves)
+                concrete = all(
+                    isinstance(a, jax.Array) and not isinstance(a, jax.core.Tracer) for a in leaves
+                )
                 seen[(code.co_name.split("_")[0], concrete)] += 1
+
     old = sys.gettrace()
     sys.settrace(trace)
     try:
@@ -56,22 +59,29 @@ def test_eager_loop_bodies_run_once_per_iteration_with_real_values() -> None:
 def test_eager_while_with_capacity_search_and_value() -> None:
     def f(x: Any) -> Any:
         return sg.while_loop(lambda s: s < 100.0, lambda s: s * 1.5 + 0.1, x)
+
     with body_calls() as seen:
         got = sg.grad(f, jit=False)(0.5)
     trips = seen[("body", True)] // 2
     assert trips > 10 and seen[("body", False)] == 0
-    np.testing.assert_allclose(got, 1.5 ** trips, rtol=1e-12)
+    np.testing.assert_allclose(got, 1.5**trips, rtol=1e-12)
     np.testing.assert_allclose(sg.jit(f, jit=False)(0.5), sg.jit(f)(0.5), rtol=1e-12)
 
 
 def test_eager_function_still_works_under_jax_transformations() -> None:
-    g = sg.grad(lambda x, w: sg.while_loop(lambda s: s < 5.0, lambda s: s * w + 0.2, x,
-                                            max_iters=30), argnums=1, jit=False)
-    want = sg.grad(lambda x, w: sg.while_loop(lambda s: s < 5.0, lambda s: s * w + 0.2, x,
-                                               max_iters=30), argnums=1)(0.5, 1.3)
+    g = sg.grad(
+        lambda x, w: sg.while_loop(lambda s: s < 5.0, lambda s: s * w + 0.2, x, max_iters=30),
+        argnums=1,
+        jit=False,
+    )
+    want = sg.grad(
+        lambda x, w: sg.while_loop(lambda s: s < 5.0, lambda s: s * w + 0.2, x, max_iters=30),
+        argnums=1,
+    )(0.5, 1.3)
     np.testing.assert_allclose(jax.jit(g)(0.5, 1.3), want, rtol=1e-12)
-    np.testing.assert_allclose(jax.vmap(g, in_axes=(None, 0))(0.5, np.array([1.3, 1.3]))[0], want,
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        jax.vmap(g, in_axes=(None, 0))(0.5, np.array([1.3, 1.3]))[0], want, rtol=1e-12
+    )
 
 
 @pytest.mark.parametrize("pred", [True, False])

@@ -2,6 +2,7 @@
 
 docs/jax_interop.md and docs/control_flow.md state them; the tests hold the docs to them.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,21 +42,26 @@ def test_hessian_of_a_loop_by_jacfwd() -> None:
         for _ in range(3):
             s = jnp.tanh(s * x)
         return jnp.sum(s)
+
     x = np.array([0.5, -0.7])
-    np.testing.assert_allclose(jax.jacfwd(sg.grad(f))(x), jax.hessian(f_jnp)(x),
-                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        jax.jacfwd(sg.grad(f))(x), jax.hessian(f_jnp)(x), rtol=1e-10, atol=1e-12
+    )
 
     def squaring(x: Any) -> Any:  # 3 iterations at this x: data-dependent, bounded
-        return sg.sum(sg.while_loop(lambda s: sg.sum(s) < 10.0, lambda s: s * s + 0.5, x,
-                                    max_iters=8))
+        return sg.sum(
+            sg.while_loop(lambda s: sg.sum(s) < 10.0, lambda s: s * s + 0.5, x, max_iters=8)
+        )
 
     def squaring_jnp(x: Any) -> Any:
         for _ in range(3):
             x = x * x + 0.5
         return jnp.sum(x)
+
     x = np.array([1.0, 1.2])
-    np.testing.assert_allclose(jax.jacfwd(sg.grad(squaring))(x), jax.hessian(squaring_jnp)(x),
-                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        jax.jacfwd(sg.grad(squaring))(x), jax.hessian(squaring_jnp)(x), rtol=1e-10, atol=1e-12
+    )
 
 
 _SHARD_MAP = """
@@ -101,17 +107,27 @@ print("OK")
 
 def test_shard_map_gives_the_per_shard_gradient() -> None:
     """Inside shard_map srcgrad's gradient is per shard; a psum gives jax.grad's."""
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
-           "JAX_PLATFORMS": "cpu"}
-    run = subprocess.run([sys.executable, "-c", textwrap.dedent(_SHARD_MAP)], env=env,
-                         capture_output=True, text=True, timeout=300)
+    env = {
+        **os.environ,
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
+        "JAX_PLATFORMS": "cpu",
+    }
+    run = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_SHARD_MAP)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0 and run.stdout.strip().endswith("OK"), run.stderr[-3000:]
 
 
 def test_fixed_point_loop_derivative_differs_from_straddling_differences() -> None:
     """docs/control_flow.md: the gradient holds the trip count fixed."""
+
     def halve(x: Any) -> Any:
         return sg.while_loop(lambda s: s > 1.0, lambda s: s / 2.0, x)
+
     h = sg.jit(halve)
     assert float(sg.grad(halve)(1.0)) == 1.0
     assert float(sg.grad(halve)(1.5)) == 0.5

@@ -1,5 +1,6 @@
 """The runtime around a compiled gradient: captured arrays as inputs, the compile cache keyed
 on the function, static_argnums, the loop-records limit, and sg.jit / sg.grad agreeing."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,6 +17,7 @@ from srcgrad.testing import check_grads
 
 # ---------------------------------------------------------------- captured arrays
 
+
 def test_mutating_a_captured_numpy_array_is_seen_without_recompiling() -> None:
     w = np.array([1.0, 2.0, -0.5])
 
@@ -24,6 +26,7 @@ def test_mutating_a_captured_numpy_array_is_seen_without_recompiling() -> None:
 
     def twin(x: Any) -> Any:
         return jnp.sum(jnp.tanh(x * w) ** 2)
+
     g, x = sg.grad(loss), np.array([0.3, -0.2, 0.7])
     np.testing.assert_allclose(g(x), jax.grad(twin)(x), rtol=1e-12)
     w[:] = [-3.0, 0.25, 4.0]
@@ -57,6 +60,7 @@ def test_a_global_read_in_a_nested_function_is_watched_too() -> None:
     def f(x: Any) -> Any:
         inner = lambda y: sg.sin(y) * SCALE  # SCALE is read by the lambda's code
         return sg.sum(inner(x))
+
     g = sg.grad(f)
     try:
         np.testing.assert_allclose(g(x), np.cos(x) * [1.0, 2.0], rtol=1e-12)
@@ -71,6 +75,7 @@ def test_rebinding_a_closed_over_variable_is_seen() -> None:
 
     def f(x: Any) -> Any:
         return sg.sum(x * x) * lr
+
     g, x = sg.grad(f), np.array([1.0, -2.0])
     np.testing.assert_allclose(g(x), x, rtol=1e-12)
     lr = 2.0
@@ -84,6 +89,7 @@ def test_captured_arrays_are_inputs_of_the_source_not_constants() -> None:
 
     def f(x: Any) -> Any:
         return sg.sum(x * big)
+
     src = sg.source(sg.grad(f), np.ones(1000))
     assert "_consts" not in src
     assert src.splitlines()[0] == "def f_grad(x, captured_0):"
@@ -98,6 +104,7 @@ def test_a_captured_array_read_in_a_loop_body_and_under_jax_jit() -> None:
 
     def twin(x: Any) -> Any:
         return jnp.sum(jax.lax.fori_loop(0, 3, lambda i, v: jnp.sin(v * w), x))
+
     g, jg, x = sg.grad(f), jax.jit(sg.grad(f)), np.array([0.4, 0.9])
     for new in ([0.5, -1.5], [2.0, 0.1]):
         w[:] = new
@@ -111,6 +118,7 @@ def test_captured_jax_array_and_float64_array_under_float32_inputs() -> None:
 
     def f(x: Any) -> Any:
         return sg.sum(x * wj * w64)
+
     check_grads(f, [np.array([0.1, 0.2, 0.3])])
 
 
@@ -121,12 +129,12 @@ def test_small_constants_are_written_into_the_source() -> None:
 
     def f(x: Any) -> Any:
         return sg.sum(x * Small())
+
     x = np.ones(3)
     src = sg.source(sg.jit(f), x)
     assert "jnp.asarray([1.5, -2.0, 0.25], jnp.float64)" in src
     assert "_consts" not in src
     np.testing.assert_allclose(sg.jit(f)(x), -0.25)
-
 
 
 def test_an_empty_constant_keeps_its_shape() -> None:
@@ -137,6 +145,7 @@ def test_an_empty_constant_keeps_its_shape() -> None:
     def f(x: Any) -> Any:
         empty = const_array(np.zeros((2, 0, 3)), x.dtype)
         return sg.sum(sg.concatenate([x, empty], axis=1) ** 2)
+
     x = np.linspace(0.0, 1.0, 12).reshape(2, 2, 3)
     assert "jnp.zeros((2, 0, 3), jnp.float64)" in sg.source(sg.grad(f), x)
     np.testing.assert_allclose(sg.grad(f)(x), 2 * x)
@@ -144,9 +153,11 @@ def test_an_empty_constant_keeps_its_shape() -> None:
 
 # ---------------------------------------------------------------- the compile cache
 
+
 def test_a_fresh_grad_of_the_same_function_reuses_the_compiled_program() -> None:
     def f(x: Any) -> Any:
         return sg.sum(sg.sin(x) ** 2)
+
     x = np.array([0.1, 0.2])
     first = sg.grad(f)
     first(x)
@@ -164,8 +175,10 @@ def test_a_fresh_grad_of_the_same_function_reuses_the_compiled_program() -> None
 def test_a_fresh_grad_compiles_nothing(caplog: pytest.LogCaptureFixture) -> None:
     """A fresh `sg.grad(f)` of a function called before reuses JAX's compiled executable
     (JAX logs no compilation); a new input shape compiles once."""
+
     def f(x: Any) -> Any:
         return sg.sum(sg.sin(x) ** 2)
+
     x = np.array([0.1, 0.2])
     sg.grad(f)(x)
     with jax.log_compiles(True), caplog.at_level("WARNING"):
@@ -179,6 +192,7 @@ def test_a_fresh_grad_compiles_nothing(caplog: pytest.LogCaptureFixture) -> None
 def test_the_cache_does_not_share_between_closures_of_one_code_object() -> None:
     def make(scale: float) -> Any:
         return lambda x: sg.sum(x * x) * scale
+
     x = np.array([1.0, 2.0])
     np.testing.assert_allclose(sg.grad(make(1.0))(x), 2 * x)
     np.testing.assert_allclose(sg.grad(make(3.0))(x), 6 * x)
@@ -190,6 +204,7 @@ def test_the_cache_lets_its_functions_go() -> None:
 
     def f(x: Any) -> Any:
         return sg.sum(x)
+
     sg.grad(f)(np.ones(2))
     ref = weakref.ref(f)
     del f
@@ -205,20 +220,24 @@ def test_check_grads_compiles_each_transformation_once(monkeypatch: pytest.Monke
     def counting(self: sg.Transformed, *args: Any) -> Any:
         builds.append(self._name)
         return build(self, *args)
+
     monkeypatch.setattr(sg.Transformed, "_build", counting)
 
     def f(x: Any) -> Any:
         return sg.sum(sg.tanh(x) * x)
+
     check_grads(f, [np.array([0.3, -0.1])], directions=3)
     assert sorted(builds) == ["grad", "jit", "jit"]  # f; f scalarized; its gradient, once
 
 
 # ---------------------------------------------------------------- static_argnums
 
+
 def test_static_argnums_pass_python_values() -> None:
     def f(x: Any, mode: str, k: int) -> Any:
         y = sg.sin(x) if mode == "sin" else sg.cos(x)
-        return sg.sum(y ** k)
+        return sg.sum(y**k)
+
     x = np.array([0.3, 0.8])
     g = sg.grad(f, static_argnums=(1, 2))
     np.testing.assert_allclose(
@@ -238,6 +257,7 @@ def test_static_argnums_pass_python_values() -> None:
 def test_static_argnums_errors() -> None:
     def f(x: Any, opts: Any) -> Any:
         return sg.sum(x)
+
     with pytest.raises(sg.SrcgradError, match="static argument 1 must be hashable.*list"):
         sg.grad(f, static_argnums=1)(np.ones(2), [1, 2])
     with pytest.raises(sg.SrcgradError, match="both differentiated .* and static"):
@@ -247,6 +267,7 @@ def test_static_argnums_errors() -> None:
 
 
 # ---------------------------------------------------------------- loops that do not stop
+
 
 def forever(x: Any) -> Any:
     return sg.while_loop(lambda c: c[1] > -1.0, lambda c: (sg.sin(c[0]), c[1] + 1.0), (x, 0.0))[0]
@@ -280,13 +301,14 @@ def test_the_limit_allows_a_loop_of_exactly_that_many_iterations(small_limit: No
 
     def twin(x: Any, n: int) -> Any:
         return jax.lax.fori_loop(0, n, lambda i, s: jnp.sin(s) * 0.5 + x, x)
+
     np.testing.assert_allclose(sg.grad(f)(0.3, 1000.0), jax.grad(twin)(0.3, 1000), rtol=1e-10)
     with pytest.raises(sg.SrcgradError, match="reached 1001 iterations"):
         sg.grad(f)(0.3, 5000.0)
 
 
 def test_config_validates_the_limit() -> None:
-    for bad in (0, -1, 2.5, True, 2 ** 40):
+    for bad in (0, -1, 2.5, True, 2**40):
         with pytest.raises(ValueError, match="max_loop_records"):
             sg.config.max_loop_records = bad
 
@@ -306,6 +328,7 @@ def test_a_stable_trip_count_recompiles_at_most_once() -> None:
 
 
 # ---------------------------------------------------------------- sg.jit agrees with sg.grad
+
 
 def _inner(y: Any, n: Any) -> Any:
     return sg.while_loop(lambda c: c[1] < n, lambda c: (sg.sin(c[0]), c[1] + 1.0), (y, 0.0))[0]
@@ -335,6 +358,7 @@ def test_jit_accepts_a_gradient_inside_a_branch() -> None:
     def f(x: Any, n: Any) -> Any:
         g = lambda v: sg.grad(lambda y: sg.sum(_inner(y, n)))(v)
         return sg.sum(sg.cond(sg.sum(x) > 0, g, lambda v: v * 2.0, x))
+
     x = np.array([0.5, 0.2])
     want = jax.grad(lambda y: jnp.sum(jax.lax.fori_loop(0, 70, lambda i, c: jnp.sin(c), y)))(x)
     np.testing.assert_allclose(sg.jit(f)(x, 70.0), jnp.sum(want), rtol=1e-12)
@@ -344,5 +368,6 @@ def test_jit_accepts_a_gradient_inside_a_branch() -> None:
 def test_vjp_with_an_integer_primal_names_the_parameter() -> None:
     def scale(x: Any, count: Any) -> Any:
         return x * count
+
     with pytest.raises(sg.GradientError, match="primal 'count' is int"):
         sg.vjp(scale, np.ones(2), np.int32(3))

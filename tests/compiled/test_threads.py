@@ -3,6 +3,7 @@
 Trace state is per thread and the compile cache locks each key, so eight threads tracing
 different functions (and the same ones) get the values and the source one thread alone gets.
 """
+
 from __future__ import annotations
 
 import threading
@@ -28,9 +29,11 @@ def mlp_twin(x: Any) -> Any:
 
 def solver(x: Any) -> Any:
     """A while loop with a data-dependent trip count (about 20 to 200 iterations)."""
+
     def body(c: Any) -> Any:
         s, k = c
         return sg.sin(s) * 0.9 + x, k + 1.0
+
     return sg.sum(sg.while_loop(lambda c: c[1] < 20.0 + 60.0 * sg.sum(x * x), body, (x, 0.0))[0])
 
 
@@ -45,15 +48,18 @@ def solver_grad(x: np.ndarray) -> Any:
 
 
 def branchy(x: Any) -> Any:
-    return sg.cond(sg.sum(x) > 0, lambda v: sg.sum(sg.exp(v)), lambda v: sg.sum(v ** 3), x)
+    return sg.cond(sg.sum(x) > 0, lambda v: sg.sum(sg.exp(v)), lambda v: sg.sum(v**3), x)
 
 
 def branchy_twin(x: Any) -> Any:
-    return jax.lax.cond(jnp.sum(x) > 0, lambda v: jnp.sum(jnp.exp(v)), lambda v: jnp.sum(v ** 3), x)
+    return jax.lax.cond(jnp.sum(x) > 0, lambda v: jnp.sum(jnp.exp(v)), lambda v: jnp.sum(v**3), x)
 
 
-CASES: list[tuple[Callable, Callable]] = [(mlp, jax.grad(mlp_twin)), (solver, solver_grad),
-                                          (branchy, jax.grad(branchy_twin))]
+CASES: list[tuple[Callable, Callable]] = [
+    (mlp, jax.grad(mlp_twin)),
+    (solver, solver_grad),
+    (branchy, jax.grad(branchy_twin)),
+]
 
 
 def _source(fun: Callable, x: np.ndarray) -> str:
@@ -64,8 +70,11 @@ def _source(fun: Callable, x: np.ndarray) -> str:
 def test_eight_threads_of_gradients_agree_with_jax_and_with_each_other() -> None:
     rng = np.random.default_rng(0)
     inputs = [rng.standard_normal(3) * s for s in (0.3, 0.6, 1.0, 1.4)]
-    want = {(i, j): np.asarray(grad(x)) for i, (_, grad) in enumerate(CASES)
-            for j, x in enumerate(inputs)}
+    want = {
+        (i, j): np.asarray(grad(x))
+        for i, (_, grad) in enumerate(CASES)
+        for j, x in enumerate(inputs)
+    }
     barrier = threading.Barrier(8)
     errors: list[BaseException] = []
     sources: list[dict[int, str]] = []
@@ -103,6 +112,7 @@ def test_eight_threads_of_gradients_agree_with_jax_and_with_each_other() -> None
 def test_concurrent_first_calls_of_one_function_compile_once() -> None:
     def f(x: Any) -> Any:
         return sg.sum(sg.sin(x) * sg.cos(x))
+
     x = np.array([0.2, 0.4])
     grads = [sg.grad(f) for _ in range(8)]
     barrier = threading.Barrier(8)
@@ -111,6 +121,7 @@ def test_concurrent_first_calls_of_one_function_compile_once() -> None:
     def call(t: int) -> None:
         barrier.wait()
         out[t] = grads[t](x)
+
     threads = [threading.Thread(target=call, args=(t,)) for t in range(8)]
     for th in threads:
         th.start()

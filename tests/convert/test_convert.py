@@ -1,6 +1,7 @@
 """Python control-flow conversion (srcgrad/convert): when it happens, its options, its
 errors, item assignment and lists. The numpy-style corpus is
 tests/convert/test_convert_corpus.py."""
+
 from __future__ import annotations
 
 import inspect
@@ -60,6 +61,7 @@ def test_no_convert_keeps_the_error() -> None:
         if x > 0:
             return x
         return -x
+
     with pytest.raises(sg.TraceError, match="no Python truth value"):
         sg.grad(f)(1.0)
 
@@ -85,6 +87,7 @@ def test_convert_max_iters_bounds_the_loop() -> None:
         while x > 1:
             x = x / 2
         return x
+
     assert float(sg.jit(halve)(40.0)) == 10.0  # stopped after 2 iterations
     assert halve(40.0) == 0.625  # called on a Python value it runs as written
 
@@ -95,14 +98,15 @@ def test_convert_under_program_guard() -> None:
         if x > 2:
             x = 2 + 0.1 * x
         return x * x
+
     prog = sg.Program()
     with sg.program_guard(prog):
         a = sg.parameter("a", (), "float64")
         y = clipped(a)
-        (_, ga), = sg.append_backward(y)
+        ((_, ga),) = sg.append_backward(y)
     run = sg.compile(prog, feed=["a"], fetch=[y, ga])
     val, g = run(np.float64(3.0))
-    np.testing.assert_allclose([val, g], [2.3 ** 2, 2 * 2.3 * 0.1])
+    np.testing.assert_allclose([val, g], [2.3**2, 2 * 2.3 * 0.1])
 
 
 def one_branch(x):
@@ -125,8 +129,11 @@ def grows(x):
 
 
 def test_loop_carried_shape_change_is_an_error() -> None:
-    with pytest.raises(sg.SrcgradError, match=r"carries `x` as f64\[2\] but one iteration makes "
-                                              r"it f64\[4\]") as e:
+    with pytest.raises(
+        sg.SrcgradError,
+        match=r"carries `x` as f64\[2\] but one iteration makes "
+        r"it f64\[4\]",
+    ) as e:
         sg.grad(grows)(np.ones(2))
     assert f"test_convert.py:{_line(grows, 'while')}" in str(e.value)
 
@@ -206,6 +213,7 @@ def test_item_assignment_gradients_to_both() -> None:
         y = (x * 1.0).at[1].set(v * v)
         y = y.at[2:].add(v)
         return jnp.sum(y * y)
+
     x, v = np.array([1.0, 2.0, 3.0, 4.0]), 0.7
     gx, gv = sg.grad(f, argnums=(0, 1))(x, v)
     jx, jv = jax.grad(f_jax, argnums=(0, 1))(x, v)
@@ -226,6 +234,7 @@ def test_tensor_item_assignment_records() -> None:
     def f(w):
         y = (w * 2).at[1].set(w[0] * w[2])
         return jnp.sum(y.at[0].add(5 * w[1]) ** 2)
+
     np.testing.assert_allclose(np.asarray(w.grad), jax.grad(f)(jnp.array([1.0, 2.0, 3.0])))
     with sg.autograd.record(), pytest.raises(sg.SrcgradError, match="attach_grad"):
         w[0] = 1.0
@@ -237,6 +246,7 @@ def test_tensor_item_assignment_records() -> None:
 def test_lists_as_arrays() -> None:
     def f(a):
         return sg.sum([1.0, a * a, 2.0]) + sg.dot([a, 1.0], [2.0, a])
+
     def f_jax(a):
         return jnp.sum(jnp.stack([1.0, a * a, 2.0])) + jnp.dot(
             jnp.stack([a, 1.0]), jnp.stack([2.0, a])
@@ -260,6 +270,7 @@ def test_and_or_not_on_traced() -> None:
     def f(x):
         ok = (x > 0 and x < 2) or not x > -1
         return sg.where(ok, x * x, -x)
+
     for x in (1.0, 3.0, -2.0):
         want = x * x if ((0 < x < 2) or not x > -1) else -x
         assert float(sg.jit(f)(x)) == want
@@ -276,7 +287,7 @@ def signed_cubes(x):
     s = 0.0
     for v in x:
         if v > 0:
-            s = s + v ** 3
+            s = s + v**3
         else:
             s = s - v
     return s
@@ -293,7 +304,9 @@ def test_every_transformation_converts() -> None:
         sg.hessian(signed_cubes)(x), jax.hessian(signed_cubes)(jnp.asarray(x))
     )
     batch = np.stack([x, -x])
-    np.testing.assert_allclose(jax.vmap(sg.grad(signed_cubes))(batch),  # jax.vmap(jax.grad) fails
-                               [jax.grad(signed_cubes)(jnp.asarray(row)) for row in batch])
+    np.testing.assert_allclose(
+        jax.vmap(sg.grad(signed_cubes))(batch),  # jax.vmap(jax.grad) fails
+        [jax.grad(signed_cubes)(jnp.asarray(row)) for row in batch],
+    )
     bounded = sg.convert(newton, max_iters=40)
     np.testing.assert_allclose(jax.vmap(sg.grad(bounded))(np.array([4.0, 9.0])), [0.25, 1 / 6])

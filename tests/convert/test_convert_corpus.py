@@ -5,6 +5,7 @@ value also against the function itself run on NumPy values (Python's own result)
 
 A representative slice runs by default; the whole corpus with
 `python -m pytest -q -n 2 -m slow tests/convert/test_convert_corpus.py` (docs/testing.md)."""
+
 from __future__ import annotations
 
 import inspect
@@ -37,12 +38,30 @@ def _twins(module: Any) -> dict[str, Any]:
 
 
 CASES = {name: (case, _twins(m)) for m in MODULES for name, case in m.CASES.items()}
-FAST = ["relu_square", "piecewise3", "cond_expression", "newton_cbrt", "bisection_sqrt",
-        "sum_until_exceeds", "first_crossing", "traced_range_bound", "fill_buffer", "mask_assign",
-        "append_then_stack", "deep_nesting", "dict_item_each_branch", "attribute_one_branch",
-        "helper_writes_argument@2", "or_returns_an_operand", "closure_reads_loop_variable",
-        "nonlocal_counter_in_branch", "attribute_in_traced_loop", "int_start_with_continue",
-        "list_indexed_by_traced_counter", "del_in_branch"]
+FAST = [
+    "relu_square",
+    "piecewise3",
+    "cond_expression",
+    "newton_cbrt",
+    "bisection_sqrt",
+    "sum_until_exceeds",
+    "first_crossing",
+    "traced_range_bound",
+    "fill_buffer",
+    "mask_assign",
+    "append_then_stack",
+    "deep_nesting",
+    "dict_item_each_branch",
+    "attribute_one_branch",
+    "helper_writes_argument@2",
+    "or_returns_an_operand",
+    "closure_reads_loop_variable",
+    "nonlocal_counter_in_branch",
+    "attribute_in_traced_loop",
+    "int_start_with_continue",
+    "list_indexed_by_traced_counter",
+    "del_in_branch",
+]
 SLOW = [n for n in CASES if n not in FAST]
 
 
@@ -73,8 +92,14 @@ def _close(a: Any, b: Any, what: str, rtol: float = 1e-6) -> None:
 
 #: Corpus functions that fill a buffer made by sg.zeros / sg.zeros_like of a NumPy value:
 #: outside a trace that is a JAX array, which cannot be assigned into (no Python run).
-JAX_BUFFERS = {"fill_buffer", "manual_cumsum", "assign_2d", "prefix_product", "stencil",
-               "thomas_solve"}
+JAX_BUFFERS = {
+    "fill_buffer",
+    "manual_cumsum",
+    "assign_2d",
+    "prefix_product",
+    "stencil",
+    "thomas_solve",
+}
 
 
 def check_case(name: str) -> None:
@@ -136,10 +161,23 @@ def test_corpus_full(name: str) -> None:
 #: Corpus functions that fill a buffer made by sg.zeros / sg.ones / np.zeros: called outside
 #: a trace (imperative mode is not converted) those are JAX or NumPy arrays, which cannot hold
 #: a Tensor; with a Tensor buffer (`y = x * 1.0`) item assignment works imperatively.
-EAGER_BUFFERS = {"fill_buffer", "assign_2d", "prefix_product", "stencil", "thomas_solve",
-                 "numpy_buffer"}
-IMPERATIVE_FAST = ["relu_square", "first_crossing", "mask_assign", "swap_items",
-                   "append_then_stack", "dict_item_each_branch", "closure_reads_loop_variable"]
+EAGER_BUFFERS = {
+    "fill_buffer",
+    "assign_2d",
+    "prefix_product",
+    "stencil",
+    "thomas_solve",
+    "numpy_buffer",
+}
+IMPERATIVE_FAST = [
+    "relu_square",
+    "first_crossing",
+    "mask_assign",
+    "swap_items",
+    "append_then_stack",
+    "dict_item_each_branch",
+    "closure_reads_loop_variable",
+]
 
 
 def check_imperative(name: str) -> None:
@@ -161,7 +199,8 @@ def test_corpus_imperative(name: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [n for n in CASES if n not in EAGER_BUFFERS
-                                  and n not in IMPERATIVE_FAST])
+@pytest.mark.parametrize(
+    "name", [n for n in CASES if n not in EAGER_BUFFERS and n not in IMPERATIVE_FAST]
+)
 def test_corpus_imperative_full(name: str) -> None:
     check_imperative(name)

@@ -6,6 +6,7 @@ functions used to fail with "no Python truth value").
 trip count are fixed, so its derivatives there are those of `reference` (the same
 computation with that branch and count), which jax.grad / jax.jvp differentiate.
 """
+
 from __future__ import annotations
 
 import jax
@@ -35,14 +36,15 @@ def f(x):
 def reference(x0: np.ndarray):
     """f near x0, as jax.numpy: the branch and the trip count f takes at x0."""
     positive = x0.sum() > 0
-    y = np.sin(x0) * x0 if positive else x0 ** 3
+    y = np.sin(x0) * x0 if positive else x0**3
     trips = 0
     while np.sum(y * y) < 4.0:
         y, trips = y * 1.5, trips + 1
 
     def g(x):
-        y = jnp.sin(x) * x if positive else x ** 3
-        return jnp.sum(y * 1.5 ** trips)
+        y = jnp.sin(x) * x if positive else x**3
+        return jnp.sum(y * 1.5**trips)
+
     return g
 
 
@@ -107,12 +109,14 @@ def test_checkpointed_while_converts_its_body() -> None:
             if sg.sum(y) > 0:
                 return y * 1.5
             return y * 0.5
+
         return sg.sum(sg.while_loop(lambda y: sg.sum(y * y) < 4.0, body, x, checkpoints=2))
+
     x = np.array([0.3, 0.5])
     y, trips = x, 0
     while np.sum(y * y) < 4.0:
         y, trips = y * 1.5, trips + 1
-    _close(sg.grad(h)(x), np.full(2, 1.5 ** trips))
+    _close(sg.grad(h)(x), np.full(2, 1.5**trips))
 
 
 @sg.custom_vjp
@@ -152,8 +156,9 @@ def _shifted_jvp(primals, tangents):
     return x - 1.0, t * 6.0
 
 
-@pytest.mark.parametrize("x,vjp_scale,jvp_scale", [(X, 5.0, 4.0), (-X, 7.0, 6.0)],
-                         ids=["if", "else"])
+@pytest.mark.parametrize(
+    "x,vjp_scale,jvp_scale", [(X, 5.0, 4.0), (-X, 7.0, 6.0)], ids=["if", "else"]
+)
 def test_custom_rules_convert_fun_and_rules(x, vjp_scale, jvp_scale) -> None:
     _close(sg.grad(lambda x: sg.sum(scaled(x)))(x), np.full(3, vjp_scale))
     _close(sg.grad(lambda x: sg.sum(shifted(x)))(x), np.full(3, jvp_scale))

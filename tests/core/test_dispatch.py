@@ -7,6 +7,7 @@ also give the same gradients under `sg.grad` and from `backward()`. Binary eleme
 run with a Python number on either side, where the eager programs were once keyed without
 the number's position (`3.0 - x` returned `x - 3.0`).
 """
+
 from __future__ import annotations
 
 import os
@@ -96,8 +97,22 @@ def test_gradients_agree_traced_and_imperative(case: GradCase, data: st.DataObje
         _same(g, t, f"{case.name} {params}: d/d float arg {i}")
 
 
-BINARY = ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "remainder",
-          "floor_divide", "arctan2", "hypot", "less", "greater_equal", "equal"]
+BINARY = [
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "power",
+    "maximum",
+    "minimum",
+    "remainder",
+    "floor_divide",
+    "arctan2",
+    "hypot",
+    "less",
+    "greater_equal",
+    "equal",
+]
 SCALARS = [3.0, -2.5, 2, 0.5]
 
 
@@ -123,11 +138,13 @@ def test_python_scalar_on_either_side(name: str) -> None:
                     loss = sg.sum(op(*((t, c) if xpos == 0 else (c, t))))
                 loss.backward()
                 g = jax.grad(lambda v: jnp.sum(ref(*((v, c) if xpos == 0 else (c, v)))))(x)
-                np.testing.assert_allclose(t.grad.numpy(), g, rtol=1e-6,
-                                           err_msg=f"d sg.{name} c={c} at {1 - xpos}")
+                np.testing.assert_allclose(
+                    t.grad.numpy(), g, rtol=1e-6, err_msg=f"d sg.{name} c={c} at {1 - xpos}"
+                )
 
 
 # ---------------------------------------------------------------- the defects one dispatch fixed
+
 
 def test_scalar_position_is_part_of_the_eager_key() -> None:
     """`3.0 - x` after `x - 3.0` (and `/`) computes its own program, eagerly and recorded."""
@@ -150,9 +167,11 @@ def test_scalar_position_is_part_of_the_eager_key() -> None:
 
 def test_a_branch_on_an_eager_value_takes_the_right_side() -> None:
     """A user's `b - a * b` then an `if` on it: the scalar side must not be swapped."""
+
     def f(a: Any, b: Any) -> Any:
         d = b - a * b
         return "pos" if float(d) > 0 else "neg"
+
     assert f(np.float32(0.5), 3.0) == "pos"
     assert f(0.5, np.float32(3.0)) == "pos"
     assert f(2.0, np.float32(3.0)) == "neg"
@@ -198,6 +217,7 @@ def test_a_head_that_is_an_attached_input_has_gradient_one(form: str) -> None:
 def test_tensor_and_traced_values_share_one_method_table() -> None:
     """Every operator and method traced values have, Tensors have, and the same function."""
     from srcgrad.ops import methods
+
     for name, attr in methods.table().items():
         assert getattr(sg.Tensor, name) is getattr(sg.Variable, name), name
     x = sg.tensor(np.array([3.0, 1.0, 2.0], np.float32))
@@ -220,6 +240,7 @@ def test_a_changing_python_number_compiles_nothing_new() -> None:
     """Python numbers in operand positions are runtime inputs: an eager call and a recorded
     training step with a learning-rate schedule compile once."""
     from srcgrad.compiled import eager
+
     x = jnp.ones(3, jnp.float32)
     sg.multiply(x, 0.5)
     before = len(eager.PROGRAMS)
@@ -258,6 +279,7 @@ def test_memory_stays_flat_over_a_learning_rate_schedule() -> None:
             loss = sg.mean(sg.tanh(x @ w)) * lr
         loss.backward()
         w.assign(w.numpy() - lr * w.grad.numpy())
+
     for i in range(100):
         step(1e-3 / (1 + i))
     start = _rss_mb()
@@ -278,13 +300,15 @@ def test_a_closed_over_jax_tracer_is_lifted_as_an_input() -> None:
     want = jax.grad(lambda w: jnp.mean(jnp.tanh(x @ w) ** 2))(w)
     np.testing.assert_allclose(got, want, rtol=1e-6)
     vg = jax.jit(lambda w, x: sg.value_and_grad(lambda w: loss(w, x))(w))(w, 2 * x)
-    np.testing.assert_allclose(vg[1], jax.grad(lambda w: jnp.mean(jnp.tanh(2 * x @ w) ** 2))(w),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        vg[1], jax.grad(lambda w: jnp.mean(jnp.tanh(2 * x @ w) ** 2))(w), rtol=1e-6
+    )
 
 
 def test_static_arguments_are_keyed_by_type_and_value() -> None:
     def f(x: Any, flag: Any) -> Any:
         return x * (2.0 if isinstance(flag, bool) else 3.0 if isinstance(flag, int) else 4.0)
+
     j = sg.jit(f, static_argnums=1)
     x = np.float32(1.0)
     assert [float(j(x, v)) for v in (True, 1, 1.0)] == [2.0, 3.0, 4.0]

@@ -1,6 +1,7 @@
 """JAX habits fail helpfully: a traced value handed to jax.numpy / jax.nn / NumPy raises a
 TraceError naming the srcgrad op to use and the user's line; NumPy operators, reductions and
 the functions with an sg twin run the srcgrad op instead."""
+
 from __future__ import annotations
 
 import inspect
@@ -56,6 +57,7 @@ def test_numpy_scalar_types_say_how_to_cast() -> None:
     def f(x: Any) -> Any:
         y = np.int64(x)  # the only call on its line (Python 3.10 finds the call by its line)
         return sg.sum(y)
+
     with pytest.raises(sg.TraceError, match=r"use v\.astype\(np\.int64\)"):
         sg.jit(f)(X)
 
@@ -64,18 +66,24 @@ def test_clip_takes_numpys_keywords() -> None:
     want = np.clip(X, a_min=-0.5, a_max=0.5)
     assert_same(sg.clip(X, a_min=-0.5, a_max=0.5), want, "value")
     assert_same(sg.jit(lambda x: x.clip(a_min=-0.5, a_max=0.5))(X), want, "value")
-    assert_same(sg.grad(lambda x: sg.sum(sg.clip(x, a_max=0.5) ** 2))(X),
-                jax.grad(lambda x: jnp.sum(jnp.clip(x, max=0.5) ** 2))(jnp.asarray(X)), "gradient")
+    assert_same(
+        sg.grad(lambda x: sg.sum(sg.clip(x, a_max=0.5) ** 2))(X),
+        jax.grad(lambda x: jnp.sum(jnp.clip(x, max=0.5) ** 2))(jnp.asarray(X)),
+        "gradient",
+    )
     with pytest.raises(sg.SrcgradError, match=r"min= and a_min= are the same bound"):
         sg.clip(X, 0.0, a_min=1.0)
 
 
 def test_the_call_is_found_on_a_multi_line_statement() -> None:
     def f(x: Any) -> Any:
-        return sg.sum(
-            jnp.cos(x) + 1.0)
-    with pytest.raises(sg.TraceError, match=r"use sg\.cos instead of jnp\.cos.*test_habits\.py:"
-                       + str(inspect.getsourcelines(f)[1] + 2)):
+        return sg.sum(jnp.cos(x) + 1.0)
+
+    with pytest.raises(
+        sg.TraceError,
+        match=r"use sg\.cos instead of jnp\.cos.*test_habits\.py:"
+        + str(inspect.getsourcelines(f)[1] + 2),
+    ):
         sg.grad(f)(X)
 
 

@@ -7,6 +7,7 @@ right side, compared with jax.numpy's result (value and dtype; where jnp refuses
 raise a SrcgradError), computed under `sg.jit`, eagerly through the one method table, and on
 Tensors under `sg.autograd.record()`.
 """
+
 from __future__ import annotations
 
 import operator
@@ -24,12 +25,20 @@ from srcgrad.ops import methods
 
 DTYPES = [np.bool_, np.int32, np.uint8, np.int64]
 BINARY: dict[str, Callable[[Any, Any], Any]] = {
-    "and": operator.and_, "or": operator.or_, "xor": operator.xor, "lshift": operator.lshift,
-    "rshift": operator.rshift, "floordiv": operator.floordiv, "mod": operator.mod,
+    "and": operator.and_,
+    "or": operator.or_,
+    "xor": operator.xor,
+    "lshift": operator.lshift,
+    "rshift": operator.rshift,
+    "floordiv": operator.floordiv,
+    "mod": operator.mod,
     "pow": operator.pow,
 }
-UNARY: dict[str, Callable[[Any], Any]] = {"invert": operator.invert, "neg": operator.neg,
-                                          "abs": operator.abs}
+UNARY: dict[str, Callable[[Any], Any]] = {
+    "invert": operator.invert,
+    "neg": operator.neg,
+    "abs": operator.abs,
+}
 #: Operand sides: both arrays, a Python int on the left, on the right, a Python bool.
 SIDES = ["xy", "3x", "x3", "Tx"]
 
@@ -47,8 +56,12 @@ def _call(name: str, side: str, x: Any, y: Any) -> Any:
     if name in UNARY:
         return UNARY[name](x)
     f = BINARY[name]
-    return {"xy": lambda: f(x, y), "3x": lambda: f(3, x), "x3": lambda: f(x, 3),
-            "Tx": lambda: f(True, x)}[side]()
+    return {
+        "xy": lambda: f(x, y),
+        "3x": lambda: f(3, x),
+        "x3": lambda: f(x, 3),
+        "Tx": lambda: f(True, x),
+    }[side]()
 
 
 def _table_call(name: str, side: str, x: Any, y: Any) -> Any:
@@ -56,12 +69,20 @@ def _table_call(name: str, side: str, x: Any, y: Any) -> Any:
     t = methods.table()
     if name in UNARY:
         return t[f"__{name}__"](x)
-    return {"xy": lambda: t[f"__{name}__"](x, y), "3x": lambda: t[f"__r{name}__"](x, 3),
-            "x3": lambda: t[f"__{name}__"](x, 3), "Tx": lambda: t[f"__r{name}__"](x, True)}[side]()
+    return {
+        "xy": lambda: t[f"__{name}__"](x, y),
+        "3x": lambda: t[f"__r{name}__"](x, 3),
+        "x3": lambda: t[f"__{name}__"](x, 3),
+        "Tx": lambda: t[f"__r{name}__"](x, True),
+    }[side]()
 
 
-CASES = [(dt, name, side) for dt in DTYPES for name in [*BINARY, *UNARY]
-         for side in (SIDES if name in BINARY else ["x"])]
+CASES = [
+    (dt, name, side)
+    for dt in DTYPES
+    for name in [*BINARY, *UNARY]
+    for side in (SIDES if name in BINARY else ["x"])
+]
 
 
 @lru_cache(maxsize=None)
@@ -80,8 +101,9 @@ def _cases(dt: Any) -> list[tuple]:
         except TypeError:
             rows.append([name, side, x, b, None])
     ok = [r for r in rows if r[4]]
-    outs = jax.jit(lambda *xy: [_call(r[0], r[1], xy[2 * i], xy[2 * i + 1])
-                                for i, r in enumerate(ok)])(*[a for r in ok for a in r[2:4]])
+    outs = jax.jit(
+        lambda *xy: [_call(r[0], r[1], xy[2 * i], xy[2 * i + 1]) for i, r in enumerate(ok)]
+    )(*[a for r in ok for a in r[2:4]])
     for r, out in zip(ok, outs):
         r[4] = out
     return [tuple(r) for r in rows]
@@ -97,8 +119,12 @@ def _rotated(dt: Any) -> list[tuple]:
     """One side per operator, rotated across operators and dtypes: each operator on each
     dtype once, each side on each dtype and operator somewhere in the table."""
     k = DTYPES.index(dt)
-    return [c for i, name in enumerate([*BINARY, *UNARY]) for c in _cases(dt)
-            if c[0] == name and c[1] in (SIDES[(i + k) % 4], "x")]
+    return [
+        c
+        for i, name in enumerate([*BINARY, *UNARY])
+        for c in _cases(dt)
+        if c[0] == name and c[1] in (SIDES[(i + k) % 4], "x")
+    ]
 
 
 @pytest.mark.parametrize("dt", DTYPES, ids=lambda d: np.dtype(d).name)
@@ -107,9 +133,9 @@ def test_traced_operators_match_jax_numpy(dt: Any) -> None:
     srcgrad raises."""
     cases = _cases(dt)
     ok = [c for c in cases if c[4] is not None]
-    traced = sg.jit(lambda *xy: [_call(n, s, xy[2 * i], xy[2 * i + 1])
-                                 for i, (n, s, *_) in enumerate(ok)])(
-        *[a for c in ok for a in c[2:4]])
+    traced = sg.jit(
+        lambda *xy: [_call(n, s, xy[2 * i], xy[2 * i + 1]) for i, (n, s, *_) in enumerate(ok)]
+    )(*[a for c in ok for a in c[2:4]])
     for (name, side, x, y, want), got in zip(ok, traced):
         _check(got, want, f"traced {name} {side} {x.dtype}")
     for name, side, x, y, _ in (c for c in cases if c[4] is None):
@@ -121,8 +147,9 @@ def test_traced_operators_match_jax_numpy(dt: Any) -> None:
 
 def _eager_and_recorded(cases: list[tuple]) -> None:
     for name, side, x, y, want in (c for c in cases if c[4] is not None):
-        _check(_table_call(name, side, jnp.asarray(x), jnp.asarray(y)), want,
-               f"eager {name} {side}")
+        _check(
+            _table_call(name, side, jnp.asarray(x), jnp.asarray(y)), want, f"eager {name} {side}"
+        )
         with sg.autograd.record():
             rec = _call(name, side, sg.tensor(x), sg.tensor(y))
         _check(rec, want, f"record() {name} {side}")

@@ -3,6 +3,7 @@
 Each test traces a valid program, breaks one invariant by mutating its ops or blocks, and
 checks that both `prog.verify()` and `sg.verify(prog)` raise `sg.VerifyError`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -91,8 +92,11 @@ def test_wrong_block_parent_link() -> None:
     loop = _op(prog.global_block(), "while")
     body, cond = loop.attrs["body"], loop.attrs["cond"]
     body.parent_idx = cond.idx
-    _rejects(prog, "while:", f"block {body.idx} hangs off an op in block 0 but its parent is "
-                             f"block {cond.idx}")
+    _rejects(
+        prog,
+        "while:",
+        f"block {body.idx} hangs off an op in block 0 but its parent is block {cond.idx}",
+    )
 
 
 def test_loop_body_result_differs_from_carried_type() -> None:
@@ -100,8 +104,12 @@ def test_loop_body_result_differs_from_carried_type() -> None:
     loop = _op(prog.global_block(), "while")
     body = loop.attrs["body"]
     body.results = [_var(body, "reduce_sum")]
-    _rejects(prog, "while:", "the loop's carried types differ",
-             f"body block {body.idx} takes (f64[3]) and returns (f64[])")
+    _rejects(
+        prog,
+        "while:",
+        "the loop's carried types differ",
+        f"body block {body.idx} takes (f64[3]) and returns (f64[])",
+    )
 
 
 def test_loop_cond_takes_other_types() -> None:
@@ -118,8 +126,9 @@ def test_cond_branches_return_different_types() -> None:
     branch = _op(prog.global_block(), "cond")
     true_b, false_b = branch.attrs["true"], branch.attrs["false"]
     false_b.results = [_var(false_b, "reduce_sum")]
-    _rejects(prog, "cond:", f"block {true_b.idx} returns (f64[3]), block {false_b.idx} "
-                            "returns (f64[])")
+    _rejects(
+        prog, "cond:", f"block {true_b.idx} returns (f64[3]), block {false_b.idx} returns (f64[])"
+    )
 
 
 def test_variable_used_outside_its_block() -> None:
@@ -130,8 +139,11 @@ def test_variable_used_outside_its_block() -> None:
     after = block.ops[block.ops.index(loop) + 1]
     assert after.type == "reduce_sum" and after.inputs[0].shape == inner.shape
     after.inputs = [inner]
-    _rejects(prog, "reduce_sum:", f"{inner.name} is used outside its block "
-                                  f"(it is defined in block {loop.attrs['body'].idx})")
+    _rejects(
+        prog,
+        "reduce_sum:",
+        f"{inner.name} is used outside its block (it is defined in block {loop.attrs['body'].idx})",
+    )
 
 
 def test_block_returns_undefined_value() -> None:
@@ -139,8 +151,10 @@ def test_block_returns_undefined_value() -> None:
     branch = _op(prog.global_block(), "cond")
     true_b, false_b = branch.attrs["true"], branch.attrs["false"]
     true_b.results = [false_b.ops[-1].outputs[0]]
-    _rejects(prog, f"block {true_b.idx} returns {false_b.ops[-1].outputs[0].name}, "
-                   "which is not defined in it")
+    _rejects(
+        prog,
+        f"block {true_b.idx} returns {false_b.ops[-1].outputs[0].name}, which is not defined in it",
+    )
 
 
 def test_op_listed_in_the_wrong_block() -> None:
@@ -148,8 +162,11 @@ def test_op_listed_in_the_wrong_block() -> None:
     loop = _op(prog.global_block(), "while")
     body_op = loop.attrs["body"].ops[0]
     body_op.block = prog.global_block()
-    _rejects(prog, f"{body_op.type}:", f"op is listed in block {loop.attrs['body'].idx} but "
-                                       "claims block 0")
+    _rejects(
+        prog,
+        f"{body_op.type}:",
+        f"op is listed in block {loop.attrs['body'].idx} but claims block 0",
+    )
 
 
 def test_unknown_op_type() -> None:
@@ -174,6 +191,7 @@ def test_shape_that_is_not_a_tuple() -> None:
 
 
 # ---------------------------------------------------------------- SRCGRAD_ENABLE_CHECKS
+
 
 def _duplicating_exp_grad(op: Op, g: list, need: list) -> list:
     """A buggy grad maker: right values, but it lists its last op twice (defined twice)."""

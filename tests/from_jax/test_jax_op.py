@@ -1,6 +1,7 @@
 """sg.jax_op: a JAX function as one op, differentiated by JAX's rules (its custom rules
 included), to any order, in both modes, inside loops; its residuals are op outputs, so the
 gradient does not run the forward again."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -52,10 +53,17 @@ def test_second_order_forward_mode_and_hessian() -> None:
     x = arr(3)
     check_grads(lambda v: ours(v, P), (x,), order=2, jax_fun=lambda v: theirs(v, P))
     t = arr(3, seed=2)
-    np.testing.assert_allclose(sg.jvp(lambda v: ours(v, P), (x,), (t,))[1],
-                               jax.jvp(lambda v: theirs(v, P), (x,), (t,))[1], rtol=1e-12)
-    np.testing.assert_allclose(sg.hessian(lambda v: ours(v, P))(x),
-                               jax.hessian(lambda v: theirs(v, P))(x), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        sg.jvp(lambda v: ours(v, P), (x,), (t,))[1],
+        jax.jvp(lambda v: theirs(v, P), (x,), (t,))[1],
+        rtol=1e-12,
+    )
+    np.testing.assert_allclose(
+        sg.hessian(lambda v: ours(v, P))(x),
+        jax.hessian(lambda v: theirs(v, P))(x),
+        rtol=1e-10,
+        atol=1e-12,
+    )
 
 
 def test_the_gradient_replays_the_residuals() -> None:
@@ -70,6 +78,7 @@ def test_the_gradient_replays_the_residuals() -> None:
 
 def test_a_users_custom_vjp_is_honoured() -> None:
     """The rule clips the gradient: srcgrad gives what jax.grad gives, not the derivative."""
+
     @jax.custom_vjp
     def clip_grad(x: jax.Array) -> jax.Array:
         return x * 3.0
@@ -86,12 +95,14 @@ def test_in_a_while_loop_gradient() -> None:
     def loop(y: Any, w: Any) -> Any:
         def body(c: tuple) -> tuple:
             return c[0] + 1, step(c[1], w)
+
         return sg.sum(sg.while_loop(lambda c: c[0] < 4, body, (0, y))[1])
 
     def ref(y: Any, w: Any) -> Any:
         for _ in range(4):
             y = jnp.tanh(w * y) * 1.1
         return jnp.sum(y)
+
     y, w = arr(3), arr(3, seed=3)
     got = sg.grad(loop, argnums=(0, 1))(y, w)
     want = jax.grad(ref, argnums=(0, 1))(y, w)
@@ -101,9 +112,12 @@ def test_in_a_while_loop_gradient() -> None:
 
 def test_jax_while_loop_inside_forward_only() -> None:
     """JAX cannot reverse its own while_loop: the op runs forward; its gradient is JAX's error."""
+
     def newton(t: jax.Array) -> jax.Array:
-        return lax.while_loop(lambda y: jnp.max(jnp.abs(y * y - t)) > 1e-12,
-                              lambda y: 0.5 * (y + t / y), t)
+        return lax.while_loop(
+            lambda y: jnp.max(jnp.abs(y * y - t)) > 1e-12, lambda y: 0.5 * (y + t / y), t
+        )
+
     op = sg.jax_op(newton)
     t = np.array([2.0, 9.0])
     np.testing.assert_allclose(op(t), np.sqrt(t), rtol=1e-12)
@@ -123,8 +137,9 @@ def test_integer_arguments_and_outputs() -> None:
 
 def test_inside_jax_jit_and_eagerly() -> None:
     x = arr(3)
-    np.testing.assert_allclose(jax.jit(sg.grad(lambda v: ours(v, P)))(x),
-                               jax.grad(lambda v: theirs(v, P))(x), rtol=1e-12)
+    np.testing.assert_allclose(
+        jax.jit(sg.grad(lambda v: ours(v, P)))(x), jax.grad(lambda v: theirs(v, P))(x), rtol=1e-12
+    )
     np.testing.assert_allclose(sg.jax_op(jnp.sin)(x), np.sin(x))
 
 

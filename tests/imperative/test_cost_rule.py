@@ -5,6 +5,7 @@ time reaches the compile, a cold tape is compiled whole when op by op would comp
 a long one never at first sight, a compiled tier slower than op by op is dropped, and
 recurring windows become chunks once they have paid; the gradients are jax.grad's in every
 tier."""
+
 from __future__ import annotations
 
 from typing import Any, Callable, Iterator
@@ -72,6 +73,7 @@ def _counts() -> tuple[int, int, int]:
 
 # ---------------------------------------------------------------- structures never seen
 
+
 def _tree(rng: np.random.Generator, leaves: int) -> Any:
     if leaves == 1:
         return int(rng.integers(0, 6))
@@ -84,6 +86,7 @@ def _tree_loss(np_: Any, emb: Any, wl: Any, wr: Any, tree: Any) -> Any:
         if isinstance(t, int):
             return emb[t]
         return np_.tanh(node(t[0]) @ wl + node(t[1]) @ wr)
+
     return np_.sum(node(tree) ** 2)
 
 
@@ -100,7 +103,8 @@ def _grads(loss: Callable[..., Any], arrays: tuple, arg: Any) -> list[np.ndarray
         out = loss(sg, *ts, arg)
     out.backward()
     want = jax.grad(lambda *xs: loss(jnp, *xs, arg), argnums=tuple(range(len(arrays))))(
-        *map(jnp.asarray, arrays))
+        *map(jnp.asarray, arrays)
+    )
     for t, w in zip(ts, want):
         np.testing.assert_allclose(t.grad.numpy(), w, rtol=1e-10, atol=1e-12)
     return [t.grad.numpy() for t in ts]
@@ -113,8 +117,11 @@ def test_a_structure_never_seen_compiles_nothing(rule: cost_rule.Rule, case: str
     no chunk."""
     rng = np.random.default_rng(0)
     if case == "tree network":
-        arrays = (RNG.standard_normal((6, 3)), RNG.standard_normal((3, 3)) * 0.5,
-                  RNG.standard_normal((3, 3)) * 0.5)
+        arrays = (
+            RNG.standard_normal((6, 3)),
+            RNG.standard_normal((3, 3)) * 0.5,
+            RNG.standard_normal((3, 3)) * 0.5,
+        )
         loss, first = _tree_loss, ((0, 1), (2, (3, 4)))
         new = [_tree(rng, n) for n in (5, 7, 6, 9, 12)]
     else:
@@ -129,6 +136,7 @@ def test_a_structure_never_seen_compiles_nothing(rule: cost_rule.Rule, case: str
 
 
 # ---------------------------------------------------------------- a recurring structure
+
 
 def _step(x: sg.Tensor) -> None:
     with sg.autograd.record():
@@ -147,7 +155,8 @@ def _paid() -> cost_rule.Paid:
 
 
 def test_a_recurring_structure_compiles_once_it_has_paid(
-        rule: cost_rule.Rule, monkeypatch: pytest.MonkeyPatch) -> None:
+    rule: cost_rule.Rule, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Ski rental: op by op while the time spent so (with this backward's) is less than the
     expected compile, compiled from the backward where it reaches it, and never again."""
     x = sg.tensor(RNG.standard_normal(5), requires_grad=True)
@@ -167,7 +176,8 @@ def test_a_recurring_structure_compiles_once_it_has_paid(
 
 
 def test_a_compiled_tier_slower_than_op_by_op_is_dropped(
-        rule: cost_rule.Rule, monkeypatch: pytest.MonkeyPatch) -> None:
+    rule: cost_rule.Rule, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The compiled whole backward is timed on its next runs; slower than the op-by-op runs
     were, it is dropped and the structure runs op by op from then on, never compiled again."""
     x = sg.tensor(RNG.standard_normal(5), requires_grad=True)
@@ -191,6 +201,7 @@ def test_a_compiled_tier_slower_than_op_by_op_is_dropped(
 
 # ---------------------------------------------------------------- cold and long tapes
 
+
 def _cold_mlp(n: int) -> None:
     """Two dense layers of shapes no other test uses (their programs never ran)."""
     a, b = RNG.standard_normal((n, n + 1)) * 0.3, RNG.standard_normal((n + 1, 2)) * 0.3
@@ -199,7 +210,8 @@ def _cold_mlp(n: int) -> None:
 
 
 def test_a_cold_tape_compiles_whole_when_op_by_op_would_compile_more(
-        rule: cost_rule.Rule, monkeypatch: pytest.MonkeyPatch) -> None:
+    rule: cost_rule.Rule, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A fresh model's first step calls programs that never ran, each once: op by op would
     compile two programs each, so the whole backward (one compile) is cheaper; not so with
     `tape_compile_cold` off, nor when a program's compile is estimated cheap."""
@@ -233,8 +245,10 @@ def test_a_looping_cold_tape_runs_op_by_op(rule: cost_rule.Rule) -> None:
 
 # ---------------------------------------------------------------- chunks
 
+
 def test_recurring_windows_become_chunks_once_they_have_paid(
-        rule: cost_rule.Rule, monkeypatch: pytest.MonkeyPatch) -> None:
+    rule: cost_rule.Rule, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A window structure met often enough (in this tape and earlier ones) to pay for its
     programs runs as a chunk, with the same gradients."""
     monkeypatch.setattr(backward_chunks, "CHUNK", 4)

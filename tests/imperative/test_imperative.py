@@ -55,7 +55,7 @@ def _model(x, w, b, path: tuple | None = None):
     while (float((h * h).sum()) > 0.05 and n < 10) if path is None else n < path[1]:
         h = h * 0.8
         n += 1
-    return (h ** 3).mean() + (w * w).sum(), (halve, n)
+    return (h**3).mean() + (w * w).sum(), (halve, n)
 
 
 def test_gradients_equal_jax_grad_with_python_control_flow() -> None:
@@ -68,7 +68,8 @@ def test_gradients_equal_jax_grad_with_python_control_flow() -> None:
     assert path[1] > 0  # the loop ran on values
     loss.backward()
     gw, gb = jax.grad(lambda *a: _model(*a, path=path)[0], argnums=(1, 2))(
-        jnp.asarray(xv), jnp.asarray(wv), jnp.asarray(bv))
+        jnp.asarray(xv), jnp.asarray(wv), jnp.asarray(bv)
+    )
     np.testing.assert_allclose(w.grad.numpy(), gw, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(b.grad.numpy(), gb, rtol=1e-10, atol=1e-12)
     assert x.grad is None  # not attached: no gradient
@@ -77,7 +78,7 @@ def test_gradients_equal_jax_grad_with_python_control_flow() -> None:
 #: (name, f(np_, a, b)) for np_ = sg and jnp: ops with lists, keywords, broadcasting,
 #: indexing, reductions over axes and composite ops, on Tensors a (3, 4) and b (4,).
 CASES = [
-    ("broadcast", lambda np_, a, b: np_.sum(a * b + b ** 2)),
+    ("broadcast", lambda np_, a, b: np_.sum(a * b + b**2)),
     ("concatenate", lambda np_, a, b: np_.sum(np_.concatenate([a, a * 2.0], axis=0) ** 2)),
     ("stack_where", lambda np_, a, b: np_.sum(np_.where(a > 0, np_.stack([b, b, b]), a * a))),
     ("index", lambda np_, a, b: np_.sum(a[1:, ::2] * b[None, :2]) + a[0, 3]),
@@ -118,8 +119,11 @@ def test_gradients_match_finite_differences() -> None:
         loss = f(x, w)
     loss.backward()
     with sg.autograd.pause():
-        _fd_check(lambda a, b: f(sg.tensor(a), sg.tensor(b)).item(), [xv, wv],
-                  [x.grad.numpy(), w.grad.numpy()])
+        _fd_check(
+            lambda a, b: f(sg.tensor(a), sg.tensor(b)).item(),
+            [xv, wv],
+            [x.grad.numpy(), w.grad.numpy()],
+        )
 
 
 def test_head_grad_for_a_non_scalar_head() -> None:
@@ -138,7 +142,7 @@ def test_several_heads_and_autograd_grad_returns_without_writing() -> None:
     x = sg.tensor(xv)
     x.attach_grad()
     with sg.autograd.record():
-        a = sg.sum(x ** 2)
+        a = sg.sum(x**2)
         b = sg.exp(x)
     (gx,) = sg.autograd.grad([a, b], [x], head_grads=[None, np.ones(3)], retain_graph=True)
     np.testing.assert_allclose(gx.numpy(), 2 * xv + np.exp(xv), rtol=1e-12)
@@ -186,7 +190,7 @@ def test_create_graph_gives_second_derivatives() -> None:
     xv, wv = RNG.standard_normal(3), RNG.standard_normal((3, 3))
 
     def f(x, w):
-        return (sg if isinstance(x, sg.Tensor) else jnp).tanh(x @ w).sum() * (x ** 2).sum()
+        return (sg if isinstance(x, sg.Tensor) else jnp).tanh(x @ w).sum() * (x**2).sum()
 
     x, w = sg.tensor(xv), sg.tensor(wv)
     x.attach_grad()
@@ -209,10 +213,10 @@ def test_create_graph_backward_writes_recorded_grads() -> None:
     x = sg.tensor(xv)
     x.attach_grad()
     with sg.autograd.record():
-        y = sg.sum(x ** 3)
+        y = sg.sum(x**3)
     y.backward(create_graph=True)
     g = x.grad
-    np.testing.assert_allclose(g.numpy(), 3 * xv ** 2, rtol=1e-12)
+    np.testing.assert_allclose(g.numpy(), 3 * xv**2, rtol=1e-12)
     with sg.autograd.record():
         s = sg.sum(g)  # continues on y's tape: the gradient's ops are on it
     s.backward()
@@ -265,11 +269,15 @@ def test_tensors_from_an_earlier_recording_keep_their_history() -> None:
         y = x * sg.exp(x)
     with sg.autograd.record():
         z = sg.sum(y * x)  # y's ops are copied onto this tape
-    assert [op.type for op in sg.autograd.tape().global_block().ops] == ["exp", "multiply",
-                                                                         "multiply", "reduce_sum"]
+    assert [op.type for op in sg.autograd.tape().global_block().ops] == [
+        "exp",
+        "multiply",
+        "multiply",
+        "reduce_sum",
+    ]
     z.backward()
     xv = np.array([1.0, 2.0])
-    np.testing.assert_allclose(x.grad.numpy(), (2 * xv + xv ** 2) * np.exp(xv), rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), (2 * xv + xv**2) * np.exp(xv), rtol=1e-12)
     y.backward(head_grad=np.ones(2))  # y's own tape is still there: then it is freed
     with sg.autograd.record():
         z = sg.sum(y * x)  # y's tape is freed: y is an input, fed its value
@@ -349,8 +357,9 @@ def test_linear_layer() -> None:
     w, b = layer.params()
     assert w.shape == (2, 4) and b.shape == (2,) and w.grad_req == b.grad_req == "write"
     xv = RNG.standard_normal((3, 4)).astype(np.float32)
-    np.testing.assert_allclose(layer(sg.tensor(xv)).numpy(), np.tanh(xv @ w.numpy().T + b.numpy()),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        layer(sg.tensor(xv)).numpy(), np.tanh(xv @ w.numpy().T + b.numpy()), rtol=1e-6
+    )
     assert sg.nn.relu is sg.relu
     with pytest.raises(SrcgradError, match="unknown activation"):
         sg.nn.Linear(2, 2, act="swishy")

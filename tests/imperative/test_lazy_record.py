@@ -1,6 +1,7 @@
 """Recorded calls are computed when needed: reading a value computes what it depends on,
 backward computes the rest (compiled: with the gradients in one program), and the values
 and gradients are those of eager computation whichever way they were computed."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -103,6 +104,7 @@ def test_a_whole_backward_returns_only_what_live_tensors_hold(data: Any) -> None
     """The compiled backward that computes the forward returns the results of live Tensors
     (here `side` and the loss, not `h`, which nobody holds); those read right afterwards."""
     from srcgrad.imperative import backward_whole as tape_compile
+
     xv, wv = data
     w = sg.tensor(wv)
     w.attach_grad()
@@ -114,6 +116,9 @@ def test_a_whole_backward_returns_only_what_live_tensors_hold(data: Any) -> None
         np.testing.assert_allclose(w.grad.numpy(), jax.grad(_jax_loss, 1)(xv, wv), rtol=1e-12)
         np.testing.assert_allclose(side.numpy(), np.exp(np.tanh(xv @ wv)), rtol=1e-12)
         np.testing.assert_allclose(loss.item(), _jax_loss(xv, wv), rtol=1e-12)
-    fused = [s.entry for s in tape_compile._trie.entries.values()
-             if s.entry is not None and s.entry.forward]
+    fused = [
+        s.entry
+        for s in tape_compile._trie.entries.values()
+        if s.entry is not None and s.entry.forward
+    ]
     assert len(fused) == 1 and len(fused[0].forward) == 2, [c.forward for c in fused]

@@ -1,4 +1,5 @@
 """sg.nn's Module layers against jax.numpy / lax references: forward values and gradients."""
+
 from __future__ import annotations
 
 import jax
@@ -20,13 +21,20 @@ def _grads_of(model, x, loss=lambda y: sg.sum(y * y)):
 CONV_DN = {1: ("NCH", "OIH", "NCH"), 2: ("NCHW", "OIHW", "NCHW"), 3: ("NCDHW", "OIDHW", "NCDHW")}
 
 
-@pytest.mark.parametrize("rank,stride,padding,dilation", [
-    (1, 2, 1, 1), (2, 1, "same", 2), (3, 2, 1, 1),
-    pytest.param(2, (2, 1), (1, 0), 1, marks=pytest.mark.slow),
-    pytest.param(3, 1, 0, (2, 1, 1), marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "rank,stride,padding,dilation",
+    [
+        (1, 2, 1, 1),
+        (2, 1, "same", 2),
+        (3, 2, 1, 1),
+        pytest.param(2, (2, 1), (1, 0), 1, marks=pytest.mark.slow),
+        pytest.param(3, 1, 0, (2, 1, 1), marks=pytest.mark.slow),
+    ],
+)
 def test_conv_layers_match_lax(rank, stride, padding, dilation):
     layer = {1: sg.nn.Conv1d, 2: sg.nn.Conv2d, 3: sg.nn.Conv3d}[rank](
-        2, 3, 3, stride=stride, padding=padding, dilation=dilation, seed=3, dtype="float64")
+        2, 3, 3, stride=stride, padding=padding, dilation=dilation, seed=3, dtype="float64"
+    )
     x = np.random.default_rng(rank).standard_normal((2, 2) + (7,) * rank)
     w, b = layer.weight.numpy(), layer.bias.numpy()
     strides = (stride,) * rank if isinstance(stride, int) else stride
@@ -38,8 +46,9 @@ def test_conv_layers_match_lax(rank, stride, padding, dilation):
         pads = [(q, q) for q in p]
 
     def ref(w, b):
-        y = lax.conv_general_dilated(x, w, strides, pads, rhs_dilation=dil,
-                                     dimension_numbers=CONV_DN[rank])
+        y = lax.conv_general_dilated(
+            x, w, strides, pads, rhs_dilation=dil, dimension_numbers=CONV_DN[rank]
+        )
         return y + b.reshape((-1,) + (1,) * rank)
 
     with sg.autograd.record():
@@ -131,8 +140,15 @@ class Block(sg.nn.Module):
 def test_module_collects_recursively():
     model = sg.nn.Sequential(Block(), sg.nn.LayerNorm(1))
     names = [n for n, _ in model.named_parameters()]
-    assert names == ["0.layers.0.weight", "0.layers.0.bias", "0.heads.a.weight", "0.heads.a.bias",
-                     "0.scale", "1.weight", "1.bias"]
+    assert names == [
+        "0.layers.0.weight",
+        "0.layers.0.bias",
+        "0.heads.a.weight",
+        "0.heads.a.bias",
+        "0.scale",
+        "1.weight",
+        "1.bias",
+    ]
     assert len(model.parameters()) == 7 and model.params() == model.parameters()
     assert all(m.training for m in model.modules())
     model.eval()
@@ -183,17 +199,29 @@ def test_linear_keeps_its_signature():
     np.testing.assert_array_equal(a.weight.numpy(), b.weight.numpy())
     assert a.params() == [a.weight, a.bias] and isinstance(a, sg.nn.Module)
     x = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
-    np.testing.assert_allclose(a(sg.tensor(x)).numpy(),
-                               np.maximum(x @ a.weight.numpy().T + a.bias.numpy(), 0), rtol=1e-6)
+    np.testing.assert_allclose(
+        a(sg.tensor(x)).numpy(), np.maximum(x @ a.weight.numpy().T + a.bias.numpy(), 0), rtol=1e-6
+    )
     with pytest.raises(sg.SrcgradError, match="unknown activation 'nope'"):
         sg.nn.Linear(3, 2, act="nope")
 
 
-@pytest.mark.parametrize("make,shape", [
-    (lambda: sg.nn.Conv3d(2, 3, 3, stride=2, padding=1, seed=0, dtype="float64"),  # as above
-     (2, 2, 7, 7, 7)),
-    (lambda: sg.nn.Sequential(sg.nn.Linear(3, 4, act="gelu", seed=1, dtype="float64"),
-                              sg.nn.LayerNorm(4, dtype="float64")), (2, 3))])
+@pytest.mark.parametrize(
+    "make,shape",
+    [
+        (
+            lambda: sg.nn.Conv3d(2, 3, 3, stride=2, padding=1, seed=0, dtype="float64"),  # as above
+            (2, 2, 7, 7, 7),
+        ),
+        (
+            lambda: sg.nn.Sequential(
+                sg.nn.Linear(3, 4, act="gelu", seed=1, dtype="float64"),
+                sg.nn.LayerNorm(4, dtype="float64"),
+            ),
+            (2, 3),
+        ),
+    ],
+)
 def test_gradients_match_finite_differences(make, shape):
     """d loss along a random direction of every parameter: backward vs central differences."""
     model = make()
@@ -241,10 +269,15 @@ def test_building_layers_compiles_nothing():
     def listen(name, secs, **kw):
         if "backend_compile" in name:
             compiles.append(name)
+
     jax.monitoring.register_event_duration_secs_listener(listen)
     try:
-        layers = [sg.nn.Linear(301, 203, act="tanh", seed=4), sg.nn.Embedding(307, 211, seed=4),
-                  sg.nn.Conv2d(5, 209, 3, seed=4), sg.nn.Linear(301, 203, dtype="bfloat16")]
+        layers = [
+            sg.nn.Linear(301, 203, act="tanh", seed=4),
+            sg.nn.Embedding(307, 211, seed=4),
+            sg.nn.Conv2d(5, 209, 3, seed=4),
+            sg.nn.Linear(301, 203, dtype="bfloat16"),
+        ]
     finally:
         jax.monitoring.unregister_event_duration_listener(listen)
     assert compiles == []
@@ -252,8 +285,9 @@ def test_building_layers_compiles_nothing():
     lin, emb, conv, half = (np.asarray(layer.weight.numpy(), np.float64) for layer in layers)
     np.testing.assert_array_equal(lin, sg.nn.Linear(301, 203, seed=4).weight.numpy())
     assert not np.array_equal(lin, sg.nn.Linear(301, 203, seed=5).weight.numpy())
-    np.testing.assert_allclose([lin.std() * np.sqrt(301), emb.std(), half.std() * np.sqrt(301)],
-                               1.0, rtol=0.03)
+    np.testing.assert_allclose(
+        [lin.std() * np.sqrt(301), emb.std(), half.std() * np.sqrt(301)], 1.0, rtol=0.03
+    )
     bound = 1 / np.sqrt(5 * 9)
     assert conv.shape == (209, 5, 3, 3) and np.abs(conv).max() <= bound
     np.testing.assert_allclose(conv.std(), bound / np.sqrt(3), rtol=0.05)

@@ -1,5 +1,6 @@
 """sg.optim step by step against optax on the same gradients (PyTorch's rules are optax's
 for these settings: docs/imperative.md), and in-place updates under no_grad."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -49,21 +50,34 @@ def _run_optax(tx) -> list[list[np.ndarray]]:
 
 CASES = {
     "sgd": (lambda ps: sg.optim.SGD(ps, lr=0.1), optax.sgd(0.1)),
-    "sgd_momentum_wd": (lambda ps: sg.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.01),
-                        optax.chain(optax.add_decayed_weights(0.01), optax.sgd(0.1, momentum=0.9))),
-    "sgd_nesterov": (lambda ps: sg.optim.SGD(ps, lr=0.05, momentum=0.8, nesterov=True),
-                     optax.sgd(0.05, momentum=0.8, nesterov=True)),
-    "adam": (lambda ps: sg.optim.Adam(ps, lr=0.01, betas=(0.8, 0.99), eps=1e-6),
-             optax.adam(0.01, b1=0.8, b2=0.99, eps=1e-6)),
-    "adam_l2": (lambda ps: sg.optim.Adam(ps, lr=0.01, weight_decay=0.1),
-                optax.chain(optax.add_decayed_weights(0.1), optax.adam(0.01))),
-    "adamw": (lambda ps: sg.optim.AdamW(ps, lr=0.01, weight_decay=0.1),
-              optax.adamw(0.01, weight_decay=0.1)),
-    "rmsprop": (lambda ps: sg.optim.RMSProp(ps, lr=0.01, alpha=0.9, eps=1e-6),
-                optax.rmsprop(0.01, decay=0.9, eps=1e-6, eps_in_sqrt=False)),
+    "sgd_momentum_wd": (
+        lambda ps: sg.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.01),
+        optax.chain(optax.add_decayed_weights(0.01), optax.sgd(0.1, momentum=0.9)),
+    ),
+    "sgd_nesterov": (
+        lambda ps: sg.optim.SGD(ps, lr=0.05, momentum=0.8, nesterov=True),
+        optax.sgd(0.05, momentum=0.8, nesterov=True),
+    ),
+    "adam": (
+        lambda ps: sg.optim.Adam(ps, lr=0.01, betas=(0.8, 0.99), eps=1e-6),
+        optax.adam(0.01, b1=0.8, b2=0.99, eps=1e-6),
+    ),
+    "adam_l2": (
+        lambda ps: sg.optim.Adam(ps, lr=0.01, weight_decay=0.1),
+        optax.chain(optax.add_decayed_weights(0.1), optax.adam(0.01)),
+    ),
+    "adamw": (
+        lambda ps: sg.optim.AdamW(ps, lr=0.01, weight_decay=0.1),
+        optax.adamw(0.01, weight_decay=0.1),
+    ),
+    "rmsprop": (
+        lambda ps: sg.optim.RMSProp(ps, lr=0.01, alpha=0.9, eps=1e-6),
+        optax.rmsprop(0.01, decay=0.9, eps=1e-6, eps_in_sqrt=False),
+    ),
     "rmsprop_momentum_centered": (
         lambda ps: sg.optim.RMSProp(ps, lr=0.01, alpha=0.9, eps=1e-6, momentum=0.5, centered=True),
-        optax.rmsprop(0.01, decay=0.9, eps=1e-6, eps_in_sqrt=False, momentum=0.5, centered=True)),
+        optax.rmsprop(0.01, decay=0.9, eps=1e-6, eps_in_sqrt=False, momentum=0.5, centered=True),
+    ),
 }
 
 
@@ -84,8 +98,9 @@ def test_from_optax_matches_optax():
 
 def test_sgd_dampening_by_formula():
     """PyTorch's dampening (optax has none): b1 = g1; b2 = mu b1 + (1 - d) g2."""
-    (got1, _), (got2, _) = [s for s in _run_sg(
-        lambda ps: sg.optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.3))][:2]
+    (got1, _), (got2, _) = [
+        s for s in _run_sg(lambda ps: sg.optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.3))
+    ][:2]
     p0, g1, g2 = _init()[0], _grads(0)[0], _grads(1)[0]
     b1 = g1
     b2 = 0.9 * b1 + 0.7 * g2
@@ -130,13 +145,14 @@ def test_bad_params():
 
 # ---------------------------------------------------------------- PyTorch-style autograd
 
+
 def test_requires_grad():
     x = sg.tensor([1.0, 2.0])
     assert not x.requires_grad
     x.requires_grad = True
     assert x.requires_grad and x.grad_req == "write"
     with sg.autograd.record():
-        y = sg.sum(x ** 3)
+        y = sg.sum(x**3)
     y.backward()
     np.testing.assert_allclose(x.grad.numpy(), [3.0, 12.0])
     x.requires_grad = True  # already attached: the gradient stays
@@ -163,7 +179,7 @@ def test_inplace_update_under_no_grad():
         with sg.autograd.no_grad():
             w -= 0.1 * w.grad
         z = np.tanh(x @ ref)
-        ref = ref - 0.1 * (x.T @ (2 * z * (1 - z ** 2)))
+        ref = ref - 0.1 * (x.T @ (2 * z * (1 - z**2)))
     assert w is w0 and w.requires_grad
     np.testing.assert_allclose(w.numpy(), ref, rtol=1e-12)
     with sg.autograd.no_grad():

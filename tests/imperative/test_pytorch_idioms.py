@@ -1,5 +1,6 @@
 """PyTorch idioms that used to go silently wrong: std/var's correction, a list of tensors in
 a Module, and sg.zeros outside record() (a jax.Array)."""
+
 from __future__ import annotations
 
 import jax
@@ -26,8 +27,11 @@ def test_std_and_var_take_correction_and_ddof(name: str) -> None:
         want_g = jax.grad(lambda x: jnp.sum(getattr(jnp, name)(x, axis=1, ddof=ddof)))(X)
         np.testing.assert_allclose(g, want_g, rtol=1e-10)
     nan = np.where(X > 6, np.nan, X)
-    np.testing.assert_allclose(getattr(sg, "nan" + name)(nan, axis=1, correction=1),
-                               getattr(np, "nan" + name)(nan, axis=1, ddof=1), rtol=1e-12)
+    np.testing.assert_allclose(
+        getattr(sg, "nan" + name)(nan, axis=1, correction=1),
+        getattr(np, "nan" + name)(nan, axis=1, ddof=1),
+        rtol=1e-12,
+    )
     with pytest.raises(sg.SrcgradError, match="ddof=1 and correction=1 were both given"):
         ours(X, ddof=1, correction=1)
 

@@ -1,6 +1,7 @@
 """A Python int in an index of a concrete array (`xs[t]`, `source[i:i + n]`) is a runtime
 value: a loop over positions runs one program for every position, and reads what NumPy
 reads (slices of every form, negative and out-of-range bounds), with jax.grad's gradients."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -24,8 +25,9 @@ def test_a_sliding_window_compiles_one_program_for_every_start() -> None:
     def f(np_: Any, x: Any, starts: range) -> Any:
         total = 0.0
         for i in starts:
-            total = total + np_.sum(np_.tanh(x[i:i + 3]) * x[:, i:i + 2].sum())
+            total = total + np_.sum(np_.tanh(x[i : i + 3]) * x[:, i : i + 2].sum())
         return total
+
     with sg.autograd.record():
         f(sg, x, range(2))
     made = len(eager.PROGRAMS)
@@ -37,11 +39,28 @@ def test_a_sliding_window_compiles_one_program_for_every_start() -> None:
     np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-5)
 
 
-@pytest.mark.parametrize("index", [
-    np.s_[2:5], np.s_[-3:], np.s_[:-2], np.s_[3:100], np.s_[-100:2], np.s_[5:2], np.s_[::2],
-    np.s_[1:6:2], np.s_[4:1:-1], np.s_[:], np.s_[0:6], np.s_[1:3, 2:6], np.s_[2, 1:4],
-    np.s_[-1, -4:-1], np.s_[np.int64(1):np.int64(4)], np.s_[..., 2:5], np.s_[None, 1:3],
-])
+@pytest.mark.parametrize(
+    "index",
+    [
+        np.s_[2:5],
+        np.s_[-3:],
+        np.s_[:-2],
+        np.s_[3:100],
+        np.s_[-100:2],
+        np.s_[5:2],
+        np.s_[::2],
+        np.s_[1:6:2],
+        np.s_[4:1:-1],
+        np.s_[:],
+        np.s_[0:6],
+        np.s_[1:3, 2:6],
+        np.s_[2, 1:4],
+        np.s_[-1, -4:-1],
+        np.s_[np.int64(1) : np.int64(4)],
+        np.s_[..., 2:5],
+        np.s_[None, 1:3],
+    ],
+)
 def test_slices_read_what_numpy_reads(index: Any) -> None:
     x = sg.tensor(X, requires_grad=True)
     with sg.autograd.record():

@@ -1,6 +1,7 @@
 """Imperative mode's compiled-backward cache: tapes that differ in structure (an attr, a shape,
 a dtype, the wiring, which values were recorded, the head) never share a compiled backward;
 equal ones compile once; `sg.clear_caches()` forgets the trie of structures; the trie is bounded."""
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -32,7 +33,8 @@ def _check(f: Callable[..., Any], *arrays: np.ndarray) -> None:
     """sg.autograd's gradients of `f` equal jax.grad's (f written over sg or jnp by module)."""
     got = _backward(lambda *ts: f(sg, *ts), *arrays)
     want = jax.grad(lambda *xs: f(jnp, *xs), argnums=tuple(range(len(arrays))))(
-        *[jnp.asarray(a) for a in arrays])
+        *[jnp.asarray(a) for a in arrays]
+    )
     for g, w, a in zip(got, want, arrays):
         assert g.dtype == a.dtype
         np.testing.assert_allclose(g, w, rtol=1e-5 if a.dtype == np.float32 else 1e-12)
@@ -52,23 +54,37 @@ def _compiles_of(runs: list[Callable[[], None]]) -> int:
 
 def _log_softmax_sum(axis: int) -> Callable[..., Any]:
     def f(np_: Any, x: Any) -> Any:
-        return np_.sum(np_.tanh(x) * (sg.log_softmax(x, axis=axis) if np_ is sg else
-                                      jax.nn.log_softmax(x, axis=axis)))
+        return np_.sum(
+            np_.tanh(x)
+            * (sg.log_softmax(x, axis=axis) if np_ is sg else jax.nn.log_softmax(x, axis=axis))
+        )
+
     return f
 
 
 def test_structures_differing_only_in_an_attr_do_not_share() -> None:
     xv = RNG.standard_normal((3, 3))  # square: both axes give the same shapes
-    assert _compiles_of([lambda: _check(_log_softmax_sum(0), xv),
-                         lambda: _check(_log_softmax_sum(1), xv)]) == 2
+    assert (
+        _compiles_of(
+            [lambda: _check(_log_softmax_sum(0), xv), lambda: _check(_log_softmax_sum(1), xv)]
+        )
+        == 2
+    )
 
 
 def test_structures_differing_only_in_a_shape_or_a_dtype_do_not_share() -> None:
     f = lambda np_, x, w: np_.sum(np_.tanh(x @ w) * x.sum())
     a, b = RNG.standard_normal((2, 3)), RNG.standard_normal((3, 3))
-    assert _compiles_of([lambda: _check(f, a, b),
-                         lambda: _check(f, RNG.standard_normal((4, 3)), b),
-                         lambda: _check(f, a.astype(np.float32), b.astype(np.float32))]) == 3
+    assert (
+        _compiles_of(
+            [
+                lambda: _check(f, a, b),
+                lambda: _check(f, RNG.standard_normal((4, 3)), b),
+                lambda: _check(f, a.astype(np.float32), b.astype(np.float32)),
+            ]
+        )
+        == 3
+    )
 
 
 def test_structures_differing_only_in_wiring_do_not_share() -> None:
@@ -94,8 +110,8 @@ def test_reading_an_input_again_after_attach_grad_is_other_wiring() -> None:
 
     before = sg.autograd.compile_count()
     for _ in range(2):
-        np.testing.assert_allclose(run(False), 3 * xv ** 2, rtol=1e-12)
-        np.testing.assert_allclose(run(True), xv ** 2, rtol=1e-12)
+        np.testing.assert_allclose(run(False), 3 * xv**2, rtol=1e-12)
+        np.testing.assert_allclose(run(True), xv**2, rtol=1e-12)
     assert sg.autograd.compile_count() - before == 2
 
 
@@ -164,8 +180,7 @@ def test_clear_caches_forgets_the_trie_and_its_compiled_backwards() -> None:
     assert sg.autograd.compile_count() - before == 2
     live.backward()  # its trie's compiled backward was dropped as well
     assert sg.autograd.compile_count() - before == 3
-    np.testing.assert_allclose(x.grad.numpy(), 2 * np.tanh(xv) * (1 - np.tanh(xv) ** 2),
-                               rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.tanh(xv) * (1 - np.tanh(xv) ** 2), rtol=1e-12)
 
 
 def test_the_trie_is_bounded_for_ever_new_structures(monkeypatch: pytest.MonkeyPatch) -> None:

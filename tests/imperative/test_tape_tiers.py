@@ -7,6 +7,7 @@ known ops compiles no whole backward, and its recurring windows one chunk; a str
 compiled on its `tape_compile_after`-th backward; recording does not grow memory. (Every backward
 of the suite also runs both tiers and compares them:
 tests/conftest.py sets SRCGRAD_ENABLE_CHECKS.)"""
+
 from __future__ import annotations
 
 import gc
@@ -34,7 +35,7 @@ def tier(request: pytest.FixtureRequest) -> Iterator[None]:
     every window of two entries as a chunk, "op_by_op" none."""
     mp = pytest.MonkeyPatch()
     mp.setenv("SRCGRAD_ENABLE_CHECKS", "0")
-    mp.setattr(config, "_tape_compile_after", 1 if request.param == "whole" else 10 ** 9)
+    mp.setattr(config, "_tape_compile_after", 1 if request.param == "whole" else 10**9)
     mp.setattr(config, "_tape_compile_cold", request.param == "whole")
     mp.setattr(tape_chunks, "CHUNK", 2 if request.param == "chunks" else 0)
     mp.setattr(tape_chunks, "CHUNK_AFTER", 0)
@@ -50,15 +51,17 @@ def _rnn(np_: Any, w: Any, u: Any, xs: Any) -> Any:
 
 
 def _mixed(np_: Any, a: Any, b: Any) -> Any:
-    c = a * a - 3.0 * b + b / 2.0                       # a read twice, weak numbers both sides
+    c = a * a - 3.0 * b + b / 2.0  # a read twice, weak numbers both sides
     d = np_.where(c > 0, np_.exp(-c), c) + np_.maximum(a, b)
     e = d[::-1] * (2.0 - d) + (a if np_ is jnp else sg.stop_gradient(a)) * 0.0
     return np_.sum(e[1:] ** 2) + np_.sum(np_.sort(a)) * np_.max(b)
 
 
 CASES: dict[str, tuple[Callable[..., Any], tuple]] = {
-    "rnn": (_rnn, (RNG.standard_normal((3, 3)) * 0.5, RNG.standard_normal(3),
-                   RNG.standard_normal((6, 3)))),
+    "rnn": (
+        _rnn,
+        (RNG.standard_normal((3, 3)) * 0.5, RNG.standard_normal(3), RNG.standard_normal((6, 3))),
+    ),
     "mixed": (_mixed, (RNG.standard_normal(5), RNG.standard_normal(5))),
 }
 
@@ -77,19 +80,26 @@ def _imperative(f: Callable[..., Any], arrays: tuple, create_graph: bool = False
 
 
 #: Both tiers on each case, first and second order; the default run has one case per order.
-TIER_CASES = [(t, n, o) for n, o in (("mixed", 1), ("rnn", 2), ("mixed", 2), ("rnn", 1))
-              for t in ("whole", "op_by_op", "chunks")]
+TIER_CASES = [
+    (t, n, o)
+    for n, o in (("mixed", 1), ("rnn", 2), ("mixed", 2), ("rnn", 1))
+    for t in ("whole", "op_by_op", "chunks")
+]
 
 
-@pytest.mark.parametrize("tier,name,order", TIER_CASES[:6] + [
-    pytest.param(*c, marks=pytest.mark.slow) for c in TIER_CASES[6:]], indirect=["tier"])
+@pytest.mark.parametrize(
+    "tier,name,order",
+    TIER_CASES[:6] + [pytest.param(*c, marks=pytest.mark.slow) for c in TIER_CASES[6:]],
+    indirect=["tier"],
+)
 def test_each_tier_gives_jax_grads(tier: None, name: str, order: int) -> None:
     f, arrays = CASES[name]
     jf = lambda *xs: f(jnp, *xs)
     if order == 2:
         jf1 = jf
-        jf = lambda *xs: sum(jnp.sum(g * g) for g in
-                             jax.grad(jf1, argnums=tuple(range(len(xs))))(*xs))
+        jf = lambda *xs: sum(
+            jnp.sum(g * g) for g in jax.grad(jf1, argnums=tuple(range(len(xs))))(*xs)
+        )
     want = jax.grad(jf, argnums=tuple(range(len(arrays))))(*map(jnp.asarray, arrays))
     for g, w in zip(_imperative(f, arrays, create_graph=order == 2), want):
         np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
@@ -102,6 +112,7 @@ def test_a_wrong_tier_fails_the_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     def doubled(*args: Any) -> Any:
         vjp, tree = real(*args)
         return (lambda *xs: tuple(2 * g for g in vjp(*xs))), tree
+
     monkeypatch.setattr(tape_vjp, "kernel", doubled)
     with pytest.raises(AssertionError, match="tier"):
         _imperative(*CASES["mixed"])
@@ -147,7 +158,7 @@ def test_a_chunk_is_fed_the_python_numbers_of_each_call(monkeypatch: pytest.Monk
     """A chunk compiled on one tape serves the next with other Python numbers in it (they
     are its inputs, never its constants)."""
     monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
-    monkeypatch.setattr(config, "_tape_compile_after", 10 ** 9)  # never whole
+    monkeypatch.setattr(config, "_tape_compile_after", 10**9)  # never whole
     monkeypatch.setattr(config, "_tape_compile_cold", False)
     monkeypatch.setattr(tape_chunks, "CHUNK", 4)
     monkeypatch.setattr(tape_chunks, "CHUNK_AFTER", 0)
@@ -159,6 +170,7 @@ def test_a_chunk_is_fed_the_python_numbers_of_each_call(monkeypatch: pytest.Monk
         for _ in range(6):
             h = np_.tanh(w @ h * c + (1.0 - c))
         return np_.sum(h * h)
+
     for c in (0.5, 0.75, 2.0):
         got = _imperative(lambda np_, w: f(np_, w, c), (w,))[0]
         np.testing.assert_allclose(got, jax.grad(lambda w: f(jnp, w, c))(w), rtol=1e-10)
@@ -166,11 +178,12 @@ def test_a_chunk_is_fed_the_python_numbers_of_each_call(monkeypatch: pytest.Monk
 
 
 def test_a_chunk_that_cannot_be_compiled_runs_entry_by_entry(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A kernel lifting a weak number at a dtype the recording did not lift it to (it would
     be a constant of the chunk) sends its windows back to the entry-by-entry path."""
     monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
-    monkeypatch.setattr(config, "_tape_compile_after", 10 ** 9)
+    monkeypatch.setattr(config, "_tape_compile_after", 10**9)
     monkeypatch.setattr(config, "_tape_compile_cold", False)
     monkeypatch.setattr(tape_chunks, "CHUNK", 2)
     monkeypatch.setattr(tape_chunks, "CHUNK_AFTER", 0)
@@ -183,13 +196,16 @@ def test_a_chunk_that_cannot_be_compiled_runs_entry_by_entry(
                 if type(r) is WeakRef:
                     r.nums = {}
         real(self, template, n_reads)
+
     monkeypatch.setattr(tape_chunks.Chunk, "__init__", lost_lifts)
     a = RNG.standard_normal(4)
     f = lambda np_, a: np_.sum(np_.sin(a * 1.5) * 2.5 + 0.25)
     got = _imperative(f, (a,))[0]
     np.testing.assert_allclose(got, jax.grad(lambda a: f(jnp, a))(a), rtol=1e-10)
-    weak = [any(type(r) is WeakRef for e in c.template for r in e.leaves)
-            for c in tape_chunks._CHUNKS.values()]
+    weak = [
+        any(type(r) is WeakRef for e in c.template for r in e.leaves)
+        for c in tape_chunks._CHUNKS.values()
+    ]
     assert [c.broken for c in tape_chunks._CHUNKS.values()] == weak == [True, True, False]
 
 
@@ -218,10 +234,12 @@ def test_a_cold_structure_compiles_whole_at_first_sight(monkeypatch: pytest.Monk
 
     def step(n: int, more: bool = False) -> None:
         x, a = RNG.standard_normal((3, n)), RNG.standard_normal((n, n + 2)) * 0.2
-        f = lambda np_, a: np_.mean(np_.tanh(np_.tanh(x @ a) * 1.5) ** 2) * (
-            np_.sum(a) if more else 1.0)
+        f = lambda np_, a: (
+            np_.mean(np_.tanh(np_.tanh(x @ a) * 1.5) ** 2) * (np_.sum(a) if more else 1.0)
+        )
         got = _imperative(f, (a,))[0]
         np.testing.assert_allclose(got, jax.grad(lambda a: f(jnp, a))(a), rtol=1e-10)
+
     counts = [sg.autograd.compile_count()]
     monkeypatch.setattr(config, "_tape_compile_cold", False)
     step(37)  # op by op: its calls' programs run
@@ -248,6 +266,7 @@ def test_recording_keeps_memory_flat() -> None:
             loss = sg.mean(h * h) * lr  # a new Python number every step
         loss.backward()
         sgd(params)
+
     for i in range(270):  # the eager interpreter keeps the last 256 numbers on the device
         step(1.0 + i)
     gc.collect()
@@ -260,4 +279,4 @@ def test_recording_keeps_memory_flat() -> None:
         grown = sum(d.size_diff for d in tracemalloc.take_snapshot().compare_to(before, "filename"))
     finally:
         tracemalloc.stop()
-    assert grown < 2 ** 20, f"{grown} bytes kept over 300 recorded steps"
+    assert grown < 2**20, f"{grown} bytes kept over 300 recorded steps"

@@ -6,6 +6,7 @@ NumPy's result is a constant: `np.exp(t)` inside `record()` used to give the gra
 naming the user's line and the sg op to use; outside `record()` they all keep working, and
 Python numbers (`item`, `float`, `tolist`) stay allowed while recording, as in PyTorch.
 """
+
 from __future__ import annotations
 
 import sys
@@ -76,8 +77,9 @@ def test_the_fix_the_error_names_gives_the_right_gradient() -> None:
 
 
 @pytest.mark.parametrize("name,convert,suggest", PATHS, ids=[p[0] for p in PATHS])
-def test_every_numpy_path_refuses_a_differentiated_tensor_under_record(name, convert,
-                                                                       suggest) -> None:
+def test_every_numpy_path_refuses_a_differentiated_tensor_under_record(
+    name, convert, suggest
+) -> None:
     t = _attached()
     with sg.autograd.record():
         y = t * 2.0  # a recorded result is differentiated too

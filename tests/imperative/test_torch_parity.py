@@ -3,6 +3,7 @@
 The reference losses come from PyTorch (`python -m benchmarks.torch_reference` writes
 tests/data/torch_losses.json); PyTorch itself is not needed to run this test.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,18 +19,22 @@ REF = json.loads((Path(__file__).resolve().parents[1] / "data" / "torch_losses.j
 
 
 def _model() -> sg.nn.Sequential:
-    return sg.nn.Sequential(sg.nn.Conv1d(2, 4, 3, padding=1),
-                            lambda h: h.reshape((h.shape[0], -1)),
-                            sg.nn.Linear(20, 8, act="tanh"), sg.nn.LayerNorm(8),
-                            sg.nn.Linear(8, 1))
+    return sg.nn.Sequential(
+        sg.nn.Conv1d(2, 4, 3, padding=1),
+        lambda h: h.reshape((h.shape[0], -1)),
+        sg.nn.Linear(20, 8, act="tanh"),
+        sg.nn.LayerNorm(8),
+        sg.nn.Linear(8, 1),
+    )
 
 
 def _train(run: dict) -> list[float]:
     model = _model()
     # Sequential numbers the reshape too: the torch layers 0-3 are ours 0, 2, 3, 4
     names = {"0": "0", "1": "2", "2": "3", "3": "4"}
-    model.load_state_dict({f"{names[k[0]]}{k[1:]}": np.asarray(v, np.float32)
-                           for k, v in REF["weights"].items()})
+    model.load_state_dict(
+        {f"{names[k[0]]}{k[1:]}": np.asarray(v, np.float32) for k, v in REF["weights"].items()}
+    )
     x = sg.tensor(np.asarray(REF["x"], np.float32))
     y = sg.tensor(np.asarray(REF["y"], np.float32))
     params = model.parameters()
@@ -37,8 +42,13 @@ def _train(run: dict) -> list[float]:
     if run["optimizer"] == "AdamW":
         opt = sg.optim.AdamW(params, lr=run["lr"], weight_decay=run["weight_decay"])
     elif run["optimizer"] == "SGD":
-        opt = sg.optim.SGD(params, lr=run["lr"], momentum=run["momentum"],
-                           nesterov=run["nesterov"], weight_decay=run["weight_decay"])
+        opt = sg.optim.SGD(
+            params,
+            lr=run["lr"],
+            momentum=run["momentum"],
+            nesterov=run["nesterov"],
+            weight_decay=run["weight_decay"],
+        )
     losses = []
     for _ in range(REF["steps"]):
         with sg.autograd.record():

@@ -5,6 +5,7 @@ tests/support/golden_programs.py. After an intended change, regenerate and revie
 
     SRCGRAD_UPDATE_GOLDEN=1 python -m pytest tests/ir/test_golden.py
 """
+
 from __future__ import annotations
 
 import os
@@ -69,6 +70,7 @@ def _nested_cond_jax(x: np.ndarray, y: np.ndarray) -> object:
 
     def outer_true(x: object, y: object) -> object:
         return lax.cond(y > 0.0, lambda v: jnp.sin(v) * y, lambda v: v * v, x)
+
     return jnp.sum(lax.cond(jnp.sum(x) > 0.0, outer_true, lambda x, y: jnp.exp(x) - y, x, y))
 
 

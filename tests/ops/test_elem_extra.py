@@ -3,6 +3,7 @@ tri/tril/triu, diag/diagonal, linspace, r_/c_) and average: the cases the op tab
 (test_ops.py, test_op_grads.py) do not draw, against jax.numpy, jax.grad and float64 finite
 differences.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,8 +17,6 @@ import srcgrad as sg
 from srcgrad.testing import check_grads
 
 SPECIALS = np.array([0.0, -1.5, 2.25, np.nan, np.inf, -np.inf, 0.5])
-
-
 
 
 @pytest.mark.parametrize("order", [0, 1, 2, 3, 4])
@@ -57,8 +56,10 @@ def test_fmax_fmin_ignore_nan_as_numpy(name: str) -> None:
         )  # NaNs and ties: the gradient goes where jnp's does
 
 
-@pytest.mark.parametrize("kw", [{}, {"nan": 1.5}, {"posinf": 9.0, "neginf": -9.0},
-                                {"nan": -1, "posinf": 2, "neginf": None}])
+@pytest.mark.parametrize(
+    "kw",
+    [{}, {"nan": 1.5}, {"posinf": 9.0, "neginf": -9.0}, {"nan": -1, "posinf": 2, "neginf": None}],
+)
 def test_nan_to_num_values_and_gradient(kw: dict) -> None:
     for dt in (np.float32, np.float64):
         x = SPECIALS.astype(dt)
@@ -83,12 +84,26 @@ def test_fmod_sign_zero_divisor_and_gradient() -> None:
 
 # ---------------------------------------------------------------- arrays from traced values
 
-@pytest.mark.parametrize("make", [
-    lambda m, a, b: [a, 1.0], lambda m, a, b: [[a, b], [2, a]],
-    lambda m, a, b: (a, np.float64(1.0)),
-    lambda m, a, b: [a, np.int32(2)], lambda m, a, b: [True, b], lambda m, a, b: [[a], [b]],
-], ids=["[f32, 1.0]", "[[f32, i32], [2, f32]]", "(f32, np.float64)", "[f32, np.int32]",
-        "[True, i32]", "[[f32], [i32]]"])
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m, a, b: [a, 1.0],
+        lambda m, a, b: [[a, b], [2, a]],
+        lambda m, a, b: (a, np.float64(1.0)),
+        lambda m, a, b: [a, np.int32(2)],
+        lambda m, a, b: [True, b],
+        lambda m, a, b: [[a], [b]],
+    ],
+    ids=[
+        "[f32, 1.0]",
+        "[[f32, i32], [2, f32]]",
+        "(f32, np.float64)",
+        "[f32, np.int32]",
+        "[True, i32]",
+        "[[f32], [i32]]",
+    ],
+)
 def test_array_promotes_as_jnp_array(make: Any) -> None:
     a, b = np.float32(1.25), np.int32(3)
     got = sg.jit(lambda a, b: sg.array(make(sg, a, b)))(a, b)
@@ -105,6 +120,7 @@ def test_array_eager_ndmin_dtype_and_gradients() -> None:
 
     def f(m: Any) -> Any:
         return lambda x, y: m.sum(m.array([[x[0] * y, 2.0], [y, x[1] ** 2]]) ** 2)
+
     x, y = np.array([0.5, -1.5]), 0.75
     for got, want in zip(sg.grad(f(sg), (0, 1))(x, y), jax.grad(f(jnp), (0, 1))(x, y)):
         np.testing.assert_allclose(got, want)
@@ -156,7 +172,9 @@ def test_linspace_gradient_in_start_and_stop(kw: dict) -> None:
             if kw.get("retstep"):
                 return m.sum(m.sin(out[0])) + out[1].sum() * 3.0
             return m.sum(m.sin(out))
+
         return fn
+
     np.testing.assert_allclose(sg.jit(f(sg))(start, stop), f(jnp)(start, stop))
     for got, want in zip(
         sg.grad(f(sg), (0, 1))(start, stop), jax.grad(f(jnp), (0, 1))(start, stop)
@@ -193,6 +211,7 @@ def test_average_weights_and_errors() -> None:
 
     def f(m: Any) -> Any:
         return lambda a, w: m.sum(m.average(a, axis=0, weights=w) ** 2)
+
     for g, v in zip(sg.grad(f(sg), (0, 1))(a, w), jax.grad(f(jnp), (0, 1))(a, w)):
         np.testing.assert_allclose(g, v)
     check_grads(f(sg), (a, w), order=2, jax_fun=f(jnp))

@@ -5,6 +5,7 @@ axis placement, "advanced indices separated by a slice go first"), concrete bool
 traced index arrays (in and out of range). Updates: set/add/multiply/min/max/get with the
 same forms, duplicate indices and ties included; gradients w.r.t. `x` and the values.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -93,6 +94,7 @@ def test_advanced_index_second_order_and_finite_differences() -> None:
 
     def jf(x: Any) -> Any:
         return x[A([0, 2, 2]), :, A([1, 3, 1])] ** 3
+
     check_grads(f, (X[:3, :2, :4],), order=2, jax_fun=jf)
 
 
@@ -120,8 +122,14 @@ def _self_consistent(fn: Callable[..., Any], *args: Any) -> None:
     check_grads(fn, args, directions=2)
 
 
-M = np.array([[3.0, 1.0, 4.0, 1.0, 5.0], [9.0, 2.0, 6.0, 5.0, 3.0],
-              [5.0, 8.0, 9.0, 7.0, 9.0], [3.0, 2.0, 3.0, 8.0, 4.0]])
+M = np.array(
+    [
+        [3.0, 1.0, 4.0, 1.0, 5.0],
+        [9.0, 2.0, 6.0, 5.0, 3.0],
+        [5.0, 8.0, 9.0, 7.0, 9.0],
+        [3.0, 2.0, 3.0, 8.0, 4.0],
+    ]
+)
 #: (label, srcgrad index, jnp index, unique): updates at repeated indices and ties included.
 AT_INDICES = [
     ("[1]", 1, 1, True),
@@ -150,8 +158,9 @@ def _values(index: Any, scalar: bool) -> np.ndarray:
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("label,index,jindex,unique", AT_INDICES, ids=[a[0] for a in AT_INDICES])
-def test_at_update_matches_jax(label: str, index: Any, jindex: Any, unique: bool,
-                               kind: str) -> None:
+def test_at_update_matches_jax(
+    label: str, index: Any, jindex: Any, unique: bool, kind: str
+) -> None:
     for scalar in (False, True):
         u = _values(jindex, scalar)
         if kind == "set" and not unique and not ON_CPU:
@@ -164,8 +173,9 @@ def test_at_update_matches_jax(label: str, index: Any, jindex: Any, unique: bool
         argnums = (0, 1) if kind != "multiply" or unique else (0,)
         kw = {"unique_indices": True} if kind == "multiply" and unique else {}
         got = sg.grad(lambda x, u: sg.sum(getattr(x.at[index], kind)(u, **kw) * ct), argnums)(M, u)
-        ref = jax.jit(jax.grad(lambda x, u: jnp.sum(getattr(x.at[jindex], kind)(u, **kw) * ct),
-                               argnums))(M, u)
+        ref = jax.jit(
+            jax.grad(lambda x, u: jnp.sum(getattr(x.at[jindex], kind)(u, **kw) * ct), argnums)
+        )(M, u)
         for g, w in zip(got, ref):
             np.testing.assert_allclose(g, w, err_msg=f"{label} {kind} scalar={scalar}")
 
@@ -186,6 +196,7 @@ def test_at_traced_indices_match_jax(kind: str) -> None:
 
     def theirs(x: Any, u: Any, i: Any) -> Any:
         return jnp.sum(getattr(x.at[i, 1:3], kind)(u) * ct)
+
     np.testing.assert_allclose(sg.jit(ours)(M, u, i), jax.jit(theirs)(M, u, i))
     argnums = (0,) if kind == "multiply" else (0, 1)
     got = sg.grad(ours, argnums)(M, u, i)
@@ -209,6 +220,7 @@ def test_at_second_order_and_finite_differences(kind: str) -> None:
 
     def jf(x: Any, u: Any) -> Any:
         return getattr(x.at[A([0, 2]), 1:4], kind)(u * u, **kw) ** 2
+
     check_grads(f, (x, u), order=2, jax_fun=jf)
 
 
@@ -239,11 +251,13 @@ def test_colliding_writes_are_decided_once() -> None:
 
     def ours(x: Any, u: Any, i: Any) -> Any:
         return sg.sum(x.at[i, 1:3].set(u) * x)
+
     src = sg.source(sg.grad(ours, (0, 1)), M, u, i)
     assert src.count(".set(") == 1 and "scatter" not in src, src
 
     def theirs(x: Any, u: Any) -> Any:
         return jnp.sum(x.at[np.array([1, 1, 3])].set(u) * x)
+
     src = sg.source(sg.grad(sg.from_jax(theirs), (0, 1)), M, np.ones((3, 5)))
     assert src.count("lax.scatter(") == 1, src
     if not ON_CPU:

@@ -1,5 +1,6 @@
 """Every public name of jax.numpy is in `sg`, or excluded here with its reason, or listed as
 not yet built (PENDING, issue 26: a name leaves that list when it arrives)."""
+
 from __future__ import annotations
 
 import jax.numpy as jnp
@@ -48,8 +49,9 @@ def _public_names() -> list[str]:
 
 
 def test_every_jax_numpy_name_is_in_sg_or_listed() -> None:
-    unaccounted = [n for n in _public_names()
-                   if not hasattr(sg, n) and n not in EXCLUDED and n not in PENDING]
+    unaccounted = [
+        n for n in _public_names() if not hasattr(sg, n) and n not in EXCLUDED and n not in PENDING
+    ]
     assert not unaccounted, f"jax.numpy names neither in sg nor listed: {unaccounted}"
 
 
@@ -66,11 +68,22 @@ def test_constants_and_dtype_names_are_jax_numpy_s() -> None:
     for n in ("e", "pi", "inf", "euler_gamma"):
         assert getattr(sg, n) == getattr(jnp, n)
     assert np.isnan(sg.nan) and sg.newaxis is None
-    for n in ("float32", "int32", "bool_", "float64", "uint8", "bfloat16", "floating",
-              "finfo", "promote_types", "s_"):
+    for n in (
+        "float32",
+        "int32",
+        "bool_",
+        "float64",
+        "uint8",
+        "bfloat16",
+        "floating",
+        "finfo",
+        "promote_types",
+        "s_",
+    ):
         assert getattr(sg, n) is getattr(jnp, n), n
     out = sg.jit(lambda x: sg.zeros((2,), sg.float32) + x[sg.newaxis, 0] * sg.pi)(
-        np.ones(3, np.float32))
+        np.ones(3, np.float32)
+    )
     assert out.dtype == np.float32 and out.shape == (2,)
 
 
@@ -78,15 +91,33 @@ def test_shape_and_dtype_utilities_on_traced_values() -> None:
     seen = {}
 
     def f(x: sg.Variable) -> sg.Variable:
-        seen.update(ndim=sg.ndim(x), shape=sg.shape(x), size=sg.size(x),
-                    size1=sg.size(x, 1), result=sg.result_type(x, 1.0),
-                    scalar=sg.isscalar(x), iterable=sg.iterable(x), real=sg.isrealobj(x),
-                    complex=sg.iscomplexobj(x), tril=sg.tril_indices_from(x)[0].shape)
+        seen.update(
+            ndim=sg.ndim(x),
+            shape=sg.shape(x),
+            size=sg.size(x),
+            size1=sg.size(x, 1),
+            result=sg.result_type(x, 1.0),
+            scalar=sg.isscalar(x),
+            iterable=sg.iterable(x),
+            real=sg.isrealobj(x),
+            complex=sg.iscomplexobj(x),
+            tril=sg.tril_indices_from(x)[0].shape,
+        )
         return x
+
     sg.jit(f)(np.ones((2, 3), np.float32))
-    want = dict(ndim=2, shape=(2, 3), size=6, size1=3,
-                result=jnp.result_type(jnp.zeros((2, 3), np.float32), 1.0), scalar=False,
-                iterable=True, real=True, complex=False, tril=(3,))
+    want = dict(
+        ndim=2,
+        shape=(2, 3),
+        size=6,
+        size1=3,
+        result=jnp.result_type(jnp.zeros((2, 3), np.float32), 1.0),
+        scalar=False,
+        iterable=True,
+        real=True,
+        complex=False,
+        tril=(3,),
+    )
     assert seen == want, seen
     assert sg.broadcast_shapes((2, 1), (3,)) == (2, 3)
     assert sg.triu_indices_from(np.ones((3, 3)))[1].tolist() == [0, 1, 2, 1, 2, 2]

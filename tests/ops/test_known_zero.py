@@ -1,6 +1,7 @@
 """The one "known zero" test every grad maker uses (grad_helpers.is_known_zero): zeros made by
 `fill_zeros_like` or by a `fill_constant` of 0 are known; any other value is not, zeros
 computed at run time included (dropping them would be wrong if they were not zeros)."""
+
 from __future__ import annotations
 
 import numpy as np

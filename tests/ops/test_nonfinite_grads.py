@@ -5,6 +5,7 @@ The reference is JAX's rules run op by op (no `jax.jit`): under `jax.jit`, XLA r
 `convert(x == max) / count` into a select and so turns the NaN of `jax.grad(jnp.max)` into 0;
 srcgrad writes the NaN out, so its compiled gradient keeps it.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -43,8 +44,11 @@ CASES = [
     _both("max", sg.max, jnp.max),
     _both("min", sg.min, jnp.min),
     _both("max_axis", lambda x: sg.max(_rows(x), axis=1), lambda x: jnp.max(x.reshape(2, 2), 1)),
-    _both("min_axis_keepdims", lambda x: sg.min(_rows(x), axis=0, keepdims=True),
-          lambda x: jnp.min(x.reshape(2, 2), 0, keepdims=True)),
+    _both(
+        "min_axis_keepdims",
+        lambda x: sg.min(_rows(x), axis=0, keepdims=True),
+        lambda x: jnp.min(x.reshape(2, 2), 0, keepdims=True),
+    ),
     _both("amax_from_jax", sg.from_jax(jnp.amax), jnp.amax),
     _both("amin_from_jax", sg.from_jax(lambda x: jnp.amin(x, axis=0)), lambda x: jnp.amin(x, 0)),
     _both("sum", sg.sum, jnp.sum),
@@ -62,10 +66,18 @@ CASES = [
     _both("cumprod", sg.cumprod, jnp.cumprod, skip_grad=("inf",)),
     _both("cummax", sg.cummax, lax.cummax, ties=False),
     _both("cummin", sg.cummin, lax.cummin, ties=False),
-    _both("cummax_reverse", lambda x: sg.cummax(x, reverse=True),
-          lambda x: lax.cummax(x, reverse=True), ties=False),
-    _both("cummin_reverse", lambda x: sg.cummin(x, reverse=True),
-          lambda x: lax.cummin(x, reverse=True), ties=False),
+    _both(
+        "cummax_reverse",
+        lambda x: sg.cummax(x, reverse=True),
+        lambda x: lax.cummax(x, reverse=True),
+        ties=False,
+    ),
+    _both(
+        "cummin_reverse",
+        lambda x: sg.cummin(x, reverse=True),
+        lambda x: lax.cummin(x, reverse=True),
+        ties=False,
+    ),
     _both("maximum", lambda x: sg.maximum(x, OTHER), lambda x: jnp.maximum(x, OTHER)),
     _both("maximum_swapped", lambda x: sg.maximum(OTHER, x), lambda x: jnp.maximum(OTHER, x)),
     _both("minimum", lambda x: sg.minimum(x, OTHER), lambda x: jnp.minimum(x, OTHER)),
@@ -75,15 +87,27 @@ CASES = [
     _both("fmin", lambda x: sg.fmin(OTHER, x), lambda x: jnp.fmin(OTHER, x)),
     _both("clip", lambda x: sg.clip(x, 0.0, 2.5), lambda x: jnp.clip(x, 0.0, 2.5)),
     _both("clip_bounds", lambda x: sg.clip(2.0, x, x + 1.0), lambda x: jnp.clip(2.0, x, x + 1.0)),
-    _both("clamp_from_jax", sg.from_jax(lambda x: lax.clamp(0.0, x, 2.5)),
-          lambda x: lax.clamp(0.0, x, 2.5)),
-    _both("clamp_bounds_from_jax", sg.from_jax(lambda x: lax.clamp(x, jnp.full(4, 2.0), x + 1.0)),
-          lambda x: lax.clamp(x, jnp.full(4, 2.0), x + 1.0)),
+    _both(
+        "clamp_from_jax",
+        sg.from_jax(lambda x: lax.clamp(0.0, x, 2.5)),
+        lambda x: lax.clamp(0.0, x, 2.5),
+    ),
+    _both(
+        "clamp_bounds_from_jax",
+        sg.from_jax(lambda x: lax.clamp(x, jnp.full(4, 2.0), x + 1.0)),
+        lambda x: lax.clamp(x, jnp.full(4, 2.0), x + 1.0),
+    ),
     _both("sort", sg.sort, jnp.sort),
-    _both("sort_descending", lambda x: sg.sort(x, descending=True),
-          lambda x: jnp.sort(x, descending=True)),
-    _both("take_along_argsort", lambda x: sg.take_along_axis(x, sg.argsort(x), 0),
-          lambda x: jnp.take_along_axis(x, jnp.argsort(x), 0)),
+    _both(
+        "sort_descending",
+        lambda x: sg.sort(x, descending=True),
+        lambda x: jnp.sort(x, descending=True),
+    ),
+    _both(
+        "take_along_argsort",
+        lambda x: sg.take_along_axis(x, sg.argsort(x), 0),
+        lambda x: jnp.take_along_axis(x, jnp.argsort(x), 0),
+    ),
     _both("relu", sg.relu, jax.nn.relu),
     _both("relu6", sg.relu6, jax.nn.relu6),
     _both("leaky_relu", sg.leaky_relu, jax.nn.leaky_relu),
@@ -103,9 +127,13 @@ def _has_ties(x: np.ndarray) -> bool:
     return len(set(x.tolist())) < x.size and not np.isnan(x).all()
 
 
-@pytest.mark.parametrize("ours, theirs, kw", [  # every other case by default, -m slow all
-    c if i % 2 == 0 else pytest.param(*c.values, marks=pytest.mark.slow, id=c.id)
-    for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(
+    "ours, theirs, kw",
+    [  # every other case by default, -m slow all
+        c if i % 2 == 0 else pytest.param(*c.values, marks=pytest.mark.slow, id=c.id)
+        for i, c in enumerate(CASES)
+    ],
+)
 def test_nonfinite_value_grad_and_jvp_match_jax(ours: Callable, theirs: Callable, kw: dict) -> None:
     def ct_like(y: Any) -> np.ndarray:
         return np.resize(CT, np.shape(y))
@@ -119,9 +147,10 @@ def test_nonfinite_value_grad_and_jvp_match_jax(ours: Callable, theirs: Callable
         got, got_t = sg.jvp(ours, (x,), (TANGENT,))
         c = ct_like(want)
         for what, mine, ref in [
-                ("value", lambda: got, lambda: want), ("tangent", lambda: got_t, lambda: want_t),
-                ("gradient", lambda: grad(x, c),
-                 lambda: jax.grad(lambda x: jnp.sum(theirs(x) * c))(x))]:
+            ("value", lambda: got, lambda: want),
+            ("tangent", lambda: got_t, lambda: want_t),
+            ("gradient", lambda: grad(x, c), lambda: jax.grad(lambda x: jnp.sum(theirs(x) * c))(x)),
+        ]:
             if what == "gradient" and name in kw.get("skip_grad", ()):
                 continue
             try:
@@ -134,7 +163,7 @@ def test_nonfinite_value_grad_and_jvp_match_jax(ours: Callable, theirs: Callable
 def test_cumulative_extreme_ties_go_to_the_first() -> None:
     """srcgrad's documented tie rule for cummax/cummin (JAX splits ties along its scan tree)."""
     x = np.array([3.0, 1.0, 3.0, -inf, -inf])
-    np.testing.assert_array_equal(sg.grad(lambda x: sg.sum(sg.cummax(x) * CT[:4].sum()))(x),
-                                  [5 * CT[:4].sum(), 0, 0, 0, 0])
-    np.testing.assert_array_equal(sg.grad(lambda x: sg.sum(sg.cummin(x)[3:]))(x),
-                                  [0, 0, 0, 2, 0])
+    np.testing.assert_array_equal(
+        sg.grad(lambda x: sg.sum(sg.cummax(x) * CT[:4].sum()))(x), [5 * CT[:4].sum(), 0, 0, 0, 0]
+    )
+    np.testing.assert_array_equal(sg.grad(lambda x: sg.sum(sg.cummin(x)[3:]))(x), [0, 0, 0, 2, 0])

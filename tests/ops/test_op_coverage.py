@@ -3,6 +3,7 @@ tables of the other op families, EXTRA_FORWARD) for each op, and a gradient case
 (test_op_grads.CASES, test_manip.GRAD_CASES, EXTRA_GRADIENT) for each differentiable one,
 named by the op's user function.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -35,7 +36,7 @@ INTERNAL = {
     "lax_top_k": "sg.from_jax of lax.top_k (test_from_jax_rows)",
     "lax_nextafter": "sg.from_jax of jnp.nextafter (test_from_jax_rows)",
     "lax_bitcast": "sg.from_jax of jax.random's floats and total-order comparisons "
-                   "(test_from_jax_rows)",
+    "(test_from_jax_rows)",
     "lax_lu_pivots_to_permutation": "sg.from_jax of lu_solve (test_from_jax, test_from_jax_rows)",
     "prng_seed": "sg.from_jax of jax.random.key (test_from_jax_rows)",
     "prng_bits": "sg.from_jax of jax.random.bits (test_from_jax_rows)",
@@ -64,8 +65,9 @@ ROWS = sorted(n for n in REGISTRY if n not in CONTROL)
 #: The forward and gradient tables of op families tested in their own files.
 _NN = test_nn_functions.ELEMENTWISE + test_nn_functions.CASES
 EXTRA_FORWARD = test_random.CASES + test_conv.CASES + _NN + test_jnp_extra.CASES
-EXTRA_GRADIENT = (test_random.GRAD_CASES + test_conv.CASES + _NN
-                  + [c for c in test_jnp_extra.CASES if c.diff])
+EXTRA_GRADIENT = (
+    test_random.GRAD_CASES + test_conv.CASES + _NN + [c for c in test_jnp_extra.CASES if c.diff]
+)
 FORWARD = test_ops.CASES + test_manip.CASES + test_special.CASES + EXTRA_FORWARD
 GRADIENT = test_op_grads.CASES + test_manip.GRAD_CASES + test_special.GRAD_CASES + EXTRA_GRADIENT
 
@@ -79,7 +81,8 @@ def test_row_has_a_forward_and_a_gradient_case(row: str) -> None:
     assert op.public in _names(FORWARD), f"{row} (sg.{op.public}) has no forward case"
     if op.differentiable:
         assert op.public in _names(GRADIENT), (
-            f"{row} (sg.{op.public}) is differentiable but has no gradient case")
+            f"{row} (sg.{op.public}) is differentiable but has no gradient case"
+        )
 
 
 def test_internal_and_control_lists_are_current() -> None:
@@ -98,8 +101,15 @@ def test_package_exports_only_the_api_and_declared_ops() -> None:
     assert len(sg.__all__) == len(set(sg.__all__))
     for name in sg.__all__:
         assert hasattr(sg, name), name
-    for internal in ("unbroadcast", "add_n", "assign", "constant", "fill_zeros_like",
-                     "expand_reduced", "getitem"):
+    for internal in (
+        "unbroadcast",
+        "add_n",
+        "assign",
+        "constant",
+        "fill_zeros_like",
+        "expand_reduced",
+        "getitem",
+    ):
         assert internal not in sg.__all__ and not hasattr(sg, internal), internal
     for name in EXPORTS:  # a namespaced function (linalg.solve) is reached through its namespace
         head, *rest = name.split(".")

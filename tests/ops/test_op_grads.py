@@ -9,6 +9,7 @@ domain; ties are drawn on purpose where jax defines them (maximum/minimum split 
 max/min reductions average). Then `check_grads` compares with float64 finite differences (and
 jax.grad) on a sample per op, and to second order for a representative subset.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,20 +28,78 @@ import srcgrad as sg
 from srcgrad.ops import shape as shape_ops
 from srcgrad.testing import check_grads
 from support.util import sliced
-from test_ops import (ARRAY_INDEXERS, F32, F64, FLOATS, GRID, I32, I64, POS, SCALAR_INDEXERS, SIDE,
-                      Dom, Draw, R, along_axis, apply_operator, basic_index_args, broadcast_args,
-                      conv_args, conv_ours, conv_ref, dot_args, dus_ours, dus_ref,
-                      dynamic_index_args, dynamic_slice_args, dynamic_slice_ours, linalg_cases,
-                      dynamic_slice_ref, einsum_args, lax_pad, lax_pad_args, lax_slice_args,
-                      rev_args,
-                      scatter_add_args, scatter_add_ref, stat_args, swapaxes_args,
-                      elementwise, examples, expand_args, getitem, join_args, key, matmul_args,
-                      one_shape, pool_args, pool_ref, reduction, reshape_args, squeeze_args,
-                      take_args, traced_fill_args, traced_index_args, transpose_args, values,
-                      where_args)
-from test_ops import (C_FORMS, CONCAT_FORMS, array_args, array_ours, array_ref, average_args,
-                      average_via, concat_args, diagonal_args, linspace_args, linspace_via,
-                      tri_args)
+from test_ops import (
+    ARRAY_INDEXERS,
+    F32,
+    F64,
+    FLOATS,
+    GRID,
+    I32,
+    I64,
+    POS,
+    SCALAR_INDEXERS,
+    SIDE,
+    Dom,
+    Draw,
+    R,
+    along_axis,
+    apply_operator,
+    basic_index_args,
+    broadcast_args,
+    conv_args,
+    conv_ours,
+    conv_ref,
+    dot_args,
+    dus_ours,
+    dus_ref,
+    dynamic_index_args,
+    dynamic_slice_args,
+    dynamic_slice_ours,
+    linalg_cases,
+    dynamic_slice_ref,
+    einsum_args,
+    lax_pad,
+    lax_pad_args,
+    lax_slice_args,
+    rev_args,
+    scatter_add_args,
+    scatter_add_ref,
+    stat_args,
+    swapaxes_args,
+    elementwise,
+    examples,
+    expand_args,
+    getitem,
+    join_args,
+    key,
+    matmul_args,
+    one_shape,
+    pool_args,
+    pool_ref,
+    reduction,
+    reshape_args,
+    squeeze_args,
+    take_args,
+    traced_fill_args,
+    traced_index_args,
+    transpose_args,
+    values,
+    where_args,
+)
+from test_ops import (
+    C_FORMS,
+    CONCAT_FORMS,
+    array_args,
+    array_ours,
+    array_ref,
+    average_args,
+    average_via,
+    concat_args,
+    diagonal_args,
+    linspace_args,
+    linspace_via,
+    tri_args,
+)
 
 AWAY = Dom(away=0.25)
 DISTINCT = Dom(distinct=True)  # for max_pool, whose ties jax breaks (select_and_scatter)
@@ -66,20 +125,38 @@ class GradCase:
 
 
 def unary(name: str, ref: Callable, dom: Dom = R, second_order: bool = False) -> GradCase:
-    return GradCase(name, getattr(sg, name), ref, elementwise(dom), fd_doms=(dom,),
-                    second_order=second_order)
+    return GradCase(
+        name, getattr(sg, name), ref, elementwise(dom), fd_doms=(dom,), second_order=second_order
+    )
 
 
 def binary(name: str, dom_x: Dom = R, dom_y: Dom = R, second_order: bool = False) -> GradCase:
-    return GradCase(name, getattr(sg, name), getattr(jnp, name), elementwise(dom_x, dom_y),
-                    variants=MIXED, fd_doms=(dom_x, dom_y), second_order=second_order)
+    return GradCase(
+        name,
+        getattr(sg, name),
+        getattr(jnp, name),
+        elementwise(dom_x, dom_y),
+        variants=MIXED,
+        fd_doms=(dom_x, dom_y),
+        second_order=second_order,
+    )
 
 
-def reducer(name: str, ours: Callable, ref: Callable, dom: Dom = R, min_side: int = 0,
-            second_order: bool = False) -> GradCase:
-    return GradCase(name, lambda x, axis, keepdims: ours(x, axis, keepdims=keepdims),
-                    lambda x, axis, keepdims: ref(x, axis=axis, keepdims=keepdims),
-                    reduction(dom, min_side), second_order=second_order)
+def reducer(
+    name: str,
+    ours: Callable,
+    ref: Callable,
+    dom: Dom = R,
+    min_side: int = 0,
+    second_order: bool = False,
+) -> GradCase:
+    return GradCase(
+        name,
+        lambda x, axis, keepdims: ours(x, axis, keepdims=keepdims),
+        lambda x, axis, keepdims: ref(x, axis=axis, keepdims=keepdims),
+        reduction(dom, min_side),
+        second_order=second_order,
+    )
 
 
 def integer_pow_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
@@ -89,8 +166,13 @@ def integer_pow_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[di
     return {"k": k}, [values(data, shape, dts[0], AWAY if k < 0 else R)]
 
 
-ARITHMETIC_CONSTANTS = {"float": float, "int": int, "np.float32": np.float32,
-                        "np.float64": np.float64, "ndarray": lambda v: np.array([v, 1.5])}
+ARITHMETIC_CONSTANTS = {
+    "float": float,
+    "int": int,
+    "np.float32": np.float32,
+    "np.float64": np.float64,
+    "ndarray": lambda v: np.array([v, 1.5]),
+}
 
 
 def arithmetic_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
@@ -110,9 +192,11 @@ def arithmetic_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dic
 
 def float_result(draw: Draw) -> Draw:
     """`draw` with its `dtype` parameter None: the result stays floating (differentiable)."""
+
     def drawn(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list]:
         params, args = draw(data, dts)
         return {**params, "dtype": None}, args
+
     return drawn
 
 
@@ -162,8 +246,13 @@ CASES: list[GradCase] = [
     unary("real", jnp.real),
     unary("conj", jnp.conj),
     GradCase("imag", lambda x: sg.imag(x) + x, lambda x: jnp.imag(x) + x, elementwise(R)),
-    GradCase("clip", lambda x: sg.clip(x, -0.75, 0.75), lambda x: jnp.clip(x, -0.75, 0.75),
-             elementwise(GRID), fd_doms=(GRID,)),  # the bounds lie between grid points
+    GradCase(
+        "clip",
+        lambda x: sg.clip(x, -0.75, 0.75),
+        lambda x: jnp.clip(x, -0.75, 0.75),
+        elementwise(GRID),
+        fd_doms=(GRID,),
+    ),  # the bounds lie between grid points
     unary("relu", jax.nn.relu),
     unary("softplus", jax.nn.softplus),
     unary("erf", jax.scipy.special.erf),
@@ -182,21 +271,46 @@ CASES: list[GradCase] = [
     binary("heaviside", GRID, R),  # x / y in [1.125, 1.84]: smooth
     binary("maximum", GRID, GRID),
     binary("minimum", GRID, GRID),
-    GradCase("integer_pow", lambda x, k: x ** k, lambda x, k: x ** k, integer_pow_args,
-             fd_doms=(AWAY,)),
-    GradCase("operators + - * / **", apply_operator, apply_operator, arithmetic_args,
-             fd_doms=(Dom(0.5, 2.0),)),
+    GradCase(
+        "integer_pow", lambda x, k: x**k, lambda x, k: x**k, integer_pow_args, fd_doms=(AWAY,)
+    ),
+    GradCase(
+        "operators + - * / **",
+        apply_operator,
+        apply_operator,
+        arithmetic_args,
+        fd_doms=(Dom(0.5, 2.0),),
+    ),
     GradCase("where", sg.where, jnp.where, where_args(), variants=MIXED, second_order=True),
-    GradCase("astype", lambda x, dtype: sg.astype(x, dtype), lambda x, dtype: x.astype(dtype),
-             astype_args, finite_differences=False),
-    GradCase("stop_gradient", lambda x: sg.stop_gradient(x) * x,
-             lambda x: lax.stop_gradient(x) * x, elementwise(R), finite_differences=False),
-    GradCase("full_like", lambda x, fill: sg.full_like(x, fill) * x,
-             lambda x, fill: jnp.full_like(x, fill) * x, like_args),
-    GradCase("full traced fill", lambda v, shape: sg.full(shape, v),
-             lambda v, shape: jnp.full(shape, v), broadcast_args()),
-    GradCase("full_like traced fill", sg.full_like, jnp.full_like, traced_fill_args(True),
-             variants=MIXED),
+    GradCase(
+        "astype",
+        lambda x, dtype: sg.astype(x, dtype),
+        lambda x, dtype: x.astype(dtype),
+        astype_args,
+        finite_differences=False,
+    ),
+    GradCase(
+        "stop_gradient",
+        lambda x: sg.stop_gradient(x) * x,
+        lambda x: lax.stop_gradient(x) * x,
+        elementwise(R),
+        finite_differences=False,
+    ),
+    GradCase(
+        "full_like",
+        lambda x, fill: sg.full_like(x, fill) * x,
+        lambda x, fill: jnp.full_like(x, fill) * x,
+        like_args,
+    ),
+    GradCase(
+        "full traced fill",
+        lambda v, shape: sg.full(shape, v),
+        lambda v, shape: jnp.full(shape, v),
+        broadcast_args(),
+    ),
+    GradCase(
+        "full_like traced fill", sg.full_like, jnp.full_like, traced_fill_args(True), variants=MIXED
+    ),
     reducer("sum", sg.sum, jnp.sum),
     reducer("mean", sg.mean, jnp.mean),
     reducer("max", sg.max, jnp.max, GRID, min_side=1),
@@ -205,8 +319,12 @@ CASES: list[GradCase] = [
     reducer("logsumexp", sg.logsumexp, jax.nn.logsumexp, second_order=True),
     GradCase("matmul", sg.matmul, jnp.matmul, matmul_args(), variants=MIXED, second_order=True),
     GradCase("dot", sg.dot, jnp.dot, dot_args()),
-    GradCase("einsum", lambda *xs, spec: sg.einsum(spec, *xs),
-             lambda *xs, spec: jnp.einsum(spec, *xs), einsum_args()),
+    GradCase(
+        "einsum",
+        lambda *xs, spec: sg.einsum(spec, *xs),
+        lambda *xs, spec: jnp.einsum(spec, *xs),
+        einsum_args(),
+    ),
     GradCase("conv", conv_ours, conv_ref, conv_args(), second_order=True),
     GradCase("max_pool", sg.max_pool, pool_ref("max"), pool_args(DISTINCT)),
     GradCase("avg_pool", sg.avg_pool, pool_ref("avg"), pool_args()),
@@ -216,33 +334,71 @@ CASES: list[GradCase] = [
     GradCase("swapaxes", sg.swapaxes, jnp.swapaxes, swapaxes_args()),
     GradCase("expand_dims", sg.expand_dims, jnp.expand_dims, expand_args()),
     GradCase("squeeze", sg.squeeze, jnp.squeeze, squeeze_args()),
-    GradCase("concatenate", lambda *xs, axis: sg.concatenate(xs, axis),
-             lambda *xs, axis: jnp.concatenate(xs, axis), join_args(False), variants=MIXED),
-    GradCase("stack", lambda *xs, axis: sg.stack(xs, axis), lambda *xs, axis: jnp.stack(xs, axis),
-             join_args(True)),
+    GradCase(
+        "concatenate",
+        lambda *xs, axis: sg.concatenate(xs, axis),
+        lambda *xs, axis: jnp.concatenate(xs, axis),
+        join_args(False),
+        variants=MIXED,
+    ),
+    GradCase(
+        "stack",
+        lambda *xs, axis: sg.stack(xs, axis),
+        lambda *xs, axis: jnp.stack(xs, axis),
+        join_args(True),
+    ),
     GradCase("getitem basic", getitem, getitem, basic_index_args()),
-    GradCase("getitem traced scalar", lambda x, i, how: SCALAR_INDEXERS[how](x, i),
-             lambda x, i, how: SCALAR_INDEXERS[how](x, i),
-             traced_index_args(SCALAR_INDEXERS, False), (F32, I32)),
-    GradCase("getitem integer array", lambda x, i, how: ARRAY_INDEXERS[how](x, i),
-             lambda x, i, how: ARRAY_INDEXERS[how](x, i),
-             traced_index_args(ARRAY_INDEXERS, True), (F32, I64)),
-    GradCase("dynamic_slice", dynamic_slice_ours, dynamic_slice_ref, dynamic_slice_args(False),
-             (F32, I32)),
+    GradCase(
+        "getitem traced scalar",
+        lambda x, i, how: SCALAR_INDEXERS[how](x, i),
+        lambda x, i, how: SCALAR_INDEXERS[how](x, i),
+        traced_index_args(SCALAR_INDEXERS, False),
+        (F32, I32),
+    ),
+    GradCase(
+        "getitem integer array",
+        lambda x, i, how: ARRAY_INDEXERS[how](x, i),
+        lambda x, i, how: ARRAY_INDEXERS[how](x, i),
+        traced_index_args(ARRAY_INDEXERS, True),
+        (F32, I64),
+    ),
+    GradCase(
+        "dynamic_slice",
+        dynamic_slice_ours,
+        dynamic_slice_ref,
+        dynamic_slice_args(False),
+        (F32, I32),
+    ),
     GradCase("dynamic_update_slice", dus_ours, dus_ref, dynamic_slice_args(True), (F32, I32)),
     GradCase("take", sg.take, jnp.take, take_args(), (F32, I32), second_order=True),
-    GradCase("slice", lambda x, start, limit, strides: sg.slice(x, start, limit, strides),
-             lambda x, start, limit, strides: lax.slice(x, start, limit, strides),
-             lax_slice_args()),
-    GradCase("rev", lambda x, axes: sg.rev(x, axes), lambda x, axes: lax.rev(x, axes),
-             rev_args()),
-    GradCase("pad lax config (the internal lax_pad)", shape_ops.lax_pad, lax_pad, lax_pad_args(),
-             second_order=True),
-    GradCase("dynamic_index", sg.dynamic_index,
-             lambda x, i, axis: lax.dynamic_index_in_dim(x, i, axis, keepdims=False),
-             dynamic_index_args(False), (F32, I32)),
-    GradCase("dynamic_update_index", sg.dynamic_update_index, lax.dynamic_update_index_in_dim,
-             dynamic_index_args(True), (F32, I32)),
+    GradCase(
+        "slice",
+        lambda x, start, limit, strides: sg.slice(x, start, limit, strides),
+        lambda x, start, limit, strides: lax.slice(x, start, limit, strides),
+        lax_slice_args(),
+    ),
+    GradCase("rev", lambda x, axes: sg.rev(x, axes), lambda x, axes: lax.rev(x, axes), rev_args()),
+    GradCase(
+        "pad lax config (the internal lax_pad)",
+        shape_ops.lax_pad,
+        lax_pad,
+        lax_pad_args(),
+        second_order=True,
+    ),
+    GradCase(
+        "dynamic_index",
+        sg.dynamic_index,
+        lambda x, i, axis: lax.dynamic_index_in_dim(x, i, axis, keepdims=False),
+        dynamic_index_args(False),
+        (F32, I32),
+    ),
+    GradCase(
+        "dynamic_update_index",
+        sg.dynamic_update_index,
+        lax.dynamic_update_index_in_dim,
+        dynamic_index_args(True),
+        (F32, I32),
+    ),
     GradCase("scatter_add", sg.scatter_add, scatter_add_ref, scatter_add_args(), (F32, I32)),
     GradCase("softmax", sg.softmax, jax.nn.softmax, along_axis(), second_order=True),
     unary("silu", jax.nn.silu, second_order=True),
@@ -251,8 +407,13 @@ CASES: list[GradCase] = [
     unary("leaky_relu", jax.nn.leaky_relu, AWAY),
     unary("elu", jax.nn.elu, AWAY, second_order=True),
     unary("gelu", jax.nn.gelu, second_order=True),
-    GradCase("gelu exact", lambda x: sg.gelu(x, approximate=False),
-             lambda x: jax.nn.gelu(x, approximate=False), elementwise(R), second_order=True),
+    GradCase(
+        "gelu exact",
+        lambda x: sg.gelu(x, approximate=False),
+        lambda x: jax.nn.gelu(x, approximate=False),
+        elementwise(R),
+        second_order=True,
+    ),
     GradCase("var", sg.var, jnp.var, stat_args(), second_order=True),
     # std has no derivative where all values are equal (sqrt at 0): jax gives NaN there
     GradCase("std", sg.std, jnp.std, stat_args(DISTINCT), second_order=True),
@@ -262,33 +423,68 @@ CASES: list[GradCase] = [
     binary("fmax", GRID, GRID),
     binary("fmin", GRID, GRID),
     GradCase("nan_to_num", sg.nan_to_num, jnp.nan_to_num, elementwise(R)),
-    GradCase("array", array_ours, array_ref, float_result(array_args), variants=MIXED,
-             second_order=True),
-    GradCase("asarray", lambda a, b, form, dtype: sg.asarray([a, b]),
-             lambda a, b, form, dtype: jnp.asarray([a, b]), float_result(array_args)),
+    GradCase(
+        "array", array_ours, array_ref, float_result(array_args), variants=MIXED, second_order=True
+    ),
+    GradCase(
+        "asarray",
+        lambda a, b, form, dtype: sg.asarray([a, b]),
+        lambda a, b, form, dtype: jnp.asarray([a, b]),
+        float_result(array_args),
+    ),
     GradCase("tril", sg.tril, jnp.tril, tri_args(), second_order=True),
     GradCase("triu", sg.triu, jnp.triu, tri_args()),
     GradCase("diag", sg.diag, jnp.diag, tri_args(1), second_order=True),
     GradCase("diagonal", sg.diagonal, jnp.diagonal, diagonal_args()),
-    GradCase("linspace", linspace_via(sg), linspace_via(jnp), float_result(linspace_args),
-             variants=MIXED, second_order=True),
-    GradCase("r_", lambda a, b, form: CONCAT_FORMS[form](sg.r_, a, b),
-             lambda a, b, form: CONCAT_FORMS[form](jnp.r_, a, b), concat_args(CONCAT_FORMS),
-             variants=MIXED),
-    GradCase("c_", lambda a, b, form: C_FORMS[form](sg.c_, a, b),
-             lambda a, b, form: C_FORMS[form](jnp.c_, a, b), concat_args(C_FORMS)),
-    GradCase("average", average_via(sg), average_via(jnp), average_args(), variants=MIXED,
-             second_order=True),
+    GradCase(
+        "linspace",
+        linspace_via(sg),
+        linspace_via(jnp),
+        float_result(linspace_args),
+        variants=MIXED,
+        second_order=True,
+    ),
+    GradCase(
+        "r_",
+        lambda a, b, form: CONCAT_FORMS[form](sg.r_, a, b),
+        lambda a, b, form: CONCAT_FORMS[form](jnp.r_, a, b),
+        concat_args(CONCAT_FORMS),
+        variants=MIXED,
+    ),
+    GradCase(
+        "c_",
+        lambda a, b, form: C_FORMS[form](sg.c_, a, b),
+        lambda a, b, form: C_FORMS[form](jnp.c_, a, b),
+        concat_args(C_FORMS),
+    ),
+    GradCase(
+        "average",
+        average_via(sg),
+        average_via(jnp),
+        average_args(),
+        variants=MIXED,
+        second_order=True,
+    ),
     # Conditioned inputs (made in the draw): finite differences and second order are in
     # test_linalg.py; norm and trace take any values.
-    *linalg_cases(lambda name, ours, ref, draw: GradCase(
-        name, ours, ref, draw, draw_dts=(F64,), variants=((F64,),),
-        finite_differences=name in ("linalg.norm", "linalg.trace"),
-        second_order=name == "linalg.trace"), True),
+    *linalg_cases(
+        lambda name, ours, ref, draw: GradCase(
+            name,
+            ours,
+            ref,
+            draw,
+            draw_dts=(F64,),
+            variants=((F64,),),
+            finite_differences=name in ("linalg.norm", "linalg.trace"),
+            second_order=name == "linalg.trace",
+        ),
+        True,
+    ),
 ]
 
 
 # ---------------------------------------------------------------- running a case
+
 
 def with_floats(args: list[np.ndarray], floats: list[np.ndarray]) -> list[np.ndarray]:
     """`args` with its float arguments replaced, in order, by `floats`."""
@@ -309,14 +505,16 @@ def cotangent(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 _GRADS: dict[tuple, tuple[sg.Transformed, Callable[..., Any]]] = {}
 
 
-def grads(case: GradCase, params: dict[str, Any], argnums: tuple[int, ...]
-          ) -> tuple[sg.Transformed, Callable[..., Any]]:
+def grads(
+    case: GradCase, params: dict[str, Any], argnums: tuple[int, ...]
+) -> tuple[sg.Transformed, Callable[..., Any]]:
     """sg.grad and jitted jax.grad of `sum(op(*args) * ct)`, shared across examples."""
     k = key(case, params) + (argnums,)
     if k not in _GRADS:
         _GRADS[k] = (
             sg.grad(lambda ct, *xs: sg.sum(case.ours(*xs, **params) * ct), argnums),
-            jax.jit(jax.grad(lambda ct, *xs: jnp.sum(case.ref(*xs, **params) * ct), argnums)))
+            jax.jit(jax.grad(lambda ct, *xs: jnp.sum(case.ref(*xs, **params) * ct), argnums)),
+        )
     return _GRADS[k]
 
 
@@ -370,6 +568,7 @@ def check(case: GradCase, data: st.DataObject, order: int) -> None:
 
     def jax_fun(*xs: Any) -> Any:
         return case.ref(*with_floats(drawn, list(xs)), **params)
+
     check_grads(fun, floats, order=order, jax_fun=jax.jit(jax_fun), directions=1)
 
 
@@ -395,7 +594,10 @@ def test_relu6_kinks_follow_jax() -> None:
     x = np.array([-np.inf, -1.0, 0.0, 3.0, 6.0, 7.0, np.inf, np.nan])
     ones = np.ones_like(x)
     np.testing.assert_array_equal(sg.nn.relu6(x), jax.nn.relu6(x))
-    np.testing.assert_array_equal(sg.grad(lambda v: sg.sum(sg.nn.relu6(v)))(x),
-                                  jax.grad(lambda v: jnp.sum(jax.nn.relu6(v)))(x))
-    np.testing.assert_array_equal(sg.jvp(sg.nn.relu6, (x,), (ones,))[1],
-                                  jax.jvp(jax.nn.relu6, (x,), (ones,))[1])
+    np.testing.assert_array_equal(
+        sg.grad(lambda v: sg.sum(sg.nn.relu6(v)))(x),
+        jax.grad(lambda v: jnp.sum(jax.nn.relu6(v)))(x),
+    )
+    np.testing.assert_array_equal(
+        sg.jvp(sg.nn.relu6, (x,), (ones,))[1], jax.jvp(jax.nn.relu6, (x,), (ones,))[1]
+    )

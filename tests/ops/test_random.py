@@ -1,6 +1,7 @@
 """sg.random gives jax.random's numbers for the same key: eagerly, traced (the key a traced
 input) and on Tensors; typed keys are accepted; gradients flow through minval/maxval and
 through arithmetic on samples, never into keys."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,8 +38,10 @@ CASES = [
     Case("random.normal f32", lambda r, k: r.normal(k, (4,), jnp.float32)),
     Case("random.uniform", lambda r, k: r.uniform(k, (5,))),
     Case("random.uniform range", lambda r, k: r.uniform(k, (5,), minval=-2.0, maxval=3.5)),
-    Case("random.uniform f32", lambda r, k: r.uniform(k, (3,), jnp.float32, np.float32(-1),
-                                                      np.float32(0.25))),
+    Case(
+        "random.uniform f32",
+        lambda r, k: r.uniform(k, (3,), jnp.float32, np.float32(-1), np.float32(0.25)),
+    ),
     Case("random.bernoulli", lambda r, k: r.bernoulli(k, P)),
     Case("random.bernoulli shape", lambda r, k: r.bernoulli(k, 0.3, (2, 4))),
     Case("random.categorical", lambda r, k: r.categorical(k, LOGITS)),
@@ -80,11 +83,13 @@ def test_typed_keys_and_tensors() -> None:
 
 def test_loop_of_keys_in_a_trace() -> None:
     """A key carried through fori_loop, split each step, as a JAX training loop does it."""
+
     def ours(k: Any) -> Any:
         def body(i: Any, c: Any) -> Any:
             k, acc = c
             k, sub = sg.random.split(k)
             return k, acc + sg.random.normal(sub, (2,))
+
         return sg.fori_loop(0, 4, body, (k, sg.zeros((2,))))[1]
 
     def theirs(k: Any) -> Any:
@@ -92,7 +97,9 @@ def test_loop_of_keys_in_a_trace() -> None:
             k, acc = c
             k, sub = jax.random.split(k)
             return k, acc + jax.random.normal(sub, (2,))
+
         return jax.lax.fori_loop(0, 4, body, (k, jnp.zeros((2,))))[1]
+
     np.testing.assert_allclose(sg.jit(ours)(KEY), theirs(KEY), rtol=1e-15)
 
 
@@ -133,8 +140,12 @@ def test_gradients_through_sample_arithmetic(case: GradCase) -> None:
     for g, w in zip(ours, theirs):
         np.testing.assert_allclose(g, w, rtol=1e-12)
     h = sg.hessian(lambda b: case.loss(sg.random, case.args[0], b))(case.args[1])
-    np.testing.assert_allclose(h, jax.hessian(lambda b: case.loss(jax.random, case.args[0], b))(
-        case.args[1]), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        h,
+        jax.hessian(lambda b: case.loss(jax.random, case.args[0], b))(case.args[1]),
+        rtol=1e-10,
+        atol=1e-12,
+    )
 
 
 def test_bad_keys_and_arguments_are_named() -> None:

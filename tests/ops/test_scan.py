@@ -1,4 +1,5 @@
 """sg.scan: lax.scan's contract and its gradients, against jax.grad of lax.scan."""
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -18,13 +19,16 @@ arr = normal_arrays(np.random.default_rng(11))
 
 def rnn(np_: Any, scan: Callable[..., Any]) -> Callable[..., Any]:
     """A loss over a pytree carry and pytree per-step inputs and outputs."""
+
     def f(h0: Any, xs: Any, w: Any) -> Any:
         def step(c: Any, x: Any) -> Any:
             h, s = c
             h = np_.tanh(h @ w + x["a"] * x["b"])
             return (h, s + np_.sum(h * h)), {"y": h * 2.0, "z": np_.sum(np_.sin(h))}
+
         (h, s), ys = scan(step, (h0, np_.sum(h0) * 0.5), xs)
         return np_.sum(h) + s + np_.sum(ys["y"] ** 2) + np_.sum(np_.cos(ys["z"]))
+
     return f
 
 
@@ -55,8 +59,10 @@ def test_scan_unrolled_as_lax_scan(unroll: Any, reverse: bool) -> None:
 
 def test_from_jax_unrolls_the_scans_jax_unrolls() -> None:
     """jnp.polyval (inside jax.scipy.special.ndtri) is a scan with unroll=16: no loop."""
+
     def f(x: Any) -> Any:
         return jnp.sum(jax.scipy.special.ndtri(x))
+
     x = np.array([0.1, 0.4, 0.95])
     assert "while_loop" not in sg.source(sg.grad(sg.from_jax(f)), x)
     check_grads(sg.from_jax(f), (x,), jax_fun=f, directions=1)
@@ -65,6 +71,7 @@ def test_from_jax_unrolls_the_scans_jax_unrolls() -> None:
 def test_scan_outputs_match_lax_scan() -> None:
     def step(c: Any, x: Any) -> Any:
         return c * x + 1.0, (c, x * 2.0)
+
     xs = arr(5)
     got = sg.jit(lambda c, xs: sg.scan(step, c, xs, reverse=True))(0.3, xs)
     assert_tree_close(got, lax.scan(step, 0.3, xs, reverse=True))
@@ -79,6 +86,7 @@ def test_scan_second_order() -> None:
 
     def g_j(w: Any) -> Any:
         return jnp.sum(jax.grad(twin, argnums=2)(ARGS[0], ARGS[1], w) ** 2)
+
     assert_tree_close(sg.grad(g_sg)(ARGS[2]), jax.grad(g_j)(ARGS[2]), rtol=1e-9)
     hess = jax.hessian(lambda h0: twin(h0, ARGS[1], ARGS[2]))(ARGS[0])
     e = np.eye(3)[1]
@@ -94,6 +102,7 @@ def test_scan_with_length_and_no_xs() -> None:
     def twin(x: Any) -> Any:
         c, ys = lax.scan(lambda c, _: (jnp.sin(c) * 1.1, c * c), x, None, length=4)
         return c + jnp.sum(ys)
+
     np.testing.assert_allclose(sg.grad(f)(0.4), jax.grad(twin)(0.4), rtol=1e-12)
 
 
@@ -101,6 +110,7 @@ def test_scan_zero_length() -> None:
     def f(x: Any, xs: Any) -> Any:
         c, ys = sg.scan(lambda c, x: (c * x, c + x), x, xs)
         return c + sg.sum(ys)
+
     xs = np.zeros((0,))
     np.testing.assert_allclose(sg.jit(f)(2.0, xs), 2.0)
     np.testing.assert_allclose(sg.grad(f)(2.0, xs), 1.0)
@@ -120,22 +130,29 @@ def test_scan_under_jax_jit_and_vmap() -> None:
 def test_scan_against_finite_differences() -> None:
     f = rnn(sg, sg.scan)
     twin = rnn(jnp, lax.scan)
-    check_grads(lambda h0, a, b, w: f(h0, {"a": a, "b": b}, w),
-                           (ARGS[0], ARGS[1]["a"], ARGS[1]["b"], ARGS[2]), order=2,
-                           jax_fun=lambda h0, a, b, w: twin(h0, {"a": a, "b": b}, w))
+    check_grads(
+        lambda h0, a, b, w: f(h0, {"a": a, "b": b}, w),
+        (ARGS[0], ARGS[1]["a"], ARGS[1]["b"], ARGS[2]),
+        order=2,
+        jax_fun=lambda h0, a, b, w: twin(h0, {"a": a, "b": b}, w),
+    )
 
 
-@pytest.mark.parametrize("bad,match", [
-    (dict(xs=np.zeros(3), length=4), "inconsistent lengths"),
-    (dict(xs=np.float64(1.0)), "leading axis"),
-    (dict(xs=None), "xs or length"),
-    (dict(xs=np.zeros(3), unroll=0), "unroll"),
-])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        (dict(xs=np.zeros(3), length=4), "inconsistent lengths"),
+        (dict(xs=np.float64(1.0)), "leading axis"),
+        (dict(xs=None), "xs or length"),
+        (dict(xs=np.zeros(3), unroll=0), "unroll"),
+    ],
+)
 def test_scan_errors_name_the_problem(bad: dict, match: str) -> None:
     xs = bad.pop("xs")
 
     def f(c: Any) -> Any:
         return sg.scan(lambda c, x: (c, c), c, xs, **bad)[0]
+
     with pytest.raises(sg.SrcgradError, match=match):
         sg.jit(f)(1.0)
 
@@ -166,6 +183,11 @@ def test_checkpointed_scan_second_order_and_records() -> None:
     g_j = lambda w: jnp.sum(jax.grad(twin, argnums=2)(ARGS[0], ARGS[1], w) ** 2)
     assert_tree_close(sg.grad(g_sg)(ARGS[2]), jax.grad(g_j)(ARGS[2]), rtol=1e-9)
     prog = sg.trace(sg.grad(f, argnums=2), *ARGS)
-    stacks = {v.shape[0] for blk in prog.blocks for op in blk.ops for v in op.outputs
-              if v.name.endswith("@STACK")}
+    stacks = {
+        v.shape[0]
+        for blk in prog.blocks
+        for op in blk.ops
+        for v in op.outputs
+        if v.name.endswith("@STACK")
+    }
     assert stacks == {2, 3}  # 2 snapshots of the carry, one segment of 3 steps recorded

@@ -2,6 +2,7 @@
 finite differences (the tables of test_ops / test_op_grads run on these cases too: see
 test_op_coverage), and both tails of each function at fixed points, where `1 - erf` style
 formulas lose everything (erfc(10) = 2e-45; log_ndtr(-40) = -804.6)."""
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -19,8 +20,19 @@ import srcgrad as sg
 from support.util import sliced
 from srcgrad.testing import check_grads
 from test_op_grads import GradCase, check, check_against_jax
-from test_ops import (F32, F64, FLOATS, R, Case, Dom, assert_same, check_case, elementwise,
-                      examples, values)
+from test_ops import (
+    F32,
+    F64,
+    FLOATS,
+    R,
+    Case,
+    Dom,
+    assert_same,
+    check_case,
+    elementwise,
+    examples,
+    values,
+)
 
 sp = sg.scipy.special
 POS = Dom(0.25, 3.0)
@@ -40,11 +52,16 @@ def lse_args(data: st.DataObject, dts: tuple[np.dtype, ...]) -> tuple[dict, list
 
 #: (name, reference, domains, gradient variants, second order)
 UNARY: list[tuple[str, Callable, Dom, tuple, bool]] = [
-    ("erfc", jss.erfc, R, FLOATS, True), ("erfinv", jss.erfinv, ERFINV, FLOATS, False),
-    ("ndtr", jss.ndtr, R, FLOATS, False), ("log_ndtr", jss.log_ndtr, R, FLOATS, True),
-    ("ndtri", jss.ndtri, UNIT, FLOATS, False), ("digamma", jss.digamma, POS, FLOATS, False),
-    ("gammaln", jss.gammaln, POS, FLOATS, True), ("i0e", jss.i0e, R, FLOATS, True),
-    ("i1e", jss.i1e, R, FLOATS, False), ("logit", jss.logit, UNIT, FLOATS, False),
+    ("erfc", jss.erfc, R, FLOATS, True),
+    ("erfinv", jss.erfinv, ERFINV, FLOATS, False),
+    ("ndtr", jss.ndtr, R, FLOATS, False),
+    ("log_ndtr", jss.log_ndtr, R, FLOATS, True),
+    ("ndtri", jss.ndtri, UNIT, FLOATS, False),
+    ("digamma", jss.digamma, POS, FLOATS, False),
+    ("gammaln", jss.gammaln, POS, FLOATS, True),
+    ("i0e", jss.i0e, R, FLOATS, True),
+    ("i1e", jss.i1e, R, FLOATS, False),
+    ("logit", jss.logit, UNIT, FLOATS, False),
     ("entr", jss.entr, POS, FLOATS, False),
 ]
 BINARY: list[tuple[str, Callable, Dom, Dom, tuple, bool]] = [
@@ -67,22 +84,56 @@ def _polygamma_ref(x: Any, n: int) -> Any:
 
 CASES: list[Case] = (
     [Case(f"scipy.special.{n}", getattr(sp, n), ref, elementwise(d)) for n, ref, d, _, _ in UNARY]
-    + [Case(f"scipy.special.{n}", getattr(sp, n), ref, elementwise(dx, dy))
-       for n, ref, dx, dy, _, _ in BINARY]
-    + [Case("scipy.special.polygamma", _polygamma_ours, _polygamma_ref, polygamma_args),
-       Case("scipy.special.erf", sp.erf, jss.erf, elementwise(R)),
-       Case("scipy.special.expit", sp.expit, jss.expit, elementwise(R)),
-       Case("scipy.special.logsumexp", sp.logsumexp, jss.logsumexp, lse_args)])
+    + [
+        Case(f"scipy.special.{n}", getattr(sp, n), ref, elementwise(dx, dy))
+        for n, ref, dx, dy, _, _ in BINARY
+    ]
+    + [
+        Case("scipy.special.polygamma", _polygamma_ours, _polygamma_ref, polygamma_args),
+        Case("scipy.special.erf", sp.erf, jss.erf, elementwise(R)),
+        Case("scipy.special.expit", sp.expit, jss.expit, elementwise(R)),
+        Case("scipy.special.logsumexp", sp.logsumexp, jss.logsumexp, lse_args),
+    ]
+)
 GRAD_CASES: list[GradCase] = (
-    [GradCase(f"scipy.special.{n}", getattr(sp, n), ref, elementwise(d), variants=v, fd_doms=(d,),
-              second_order=so) for n, ref, d, v, so in UNARY]
-    + [GradCase(f"scipy.special.{n}", getattr(sp, n), ref, elementwise(dx, dy), draw_dts=(F64,),
-                variants=v, fd_doms=(dx, dy), second_order=so) for n, ref, dx, dy, v, so in BINARY]
-    + [GradCase("scipy.special.polygamma", _polygamma_ours, _polygamma_ref, polygamma_args,
-                fd_doms=(Dom(0.5, 3.0),)),
-       GradCase("scipy.special.erf", sp.erf, jss.erf, elementwise(R)),
-       GradCase("scipy.special.expit", sp.expit, jss.expit, elementwise(R)),
-       GradCase("scipy.special.logsumexp", sp.logsumexp, jss.logsumexp, lse_args)])
+    [
+        GradCase(
+            f"scipy.special.{n}",
+            getattr(sp, n),
+            ref,
+            elementwise(d),
+            variants=v,
+            fd_doms=(d,),
+            second_order=so,
+        )
+        for n, ref, d, v, so in UNARY
+    ]
+    + [
+        GradCase(
+            f"scipy.special.{n}",
+            getattr(sp, n),
+            ref,
+            elementwise(dx, dy),
+            draw_dts=(F64,),
+            variants=v,
+            fd_doms=(dx, dy),
+            second_order=so,
+        )
+        for n, ref, dx, dy, v, so in BINARY
+    ]
+    + [
+        GradCase(
+            "scipy.special.polygamma",
+            _polygamma_ours,
+            _polygamma_ref,
+            polygamma_args,
+            fd_doms=(Dom(0.5, 3.0),),
+        ),
+        GradCase("scipy.special.erf", sp.erf, jss.erf, elementwise(R)),
+        GradCase("scipy.special.expit", sp.expit, jss.expit, elementwise(R)),
+        GradCase("scipy.special.logsumexp", sp.logsumexp, jss.logsumexp, lse_args),
+    ]
+)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
@@ -141,24 +192,28 @@ def test_tails_match_jax(name: str) -> None:
 def test_binary_tails_match_jax() -> None:
     a = np.array([0.5, 3.0, 30.0, 30.0])
     x = np.array([1e-8, 3.0, 1.0, 200.0])
-    for ours, ref in ((sp.gammainc, jss.gammainc), (sp.gammaincc, jss.gammaincc),
-                      (sp.betaln, jss.betaln)):
+    for ours, ref in (
+        (sp.gammainc, jss.gammainc),
+        (sp.gammaincc, jss.gammaincc),
+        (sp.betaln, jss.betaln),
+    ):
         np.testing.assert_allclose(ours(a, x), ref(a, x), rtol=1e-12, atol=1e-300)
         got = sg.grad(lambda a, x: sg.sum(ours(a, x)), argnums=(0, 1))(a, x)
         want = jax.grad(lambda a, x: jnp.sum(ref(a, x)), argnums=(0, 1))(a, x)
         # betaln: JAX differentiates its large-argument approximation (2e-8 off at a = 30);
         # srcgrad's digamma(a) - digamma(a + b) is exact (scipy below)
         for g, w in zip(got, want):
-            np.testing.assert_allclose(g, w, rtol=1e-7 if ours is sp.betaln else 1e-10,
-                                       atol=1e-300)
+            np.testing.assert_allclose(g, w, rtol=1e-7 if ours is sp.betaln else 1e-10, atol=1e-300)
     exact = scipy.special.digamma(a) - scipy.special.digamma(a + x)
-    np.testing.assert_allclose(sg.grad(lambda v: sg.sum(sp.betaln(v, x)))(a), exact, rtol=1e-13,
-                               atol=1e-15)  # the difference cancels where b is tiny
+    np.testing.assert_allclose(
+        sg.grad(lambda v: sg.sum(sp.betaln(v, x)))(a), exact, rtol=1e-13, atol=1e-15
+    )  # the difference cancels where b is tiny
     zero = np.zeros(2)
     y = np.array([0.0, 2.0])
     for ours, ref in ((sp.xlogy, jss.xlogy), (sp.xlog1py, jss.xlog1py)):
-        np.testing.assert_array_equal(ours(zero, y - 1.0 * (ours is sp.xlog1py)),
-                                      ref(zero, y - 1.0 * (ref is jss.xlog1py)))
+        np.testing.assert_array_equal(
+            ours(zero, y - 1.0 * (ours is sp.xlog1py)), ref(zero, y - 1.0 * (ref is jss.xlog1py))
+        )
         got = sg.grad(lambda v: sg.sum(ours(v, y + 1.0)))(zero)
         np.testing.assert_allclose(got, jax.grad(lambda v: jnp.sum(ref(v, y + 1.0)))(zero))
 
@@ -173,8 +228,12 @@ def test_erfc_is_not_one_minus_erf() -> None:
 def test_polygamma_needs_a_static_order() -> None:
     with pytest.raises(sg.SrcgradError, match="static int"):
         sp.polygamma(-1, np.ones(2))
-    check_grads(lambda x: sp.polygamma(1, x), (np.array([0.7, 2.0]),), order=2,
-                jax_fun=lambda x: jss.polygamma(1, x))
+    check_grads(
+        lambda x: sp.polygamma(1, x),
+        (np.array([0.7, 2.0]),),
+        order=2,
+        jax_fun=lambda x: jss.polygamma(1, x),
+    )
 
 
 def test_gammainc_gradient_in_a_is_first_order_only_as_in_jax() -> None:

@@ -6,6 +6,7 @@ JAX.
 The JAX twin of a function is this same source run by JAX eagerly with `sg` bound to
 `jax.numpy` (JAX's eager mode follows Python control flow on concrete values).
 """
+
 import numpy as np
 
 import srcgrad as sg  # the twin replaces this line: import jax.numpy as sg
@@ -17,9 +18,11 @@ CASES: dict = {}
 def case(*args, max_iters=None, second=True):
     """Register a corpus function with its arguments (argument 0 is differentiated);
     `max_iters` bounds its loops under jax.jit."""
+
     def deco(fn):
         CASES[fn.__name__] = (fn, args, max_iters, second)
         return fn
+
     return deco
 
 
@@ -29,6 +32,7 @@ M23 = np.array([[0.3, -0.8, 1.2], [1.1, 0.4, -0.6]])
 
 
 # ------------------------------------------------------------------ branches on values
+
 
 @case(1.3)
 def relu_square(x):
@@ -81,9 +85,9 @@ def cond_expression(x):
 def nested_if(x):
     if x > 0:
         if x > 1:
-            r = x ** 3
+            r = x**3
         else:
-            r = x ** 2
+            r = x**2
     else:
         if x < -1:
             r = -x
@@ -161,7 +165,7 @@ def chained_compare(x):
 @case(V3)
 def shape_branch(x):
     if x.shape[0] > 2 and sg.max(x) > 1:
-        return sg.sum(x ** 2)
+        return sg.sum(x**2)
     return sg.sum(x)
 
 

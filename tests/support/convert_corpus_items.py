@@ -8,6 +8,7 @@ The JAX twin of a function is this same source run by JAX eagerly with `sg` boun
 that assigns items or builds arrays from lists has a hand-written twin `<name>_jax` using
 `.at[]` and `jnp.stack`, defined only in the twin (under `if TWIN:`).
 """
+
 import numpy as np
 
 import srcgrad as sg  # the twin replaces this line: import jax.numpy as sg
@@ -19,9 +20,11 @@ CASES: dict = {}
 def case(*args, max_iters=None, second=True):
     """Register a corpus function with its arguments (argument 0 is differentiated);
     `max_iters` bounds its loops under jax.jit."""
+
     def deco(fn):
         CASES[fn.__name__] = (fn, args, max_iters, second)
         return fn
+
     return deco
 
 
@@ -31,6 +34,7 @@ M23 = np.array([[0.3, -0.8, 1.2], [1.1, 0.4, -0.6]])
 
 
 # ------------------------------------------------------------------ item assignment
+
 
 @case(V3)
 def fill_buffer(x):
@@ -55,7 +59,7 @@ def slice_assign(x):
     y = x * 1.0
     y[1:3] = x[:2] * 2
     y[3:] += 1.0
-    return sg.sum(y ** 3)
+    return sg.sum(y**3)
 
 
 @case(V5)
@@ -155,6 +159,7 @@ def assign_in_while(x):
 
 # ------------------------------------------------------------------ lists and recursion
 
+
 @case(1.5)
 def list_of_numbers_and_arrays(a):
     return sg.sum([1.0, a * a, 2.0]) + sg.sum(sg.array([a, 2 * a]) ** 2)
@@ -193,6 +198,7 @@ def concat_pieces(x):
 def tuple_results(x):
     def stats(v):
         return v * v, sg.sin(v)
+
     a, b = stats(x)
     if a > b:
         return a - b
@@ -257,6 +263,7 @@ def list_of_pairs(x):
 
 # ------------------------------------------------------------------ misc
 
+
 @case(np.array([[0.1, 0.2], [0.3, -0.1], [0.2, 0.4]]))
 def rnn_over_rows(xs):
     h = sg.zeros(2)
@@ -301,6 +308,7 @@ def closure_with_branch(x):
         if v > 0.5:
             return v * k
         return v / k
+
     return inner(x) * inner(x * 0.5)
 
 
@@ -361,6 +369,7 @@ def nested_helpers(x):
         if sq(v) > 1:
             return sq(v) - 1
         return 1 - sq(v)
+
     return choose(x) + choose(x / 2)
 
 
@@ -387,6 +396,7 @@ def deep_nesting(x):
 
 
 if TWIN:  # the hand-written JAX twins (see the module docstring)
+
     def fill_buffer_jax(x):
         y = sg.zeros(3)
         for i in range(3):
@@ -405,7 +415,7 @@ if TWIN:  # the hand-written JAX twins (see the module docstring)
         y = x * 1.0
         y = y.at[1:3].set(x[:2] * 2)
         y = y.at[3:].add(1.0)
-        return sg.sum(y ** 3)
+        return sg.sum(y**3)
 
     def mask_assign_jax(x):
         y = sg.where(x < 0, 0.0, x * x)

@@ -7,6 +7,7 @@ JAX.
 The JAX twin of a function is this same source run by JAX eagerly with `sg` bound to
 `jax.numpy` (JAX's eager mode follows Python control flow on concrete values).
 """
+
 import math
 
 import numpy as np
@@ -20,9 +21,11 @@ CASES: dict = {}
 def case(*args, max_iters=None, second=True):
     """Register a corpus function with its arguments (argument 0 is differentiated);
     `max_iters` bounds its loops under jax.jit."""
+
     def deco(fn):
         CASES[fn.__name__] = (fn, args, max_iters, second)
         return fn
+
     return deco
 
 
@@ -32,6 +35,7 @@ M23 = np.array([[0.3, -0.8, 1.2], [1.1, 0.4, -0.6]])
 
 
 # ------------------------------------------------------------------ loops to a tolerance
+
 
 @case(2.0, max_iters=60)
 def newton_sqrt(a):
@@ -46,7 +50,7 @@ def newton_cbrt(a):
     x = 1.0
     err = 1.0
     while err > 1e-13:
-        x_new = x - (x ** 3 - a) / (3 * x ** 2)
+        x_new = x - (x**3 - a) / (3 * x**2)
         err = abs(x_new - x)
         x = x_new
     return x
@@ -81,11 +85,11 @@ def bisection_cubic(a):
     lo, hi = 0.0, 2.0
     while hi - lo > 1e-7:
         mid = (lo + hi) / 2
-        if mid ** 3 + a * mid - 1 > 0:
+        if mid**3 + a * mid - 1 > 0:
             hi = mid
         else:
             lo = mid
-    return lo - (lo ** 3 + a * lo - 1) / (3 * lo ** 2 + a)
+    return lo - (lo**3 + a * lo - 1) / (3 * lo**2 + a)
 
 
 @case(13.7, max_iters=20)
@@ -170,8 +174,8 @@ def continued_fraction(x):
 def secant(a):
     x0, x1 = 0.0, 1.0
     while abs(x1 - x0) > 1e-6:
-        f0 = x0 ** 3 + a * x0 - 1
-        f1 = x1 ** 3 + a * x1 - 1
+        f0 = x0**3 + a * x0 - 1
+        f1 = x1**3 + a * x1 - 1
         x0, x1 = x1, x1 - f1 * (x1 - x0) / (f1 - f0)
     return x1
 
@@ -200,6 +204,7 @@ def newton_with_iteration_cap(a):
 
 
 # ------------------------------------------------------------------ loops with break / continue
+
 
 @case(0.9)
 def sum_until_exceeds(x):
@@ -304,7 +309,7 @@ def traced_range_bound(x, n):
 def traced_range_start_stop(x, lo, hi):
     s = 0.0
     for i in range(lo, hi):
-        s = s + x ** 2 / (i + 1)
+        s = s + x**2 / (i + 1)
     return s
 
 

@@ -9,6 +9,7 @@ against JAX and against the function run on Python numbers (Python's own result)
 The JAX twin of a function is this same source run by JAX eagerly with `sg` bound to
 `jax.numpy` (JAX's eager mode follows Python control flow on concrete values).
 """
+
 import contextlib
 import functools
 
@@ -24,11 +25,13 @@ def case(*args, max_iters=None, second=False, also=None):
     """Register a corpus function with its arguments (argument 0 is differentiated);
     `max_iters` bounds its loops under jax.jit; `also`: a second argument 0 that takes the
     other side of the function's traced conditions (registered as `<name>@2`)."""
+
     def deco(fn):
         CASES[fn.__name__] = (fn, args, max_iters, second)
         if also is not None:
             CASES[fn.__name__ + "@2"] = (fn, (also,) + args[1:], max_iters, second)
         return fn
+
     return deco
 
 
@@ -48,6 +51,7 @@ class Box:
 
 
 # -------------------------------------------------------------- items and attributes in branches
+
 
 @case(3.0, also=-2.0)
 def dict_item_each_branch(a):
@@ -183,6 +187,7 @@ def _tally():
     def reset():
         nonlocal count
         count = 0.0
+
     return add, reset
 
 
@@ -203,6 +208,7 @@ def _accumulator():
     def add(v):
         state["n"] = state["n"] + v
         return state["n"]
+
     return add
 
 
@@ -233,6 +239,7 @@ def alias_sees_the_join(x):
 
 
 # ------------------------------------------------------------------ operands, returns, del, with
+
 
 @case(1.5, also=0.5)
 def or_returns_an_operand(x):
@@ -342,6 +349,7 @@ def in_traced_array(xs):
 
 # ------------------------------------------------------------------ closures, nonlocal, global
 
+
 @case(3.5, max_iters=8)
 def closure_reads_loop_variable(n):
     i = 0.0
@@ -415,6 +423,7 @@ def callable_object_reads_loop_state(n):
 
 
 # ------------------------------------------------------------------ state carried by loops
+
 
 @case(1.5, 3, max_iters=8)
 def attribute_in_traced_loop(x, n):
@@ -540,6 +549,7 @@ def return_from_loop_with_state(xs):
 
 # ------------------------------------------------------------------ methods, decorators, callables
 
+
 class Base:
     def f(self, x):
         return x * 2.0
@@ -561,6 +571,7 @@ def _logged(fn):
     @functools.wraps(fn)
     def wrapper(*args):
         return fn(*args)
+
     return wrapper
 
 

@@ -1,4 +1,5 @@
 """Helpers shared by the test files."""
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -12,6 +13,7 @@ def normal_arrays(rng: np.random.Generator) -> Callable[..., np.ndarray]:
 
     def arr(*shape: int, scale: float = 1.0) -> np.ndarray:
         return rng.standard_normal(shape) * scale
+
     return arr
 
 
@@ -28,14 +30,18 @@ def close(got: Any, want: Any, tol: float = 1e-9) -> None:
     assert_tree_close(got, want, rtol=tol, atol=tol)
 
 
-def sliced(cases: list, every: int, name: Callable[[Any], str] = str,
-           unpack: bool = False) -> list:
+def sliced(cases: list, every: int, name: Callable[[Any], str] = str, unpack: bool = False) -> list:
     """`cases` as pytest params where all but every `every`-th is marked `slow`: the default
     run keeps a representative slice, `-m slow` runs the rest (docs/testing.md). `unpack`:
     each case is a tuple of several parameters' values."""
     import pytest
+
     if unpack:
-        return [pytest.param(*c, marks=() if i % every == 0 else pytest.mark.slow)
-                for i, c in enumerate(cases)]
-    return [c if i % every == 0 else pytest.param(c, marks=pytest.mark.slow, id=name(c))
-            for i, c in enumerate(cases)]
+        return [
+            pytest.param(*c, marks=() if i % every == 0 else pytest.mark.slow)
+            for i, c in enumerate(cases)
+        ]
+    return [
+        c if i % every == 0 else pytest.param(c, marks=pytest.mark.slow, id=name(c))
+        for i, c in enumerate(cases)
+    ]

@@ -1,4 +1,5 @@
 """sg.to_dot / sg.render: DOT text parsed by a small DOT parser and checked structurally."""
+
 from __future__ import annotations
 
 import html
@@ -37,10 +38,10 @@ def _tokens(text: str) -> list[str]:
     text = text.rstrip()
     while pos < len(text):
         m = _TOKEN.match(text, pos)
-        assert m is not None, f"bad DOT at {text[pos:pos + 40]!r}"
+        assert m is not None, f"bad DOT at {text[pos : pos + 40]!r}"
         if m.group(3):  # an HTML-like label, kept whole
             end = _html_end(text, m.start(3))
-            out.append(text[m.start(3):end])
+            out.append(text[m.start(3) : end])
             pos = end
             continue
         out.append(next(g for g in m.groups() if g is not None))
@@ -78,7 +79,7 @@ def parse(text: str) -> Graph:
     def take(expected: str | None = None) -> str:
         nonlocal i
         tok = toks[i]
-        assert expected is None or tok == expected, (expected, tok, toks[i - 5:i + 5])
+        assert expected is None or tok == expected, (expected, tok, toks[i - 5 : i + 5])
         i += 1
         return tok
 
@@ -163,8 +164,11 @@ def check_wellformed(g: Graph) -> None:
 
 def op_nodes(g: Graph) -> dict[str, str]:
     """Op node id -> op type."""
-    return {n: re.search(r"<B>(\w+)</B>", a["label"]).group(1)  # type: ignore[union-attr]
-            for n, a in g.nodes.items() if a.get("shape") == "plain"}
+    return {
+        n: re.search(r"<B>(\w+)</B>", a["label"]).group(1)  # type: ignore[union-attr]
+        for n, a in g.nodes.items()
+        if a.get("shape") == "plain"
+    }
 
 
 def test_parser_rejects_broken_text() -> None:
@@ -205,14 +209,16 @@ def test_fluid_program_forward_and_backward_clusters() -> None:
     # every input port of every op has one edge in, from an output port or an input's box
     for op_id in ops:
         ins = [e for e in g.edges if e[2] == op_id and e[3] is not None and "style" not in e[4]]
-        assert sorted(e[3] for e in ins) == sorted(p for p in _ports(g.nodes[op_id]["label"])
-                                                   if p.startswith("i"))
+        assert sorted(e[3] for e in ins) == sorted(
+            p for p in _ports(g.nodes[op_id]["label"]) if p.startswith("i")
+        )
         assert all(e[1] is not None or g.nodes[e[0]]["shape"] == "box" for e in ins)
     boxes = {n: a["label"].split("\n")[0] for n, a in g.nodes.items() if a["shape"] == "box"}
     assert sorted(boxes.values()) == ["b", "w", "x"]
     # w -> the op that makes w@GRAD, dashed
-    grads = {(boxes[s], g.nodes[d]["label"]) for s, _, d, _, a in g.edges
-             if a.get("style") == "dashed"}
+    grads = {
+        (boxes[s], g.nodes[d]["label"]) for s, _, d, _, a in g.edges if a.get("style") == "dashed"
+    }
     for p, gv in pg:
         assert any(name == p.name and f"{gv.name}:" in label for name, label in grads), p.name
 
@@ -222,6 +228,7 @@ def test_traced_program_with_loop_has_one_cluster_per_block() -> None:
         def body(c):
             i, v = c
             return i + 1, sg.sin(v) * 1.5
+
         return sg.sum(sg.while_loop(lambda c: c[0] < 3, body, (0, x))[1])
 
     prog = sg.trace(sg.grad(f), np.ones(3))
@@ -249,6 +256,7 @@ def _newton_sqrt(a):
 def _halve_or_step(x):
     def body(c):
         return sg.cond(c > 1.0, lambda v: v * 0.5, lambda v: v - 0.1, c)
+
     return sg.while_loop(lambda c: c > 0.5, body, x)
 
 
@@ -257,8 +265,13 @@ def _lays_out(text: str) -> None:
     dot = shutil.which("dot")
     if dot is None:
         return
-    done = subprocess.run([dot, "-Tsvg", "-o", os.devnull], input=text.encode(),
-                          capture_output=True, check=False, timeout=60)
+    done = subprocess.run(
+        [dot, "-Tsvg", "-o", os.devnull],
+        input=text.encode(),
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
     err = done.stderr.decode(errors="replace")
     assert done.returncode == 0 and "lost" not in err and "Error" not in err, err
 
@@ -273,7 +286,8 @@ def test_grad_of_loops_and_branches_lays_out(fun) -> None:
     g = parse(text)
     check_wellformed(g)
     assert {c for c in g.clusters if re.fullmatch(r"cluster_b\d+", c)} == {
-        f"cluster_b{b.idx}" for b in prog.blocks}
+        f"cluster_b{b.idx}" for b in prog.blocks
+    }
     assert sorted(op_nodes(g).values()) == sorted(op.type for b in prog.blocks for op in b.ops)
     assert "shape=record" not in text
     _lays_out(text)
@@ -326,10 +340,12 @@ def _fake_dot(tmp_path) -> str:
     """A stand-in `dot` that records its arguments and writes its input to the -o file."""
     script = tmp_path / "bin" / "dot"
     script.parent.mkdir()
-    script.write_text("#!/bin/sh\n"
-                      'echo "$@" > "$(dirname "$0")/args"\n'
-                      'while [ "$#" -gt 0 ]; do [ "$1" = -o ] && out="$2"; shift; done\n'
-                      'cat > "$out"\n')
+    script.write_text(
+        "#!/bin/sh\n"
+        'echo "$@" > "$(dirname "$0")/args"\n'
+        'while [ "$#" -gt 0 ]; do [ "$1" = -o ] && out="$2"; shift; done\n'
+        'cat > "$out"\n'
+    )
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     return str(script.parent)
 

@@ -1,4 +1,5 @@
 """Structure of the transformed IR: fan-in, pruning, zero fill, parameter lists, head gradients."""
+
 from __future__ import annotations
 
 import gc
@@ -46,6 +47,7 @@ def arr(*shape: int) -> np.ndarray:
 
 # ---------------------------------------------------------------- fan-in
 
+
 def test_three_readers_get_three_renamed_writes_and_one_sum() -> None:
     """x is read by sin, cos and exp: three x@GRAD@RENAME@n writes, one `sum` makes x@GRAD."""
     prog = sg.Program()
@@ -82,6 +84,7 @@ def test_value_read_twice_by_one_op_is_summed() -> None:
 
 # ---------------------------------------------------------------- no_grad_set
 
+
 def _two_branches() -> tuple[
     Program, dict[str, Variable], list[tuple[Variable, Variable]], set[Op]
 ]:
@@ -114,6 +117,7 @@ def test_no_grad_set_removes_the_grad_ops_of_its_branch() -> None:
 
     def twin(x: Any, w1: Any, w2: Any) -> Any:
         return jnp.sum(jnp.tanh(x @ w1)) + jnp.sum(jax.lax.stop_gradient(jnp.sin(x @ w2)))
+
     want = jax.grad(twin, argnums=(0, 1))(xv, w1v, w2v)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-12)
@@ -164,23 +168,26 @@ def test_fill_zeros_like_only_where_a_grad_op_reads_a_pruned_gradient(prune: boo
     xv = arr(3)
 
     def twin(x: Any, p: Any) -> Any:
-        a, b = jax.lax.cond(p, lambda x: (jnp.sin(x), jnp.cos(x)),
-                            lambda x: (x * 2.0, x * 3.0), x)
+        a, b = jax.lax.cond(p, lambda x: (jnp.sin(x), jnp.cos(x)), lambda x: (x * 2.0, x * 3.0), x)
         return jnp.sum(a) + (jnp.sum(jax.lax.stop_gradient(jnp.exp(b))) if prune else 0.0)
+
     for pv in (True, False):
         np.testing.assert_allclose(run(xv, pv)[0], jax.grad(twin)(xv, pv), rtol=1e-12)
 
 
 def test_fill_zeros_like_for_an_unused_loop_carry() -> None:
     """A loop carries (a, b); the loss reads only b, but the loop's grad reads both gradients."""
+
     def f(x: Any) -> Any:
         a, b = sg.fori_loop(0, 3, lambda i, c: (sg.sin(c[0]) * c[1], c[1] * 1.5), (x, x * 2.0))
         return sg.sum(b)
 
     def twin(x: Any) -> Any:
-        a, b = jax.lax.fori_loop(0, 3, lambda i, c: (jnp.sin(c[0]) * c[1], c[1] * 1.5),
-                                 (x, x * 2.0))
+        a, b = jax.lax.fori_loop(
+            0, 3, lambda i, c: (jnp.sin(c[0]) * c[1], c[1] * 1.5), (x, x * 2.0)
+        )
         return jnp.sum(b)
+
     xv = arr(2)
     prog = sg.trace(sg.grad(f), xv)
     prog.verify()
@@ -193,15 +200,18 @@ def test_fill_zeros_like_for_an_unused_loop_carry() -> None:
 
 def test_no_fill_when_every_pruned_gradient_is_unread() -> None:
     """Single-output ops on the path always have their output gradient: no zero fill at all."""
+
     def f(x: Any, w: Any) -> Any:
         h = sg.tanh(x @ w)
         return sg.sum(h * sg.stop_gradient(h)) + sg.mean(sg.relu(h))
+
     prog = sg.trace(sg.grad(f, argnums=(0, 1)), arr(4, 3), arr(3, 2))
     prog.verify()
     assert not any(op.type == "fill_zeros_like" for op in all_ops(prog))
 
 
 # ---------------------------------------------------------------- op path
+
 
 def test_loss_of_small_subnet_does_not_differentiate_a_big_one() -> None:
     prog = sg.Program()
@@ -227,12 +237,14 @@ def test_loss_of_small_subnet_does_not_differentiate_a_big_one() -> None:
 
 # ---------------------------------------------------------------- stop_gradient
 
+
 def test_stop_gradient_op_blocks_the_gradient() -> None:
     def f(x: Any) -> Any:
         return sg.sum(x * sg.stop_gradient(sg.sin(x)) ** 2)
 
     def twin(x: Any) -> Any:
         return jnp.sum(x * jax.lax.stop_gradient(jnp.sin(x)) ** 2)
+
     xv = arr(5)
     prog = sg.trace(sg.grad(f), xv)
     prog.verify()
@@ -255,6 +267,7 @@ def test_stop_gradient_attribute_blocks_the_gradient() -> None:
 
 
 # ---------------------------------------------------------------- parameter lists
+
 
 def _mlp_program() -> tuple[Program, Variable]:
     prog = sg.Program()
@@ -286,8 +299,11 @@ def test_append_backward_defaults_to_every_parameter() -> None:
     with sg.program_guard(prog):
         pairs = sg.append_backward(loss)
     prog.verify()
-    assert [(p.name, g.name) for p, g in pairs] == [("w", "w@GRAD"), ("b", "b@GRAD"),
-                                                    ("v", "v@GRAD")]
+    assert [(p.name, g.name) for p, g in pairs] == [
+        ("w", "w@GRAD"),
+        ("b", "b@GRAD"),
+        ("v", "v@GRAD"),
+    ]
     assert "x@GRAD" not in names(prog)
     xv, wv, bv, vv = arr(4, 3), arr(3, 2), arr(2), arr(2)
     got = sg.compile(prog, ["x", "w", "b", "v"], [g for _, g in pairs])(xv, wv, bv, vv)
@@ -299,6 +315,7 @@ def test_append_backward_defaults_to_every_parameter() -> None:
 
 
 # ---------------------------------------------------------------- gradients()
+
 
 def test_gradients_of_several_targets_with_head_gradients_match_vjp() -> None:
     """y2 reads y1, so y1's gradient is its head gradient plus what flows back from y2."""
@@ -318,6 +335,7 @@ def test_gradients_of_several_targets_with_head_gradients_match_vjp() -> None:
     def twin(x: Any, w: Any) -> Any:
         y1 = jnp.tanh(x @ w)
         return y1, jnp.sum(jnp.sin(y1) * x[:, :2])
+
     outs, pullback = jax.vjp(twin, xv, wv)
     want = pullback((g1, jnp.asarray(0.5)))
     for a, b in zip(got, list(outs) + list(want)):
@@ -339,8 +357,14 @@ def test_gradients_returns_none_for_an_input_the_targets_ignore() -> None:
 
 # ---------------------------------------------------------------- broadcasting
 
-BROADCAST = [((4, 3), (3,)), ((4, 1), (1, 3)), ((), (4, 3)), ((1, 1, 3), (2, 4, 3)),
-             ((2, 1, 3), (4, 1)), ((1,), (2, 3))]
+BROADCAST = [
+    ((4, 3), (3,)),
+    ((4, 1), (1, 3)),
+    ((), (4, 3)),
+    ((1, 1, 3), (2, 4, 3)),
+    ((2, 1, 3), (4, 1)),
+    ((1,), (2, 3)),
+]
 
 
 @pytest.mark.parametrize("sa,sb", BROADCAST)
@@ -350,6 +374,7 @@ def test_broadcasting_is_undone(sa: tuple, sb: tuple) -> None:
 
     def twin(a: Any, b: Any) -> Any:
         return jnp.sum(jnp.sin(a * b + a - b) * jnp.where(a > 0, a, b))
+
     av, bv = arr(*sa), arr(*sb)
     prog = sg.trace(sg.grad(f, argnums=(0, 1)), av, bv)
     prog.verify()
@@ -362,19 +387,22 @@ def test_broadcasting_is_undone(sa: tuple, sb: tuple) -> None:
 
 def test_grad_variables_have_the_shapes_of_their_values() -> None:
     """Every x@GRAD in the IR has x's shape and dtype (batched matmul and bias broadcast)."""
+
     def f(a: Any, w: Any, b: Any) -> Any:
         return sg.sum(sg.tanh(a @ w + b))
+
     prog = sg.trace(sg.grad(f, argnums=(0, 1, 2)), arr(2, 4, 3), arr(3, 5), arr(5))
     prog.verify()
     by_name = {v.name: v for op in all_ops(prog) for v in op.outputs}
     grads = {n: v for n, v in by_name.items() if n.endswith("@GRAD")}
     assert len(grads) >= 5
     for n, g in grads.items():
-        fwd = by_name[n[:-len("@GRAD")]]
+        fwd = by_name[n[: -len("@GRAD")]]
         assert (g.shape, g.dtype) == (fwd.shape, fwd.dtype), n
 
 
 # ---------------------------------------------------------------- emitted source
+
 
 def _line_of(fn: Callable[..., Any], text: str) -> int:
     """The file line of the first source line of `fn` that contains `text`."""
@@ -393,9 +421,13 @@ def test_source_names_the_forward_op_and_user_line_of_each_grad_section() -> Non
     src = sg.source(sg.grad(_annotated, argnums=(0, 1)), xv, wv)
     base = re.escape(os.path.basename(__file__))
     found = set(re.findall(rf"# grad of (\w+) -> \w+ in _annotated \({base}:(\d+)\)", src))
-    want = {("matmul", _line_of(_annotated, "x @ w")), ("tanh", _line_of(_annotated, "sg.tanh")),
-            ("exp", _line_of(_annotated, "return")), ("multiply", _line_of(_annotated, "return")),
-            ("reduce_sum", _line_of(_annotated, "return"))}
+    want = {
+        ("matmul", _line_of(_annotated, "x @ w")),
+        ("tanh", _line_of(_annotated, "sg.tanh")),
+        ("exp", _line_of(_annotated, "return")),
+        ("multiply", _line_of(_annotated, "return")),
+        ("reduce_sum", _line_of(_annotated, "return")),
+    }
     assert {(t, int(n)) for t, n in found} == want
     assert src.count("# grad of ") == len(want)
 
@@ -417,11 +449,13 @@ def test_comments_name_the_users_function() -> None:
     tanh_line = _line_of(_layer, "sg.tanh")
     assert len(re.findall(rf"# grad of tanh -> \w+ in _layer \({base}:{tanh_line}\)", src)) == 2
     assert re.search(rf"# grad of multiply -> \w+ in _two_layers \({base}:\d+\)", src)
-    assert re.search(rf"^    # in _layer \({base}:{tanh_line}\)$", sg.source(_two_layers, xv, wv),
-                     flags=re.M)
+    assert re.search(
+        rf"^    # in _layer \({base}:{tanh_line}\)$", sg.source(_two_layers, xv, wv), flags=re.M
+    )
 
     def evil(x: Any) -> Any:
         return sg.sum(sg.sin(x))
+
     evil.__code__ = evil.__code__.replace(co_name="ev il\n#)'\"; import os\u00e9")
     src = sg.source(sg.grad(evil), xv)
     assert "# grad of sin -> sin_0 in evilimportos (" in src
@@ -429,6 +463,7 @@ def test_comments_name_the_users_function() -> None:
 
 
 # ---------------------------------------------------------------- economy
+
 
 def _tanh_chain(x: Any) -> Any:
     for _ in range(5):
@@ -447,13 +482,22 @@ def test_grad_sections_share_scalar_constants() -> None:
     def looped(x: Any) -> Any:
         y = sg.fori_loop(0, 3, lambda i, v: sg.tanh(v) * 0.5, sg.tanh(x))
         return sg.sum(sg.tanh(y))
+
     prog = sg.trace(sg.grad(looped), np.ones(3))
     prog.verify()
-    blocks = {op.block.idx for op in grad_ops(prog) if op.type == "constant"
-              and op.attrs["value"] == 1.0 and op.attrs["dtype"] == np.float64}
+    blocks = {
+        op.block.idx
+        for op in grad_ops(prog)
+        if op.type == "constant" and op.attrs["value"] == 1.0 and op.attrs["dtype"] == np.float64
+    }
     assert len(blocks) == 2
-    check_grads(looped, (arr(3),), jax_fun=lambda x: jnp.sum(jnp.tanh(
-        jax.lax.fori_loop(0, 3, lambda i, v: jnp.tanh(v) * 0.5, jnp.tanh(x)))))
+    check_grads(
+        looped,
+        (arr(3),),
+        jax_fun=lambda x: jnp.sum(
+            jnp.tanh(jax.lax.fori_loop(0, 3, lambda i, v: jnp.tanh(v) * 0.5, jnp.tanh(x)))
+        ),
+    )
 
 
 def test_lowering_leaves_no_cyclic_garbage() -> None:

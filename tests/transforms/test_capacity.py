@@ -5,6 +5,7 @@ concrete arrays, sg.grad runs with a capacity, sees the overflow and reruns with
 power of two (compiled once per capacity); inside jax.jit the trip count is unknown, so an
 unbounded loop is an error that asks for max_iters.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -19,9 +20,11 @@ import srcgrad as sg
 
 def damped(x: Any, n: Any) -> Any:
     """n iterations of s <- sin(s) * 0.5 + x, with n a (float) input: an unbounded loop."""
+
     def body(c: Any) -> Any:
         s, k = c
         return sg.sin(s) * 0.5 + x, k + 1.0
+
     return sg.while_loop(lambda c: c[1] < n, body, (x, 0.0))[0]
 
 
@@ -36,6 +39,7 @@ def bounded(x: Any, n: Any) -> Any:
     def body(c: Any) -> Any:
         s, k = c
         return sg.sin(s) * 0.5 + x, k + 1.0
+
     return sg.while_loop(lambda c: c[1] < n, body, (x, 0.0), max_iters=16)[0]
 
 
@@ -81,6 +85,7 @@ def test_nested_unbounded_loops_grow_their_capacities_independently() -> None:
                 lambda t: t[1] < i * 30.0, lambda t: (sg.sin(t[0]) * 0.9 + x, t[1] + 1.0), (v, 0.0)
             )[0]
             return v, i + 1.0
+
         return sg.while_loop(lambda c: c[1] < m, outer, (x, 1.0))[0]
 
     def twin(x: Any, m: int) -> Any:
@@ -88,6 +93,7 @@ def test_nested_unbounded_loops_grow_their_capacities_independently() -> None:
         for i in range(1, m):
             v = jax.lax.fori_loop(0, i * 30, lambda j, v: jnp.sin(v) * 0.9 + x, v)
         return v
+
     g = sg.grad(f)
     sg.trace(g, 0.2, 4.0).verify()
     np.testing.assert_allclose(g(0.2, 3.0), jax.grad(twin)(0.2, 3), rtol=1e-10)
@@ -101,6 +107,7 @@ def test_nested_unbounded_loops_grow_their_capacities_independently() -> None:
 def test_unbounded_loop_inside_a_cond_is_sized_too() -> None:
     def f(x: Any, n: Any) -> Any:
         return sg.cond(x > 0.0, lambda x: damped(x, n), lambda x: x * x, x)
+
     g = sg.grad(f)
     sg.trace(g, 0.3, 100.0).verify()
     np.testing.assert_allclose(g(0.3, 100.0), jax.grad(damped_twin)(0.3, 100), rtol=1e-10)

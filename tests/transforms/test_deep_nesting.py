@@ -11,6 +11,7 @@ branch (D^2/2 branch outputs, as JAX's own partial evaluation of nested conds do
 cost grows with D^2: the suite differentiates 100 levels (past Python's limit of 99) and
 `SRCGRAD_DEEP_GRAD_DEPTH=300` differentiates 300 (about 30 s; 100 levels take about 6 s).
 """
+
 from __future__ import annotations
 
 import os
@@ -55,6 +56,7 @@ def nested_conds(x: Any, w: Any, depth: int = COND_DEPTH) -> Any:
         leaf = lambda u: sg.sum(sg.cos(u)) + float(d)
         pred = sg.sum(v) > limits[d]
         return sg.cond(pred, deeper, leaf, v) if d % 2 == 0 else sg.cond(pred, leaf, deeper, v)
+
     return level(x, 0)
 
 
@@ -106,15 +108,19 @@ def test_nested_conds_gradient_matches_jax() -> None:
 
 def nested_whiles(x: Any, w: Any, depth: int = WHILE_DEPTH) -> Any:
     """`depth` nested sg.while_loops: the outer ones run once, the innermost until s >= 2."""
+
     def level(s: Any, d: int) -> Any:
         if d == depth:
-            return sg.while_loop(lambda t: sg.sum(t) < 2.0, lambda t: t * 1.3 + sg.sin(t) * w, s,
-                                 max_iters=40)
+            return sg.while_loop(
+                lambda t: sg.sum(t) < 2.0, lambda t: t * 1.3 + sg.sin(t) * w, s, max_iters=40
+            )
 
         def body(carry: Any) -> Any:
             t, i = carry
             return level(t * 0.98 + w * 0.02, d + 1), i + 1
+
         return sg.while_loop(lambda carry: carry[1] < 1, body, (s, 0), max_iters=1)[0]
+
     return sg.sum(level(x, 0) * w)
 
 
@@ -155,18 +161,23 @@ def test_50_nested_while_loops_forward_and_gradient_match_jax() -> None:
 
 def _outer_cond(x: Any, w: Any, depth: int) -> Any:
     """`depth` nested conds under one outer cond written on its own line."""
-    return sg.cond(sg.sum(x) > -1e3, lambda v: nested_conds(v, w, depth - 1),
-                   lambda v: sg.sum(v), x)
+    return sg.cond(
+        sg.sum(x) > -1e3, lambda v: nested_conds(v, w, depth - 1), lambda v: sg.sum(v), x
+    )
 
 
 def test_compiling_past_the_nesting_limit_names_the_limit_and_the_outer_line() -> None:
     """Compiled (jax.jit), 150 nested conds ended in a raw RecursionError deep inside JAX;
     past MAX_COMPILED_NESTING levels srcgrad refuses, naming the limit and the outer cond."""
     from srcgrad.transforms.loading import MAX_COMPILED_NESTING
+
     depth = MAX_COMPILED_NESTING + 1
     outer = f"test_deep_nesting.py:{_outer_cond.__code__.co_firstlineno + 2}"
-    with pytest.raises(sg.SrcgradError, match=rf"nest {depth} deep, past the "
-                       rf"{MAX_COMPILED_NESTING} levels .*the nesting starts at .*{outer}\. "):
+    with pytest.raises(
+        sg.SrcgradError,
+        match=rf"nest {depth} deep, past the "
+        rf"{MAX_COMPILED_NESTING} levels .*the nesting starts at .*{outer}\. ",
+    ):
         sg.jit(lambda x, w: _outer_cond(x, w, depth))(X, W)
 
 

@@ -5,6 +5,7 @@ on the op table of test_op_grads (float64) and on loop programs; where JAX refus
 mode through a data-dependent while loop) against jax's forward-over-forward and float64
 finite differences. Includes jvp of grad, grad of jvp, and both inside jax.jit / jax.vmap.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -51,8 +52,9 @@ def test_jvp_matches_jax_on_the_op_table(case: GradCase, data: st.DataObject) ->
     floats = [a for a in drawn if a.dtype.kind == "f"]
     tangents = [RNG.standard_normal(a.shape) for a in floats]
     out, t_out = sg.jvp(_float_fun(case, params, drawn, True), floats, tangents)
-    want_out, want_t = jax.jit(lambda xs, ts: jax.jvp(_float_fun(case, params, drawn, False),
-                                                        xs, ts))(floats, tangents)
+    want_out, want_t = jax.jit(
+        lambda xs, ts: jax.jvp(_float_fun(case, params, drawn, False), xs, ts)
+    )(floats, tangents)
     close(out, want_out)
     # With empty inputs nothing varies, so a zero tangent is right where jax's is NaN
     # (logsumexp's -inf - -inf); otherwise (mean's 0 / 0) both agree.
@@ -81,12 +83,14 @@ def test_jvp_of_grad_matches_jax_on_the_op_table(case: GradCase, data: st.DataOb
 
     def ref(*xs: Any) -> Any:
         return jnp.sum(_float_fun(case, params, drawn, False)(*xs) * cts)
+
     got = sg.jvp(sg.grad(ours, nums), floats, tangents)
     want = jax.jit(lambda xs, ts: jax.jvp(jax.grad(ref, nums), xs, ts))(floats, tangents)
     close(got, want, 1e-8)
 
 
 # ---------------------------------------------------------------- small functions
+
 
 def mlp(params: dict, x: Any) -> Any:
     h = sg.tanh(x @ params["w1"] + params["b1"])
@@ -98,8 +102,11 @@ def mlp_ref(params: dict, x: Any) -> Any:
     return jnp.sum(jax.nn.log_softmax(h @ params["w2"]) ** 2)
 
 
-PARAMS = {"w1": RNG.standard_normal((3, 4)) * 0.5, "b1": RNG.standard_normal(4) * 0.1,
-          "w2": RNG.standard_normal((4, 2)) * 0.5}
+PARAMS = {
+    "w1": RNG.standard_normal((3, 4)) * 0.5,
+    "b1": RNG.standard_normal(4) * 0.1,
+    "w2": RNG.standard_normal((4, 2)) * 0.5,
+}
 X = RNG.standard_normal((5, 3))
 
 
@@ -112,8 +119,10 @@ def vec_ref(x: Any) -> Any:
 
 
 def test_jvp_on_pytrees_and_two_arguments() -> None:
-    tangents = (jax.tree_util.tree_map(lambda a: RNG.standard_normal(a.shape), PARAMS),
-                RNG.standard_normal(X.shape))
+    tangents = (
+        jax.tree_util.tree_map(lambda a: RNG.standard_normal(a.shape), PARAMS),
+        RNG.standard_normal(X.shape),
+    )
     close(sg.jvp(mlp, (PARAMS, X), tangents), jax.jvp(mlp_ref, (PARAMS, X), tangents))
 
 
@@ -180,19 +189,25 @@ def test_jvp_of_grad_and_grad_of_jvp() -> None:
     f = lambda x: sg.sum(vec(x) ** 3)
     f_ref = lambda x: jnp.sum(vec_ref(x) ** 3)
     close(sg.jvp(sg.grad(f), (x,), (v,)), jax.jvp(jax.grad(f_ref), (x,), (v,)))
-    close(sg.grad(lambda x: sg.sum(sg.jvp(vec, (x,), (v,))[1] ** 2))(x),
-          jax.grad(lambda x: jnp.sum(jax.jvp(vec_ref, (x,), (v,))[1] ** 2))(x))
+    close(
+        sg.grad(lambda x: sg.sum(sg.jvp(vec, (x,), (v,))[1] ** 2))(x),
+        jax.grad(lambda x: jnp.sum(jax.jvp(vec_ref, (x,), (v,))[1] ** 2))(x),
+    )
     # the tangent as the differentiated argument
-    close(sg.grad(lambda t: sg.sum(sg.jvp(vec, (x,), (t,))[1] ** 2))(v),
-          jax.grad(lambda t: jnp.sum(jax.jvp(vec_ref, (x,), (t,))[1] ** 2))(v))
+    close(
+        sg.grad(lambda t: sg.sum(sg.jvp(vec, (x,), (t,))[1] ** 2))(v),
+        jax.grad(lambda t: jnp.sum(jax.jvp(vec_ref, (x,), (t,))[1] ** 2))(v),
+    )
 
 
 def test_jacobians_inside_a_srcgrad_trace() -> None:
     """Inside sg.grad the Jacobians run an sg.scan over the basis (reverse mode through it)."""
     x = RNG.standard_normal(4)
     for ours, ref in ((sg.jacfwd, jax.jacfwd), (sg.jacrev, jax.jacrev)):
-        close(sg.grad(lambda x: sg.sum(ours(vec)(x) ** 2))(x),
-              jax.grad(lambda x: jnp.sum(ref(vec_ref)(x) ** 2))(x))
+        close(
+            sg.grad(lambda x: sg.sum(ours(vec)(x) ** 2))(x),
+            jax.grad(lambda x: jnp.sum(ref(vec_ref)(x) ** 2))(x),
+        )
     f = lambda x: sg.sum(vec(x) ** 3)
     close(sg.jit(sg.hessian(f))(x), jax.hessian(lambda x: jnp.sum(vec_ref(x) ** 3))(x))
 
@@ -203,12 +218,17 @@ def test_under_jax_jit_and_vmap() -> None:
     f_ref = lambda x: jnp.sum(vec_ref(x) ** 2)
     close(jax.jit(sg.hessian(f))(xs[0]), jax.hessian(f_ref)(xs[0]))
     close(jax.vmap(sg.hessian(f))(xs), jax.vmap(jax.hessian(f_ref))(xs))
-    close(jax.vmap(lambda x, v: sg.jvp(vec, (x,), (v,)))(xs, vs),
-          jax.vmap(lambda x, v: jax.jvp(vec_ref, (x,), (v,)))(xs, vs))
-    close(jax.jit(lambda x, v: sg.hvp(f, (x,), (v,)))(xs[0], vs[0]),
-          jax.hessian(f_ref)(xs[0]) @ vs[0])
-    close(jax.jacfwd(lambda x: sg.jvp(vec, (x,), (vs[0],))[1])(xs[0]),
-          jax.jacfwd(lambda x: jax.jvp(vec_ref, (x,), (vs[0],))[1])(xs[0]))
+    close(
+        jax.vmap(lambda x, v: sg.jvp(vec, (x,), (v,)))(xs, vs),
+        jax.vmap(lambda x, v: jax.jvp(vec_ref, (x,), (v,)))(xs, vs),
+    )
+    close(
+        jax.jit(lambda x, v: sg.hvp(f, (x,), (v,)))(xs[0], vs[0]), jax.hessian(f_ref)(xs[0]) @ vs[0]
+    )
+    close(
+        jax.jacfwd(lambda x: sg.jvp(vec, (x,), (vs[0],))[1])(xs[0]),
+        jax.jacfwd(lambda x: jax.jvp(vec_ref, (x,), (vs[0],))[1])(xs[0]),
+    )
 
 
 def test_compiled_once_per_signature() -> None:
@@ -221,15 +241,18 @@ def test_compiled_once_per_signature() -> None:
 
 # ---------------------------------------------------------------- loops and branches
 
+
 def loop(x: Any) -> Any:
     def body(i: Any, c: Any) -> Any:
         return sg.sin(c) * x + sg.cond(sg.sum(c) > 1.0, lambda a: a * 2.0, sg.tanh, c)
+
     return sg.fori_loop(0, 4, body, x)
 
 
 def loop_ref(x: Any) -> Any:
     def body(i: Any, c: Any) -> Any:
         return jnp.sin(c) * x + lax.cond(jnp.sum(c) > 1.0, lambda a: a * 2.0, jnp.tanh, c)
+
     return lax.fori_loop(0, 4, body, x)
 
 
@@ -246,31 +269,40 @@ def switched_ref(x: Any) -> Any:
 
 def scanned(x: Any) -> Any:
     c, ys = sg.scan(lambda c, xi: (c * xi + sg.sin(c), c * 2.0), 1.0 + x[0], x)
-    return c + sg.sum(ys ** 2)
+    return c + sg.sum(ys**2)
 
 
 def scanned_ref(x: Any) -> Any:
     c, ys = lax.scan(lambda c, xi: (c * xi + jnp.sin(c), c * 2.0), 1.0 + x[0], x)
-    return c + jnp.sum(ys ** 2)
+    return c + jnp.sum(ys**2)
 
 
 def nested(x: Any) -> Any:
     """A data-dependent while loop inside a fori_loop: the inner trip count varies."""
+
     def inner(c: Any) -> Any:
-        return sg.while_loop(lambda y: y[1] < 4.0 + c,
-                             lambda y: (y[0] * 0.9 + sg.sin(c), y[1] + 1.0), (c, 0.0))[0]
+        return sg.while_loop(
+            lambda y: y[1] < 4.0 + c, lambda y: (y[0] * 0.9 + sg.sin(c), y[1] + 1.0), (c, 0.0)
+        )[0]
+
     return sg.fori_loop(0, 3, lambda i, c: inner(c) * 0.5, x)
 
 
 def nested_ref(x: Any) -> Any:
     def inner(c: Any) -> Any:
-        return lax.while_loop(lambda y: y[1] < 4.0 + c,
-                              lambda y: (y[0] * 0.9 + jnp.sin(c), y[1] + 1.0), (c, 0.0))[0]
+        return lax.while_loop(
+            lambda y: y[1] < 4.0 + c, lambda y: (y[0] * 0.9 + jnp.sin(c), y[1] + 1.0), (c, 0.0)
+        )[0]
+
     return lax.fori_loop(0, 3, lambda i, c: inner(c) * 0.5, x)
 
 
-LOOPS = {"fori_cond": (loop, loop_ref), "scan": (scanned, scanned_ref),
-         "nested_while": (nested, nested_ref), "fori_switch": (switched, switched_ref)}
+LOOPS = {
+    "fori_cond": (loop, loop_ref),
+    "scan": (scanned, scanned_ref),
+    "nested_while": (nested, nested_ref),
+    "fori_switch": (switched, switched_ref),
+}
 
 
 @pytest.mark.parametrize("name", sorted(LOOPS))
@@ -288,8 +320,11 @@ def test_hessian_and_grad_of_jvp_through_loops_match_jax(name: str) -> None:
     x, v = RNG.uniform(0.2, 1.0, 3), RNG.standard_normal(3)
     s, s_ref = (lambda x: sg.sum(f(x))), (lambda x: jnp.sum(f_ref(x)))
     close(sg.hessian(s)(x), jax.hessian(s_ref)(x), 1e-8)
-    close(sg.grad(lambda x: sg.sum(sg.jvp(f, (x,), (v,))[1]))(x),
-          jax.grad(lambda x: jnp.sum(jax.jvp(f_ref, (x,), (v,))[1]))(x), 1e-8)
+    close(
+        sg.grad(lambda x: sg.sum(sg.jvp(f, (x,), (v,))[1]))(x),
+        jax.grad(lambda x: jnp.sum(jax.jvp(f_ref, (x,), (v,))[1]))(x),
+        1e-8,
+    )
 
 
 def newton_sqrt(a: Any) -> Any:
@@ -305,7 +340,7 @@ def test_data_dependent_while_loop_where_jax_refuses_reverse_mode() -> None:
     forward over reverse (and grad of jvp) equal jax's forward over forward and FD."""
     a = np.float64(9.0)
     want = jax.jacfwd(jax.jacfwd(newton_ref))(a)
-    np.testing.assert_allclose(want, -0.25 * 9.0 ** -1.5, rtol=1e-9)
+    np.testing.assert_allclose(want, -0.25 * 9.0**-1.5, rtol=1e-9)
     one = np.float64(1.0)
     close(sg.jvp(newton_sqrt, (a,), (one,)), jax.jvp(newton_ref, (a,), (one,)))
     close(sg.hessian(newton_sqrt)(a), want)
@@ -313,27 +348,31 @@ def test_data_dependent_while_loop_where_jax_refuses_reverse_mode() -> None:
     close(sg.grad(lambda a: sg.jvp(newton_sqrt, (a,), (one,))[1])(a), want)
     eps = 1e-4
     d = sg.grad(newton_sqrt)
-    np.testing.assert_allclose(sg.hessian(newton_sqrt)(a), (d(a + eps) - d(a - eps)) / (2 * eps),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        sg.hessian(newton_sqrt)(a), (d(a + eps) - d(a - eps)) / (2 * eps), rtol=1e-6
+    )
 
 
 def test_forward_mode_through_an_unbounded_while_loop_inside_jax_jit_and_vmap() -> None:
     """No records, so no max_iters: jvp and forward-over-forward run inside jax.jit / vmap
     (reverse mode there would need max_iters)."""
     a, one = np.float64(9.0), np.float64(1.0)
-    close(jax.jit(lambda a, t: sg.jvp(newton_sqrt, (a,), (t,)))(a, one),
-          jax.jvp(newton_ref, (a,), (one,)))
+    close(
+        jax.jit(lambda a, t: sg.jvp(newton_sqrt, (a,), (t,)))(a, one),
+        jax.jvp(newton_ref, (a,), (one,)),
+    )
     close(jax.vmap(sg.jacfwd(newton_sqrt))(np.array([4.0, 9.0])), np.array([0.25, 1 / 6]))
     close(jax.jit(sg.jacfwd(sg.jacfwd(newton_sqrt)))(a), jax.jacfwd(jax.jacfwd(newton_ref))(a))
 
 
 def test_jvp_of_a_while_loop_carries_tangents_without_records() -> None:
-    src = sg.source(_compiled_jvp(newton_sqrt, 1, (0,), False, "jvp"), np.float32(9.0),
-                    np.float32(1.0))
+    src = sg.source(
+        _compiled_jvp(newton_sqrt, 1, (0,), False, "jvp"), np.float32(9.0), np.float32(1.0)
+    )
     loop_line = next(line for line in src.splitlines() if "lax.while_loop" in line)
     assert "a_tangent" in loop_line and "tangent" in loop_line.split("=")[0]
     assert "STACK" not in src and "stack" not in src
-    body = src[src.index("def body"):]
+    body = src[src.index("def body") :]
     assert "divide_0_tangent" in body  # the tangent op sits next to its op in the body
 
 
@@ -358,6 +397,7 @@ def test_the_ir_verifies(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # ---------------------------------------------------------------- errors
+
 
 def test_bad_arguments_raise_clear_errors() -> None:
     x = np.ones(3)

@@ -1,4 +1,5 @@
 """Higher order: grad of grad, Hessian-vector products, gradient penalties, grad through a step."""
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -17,11 +18,13 @@ arr = normal_arrays(RNG)
 
 # (srcgrad function, jax.numpy twin) pairs of scalar -> scalar functions
 SCALAR_FUNS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
-    "sin_x2": (lambda x: sg.sin(x) * x ** 2, lambda x: jnp.sin(x) * x ** 2),
+    "sin_x2": (lambda x: sg.sin(x) * x**2, lambda x: jnp.sin(x) * x**2),
     "tanh_exp": (lambda x: sg.tanh(sg.exp(x) - 1.5), lambda x: jnp.tanh(jnp.exp(x) - 1.5)),
-    "rational": (lambda x: x ** 3 / (1.0 + x * x), lambda x: x ** 3 / (1.0 + x * x)),
-    "softplus_log": (lambda x: sg.log(1.0 + sg.exp(x)) * sg.sqrt(x * x + 1.0),
-                     lambda x: jnp.log(1.0 + jnp.exp(x)) * jnp.sqrt(x * x + 1.0)),
+    "rational": (lambda x: x**3 / (1.0 + x * x), lambda x: x**3 / (1.0 + x * x)),
+    "softplus_log": (
+        lambda x: sg.log(1.0 + sg.exp(x)) * sg.sqrt(x * x + 1.0),
+        lambda x: jnp.log(1.0 + jnp.exp(x)) * jnp.sqrt(x * x + 1.0),
+    ),
     "sigmoid_pow": (lambda x: sg.sigmoid(x) ** 2.5, lambda x: jax.nn.sigmoid(x) ** 2.5),
 }
 
@@ -79,12 +82,14 @@ def test_hvp_with_dict_params() -> None:
     def grad_dot(p: dict, v: dict) -> Any:
         g = sg.grad(loss)(p)
         return sg.sum(g["w"] * v["w"]) + sg.sum(g["b"] * v["b"])
+
     p, v = {"w": arr(3), "b": arr()}, {"w": arr(3), "b": arr()}
     want = jax.jvp(jax.grad(twin), (p,), (v,))[1]
     assert_tree_close(sg.grad(grad_dot)(p, v), want)
 
 
 # ---------------------------------------------------------------- gradient penalty
+
 
 def critic(p: dict, x: Any) -> Any:
     return sg.sum(sg.tanh(sg.relu(x @ p["w1"] + p["b1"]) @ p["w2"]))
@@ -96,13 +101,13 @@ def critic_twin(p: dict, x: Any) -> Any:
 
 def penalized(p: dict, x: Any) -> Any:
     value, gx = sg.value_and_grad(critic, argnums=1)(p, x)
-    norms = sg.sqrt(sg.sum(gx ** 2, axis=-1))
+    norms = sg.sqrt(sg.sum(gx**2, axis=-1))
     return value + 10.0 * sg.mean((norms - 1.0) ** 2)
 
 
 def penalized_twin(p: dict, x: Any) -> Any:
     value, gx = jax.value_and_grad(critic_twin, argnums=1)(p, x)
-    norms = jnp.sqrt(jnp.sum(gx ** 2, axis=-1))
+    norms = jnp.sqrt(jnp.sum(gx**2, axis=-1))
     return value + 10.0 * jnp.mean((norms - 1.0) ** 2)
 
 
@@ -133,6 +138,7 @@ def test_grad_through_an_inner_gradient_step() -> None:
     def adapted_twin(p: dict) -> Any:
         g = jax.grad(twin)(p)
         return twin(jax.tree_util.tree_map(lambda a, b: a - 0.3 * b, p, g))
+
     p = {"w": arr(3), "b": arr()}
     assert_tree_close(sg.grad(adapted)(p), jax.grad(adapted_twin)(p))
 
@@ -147,5 +153,6 @@ def test_grad_of_an_inline_vjp() -> None:
         y, pullback = jax.vjp(lambda x: jnp.sin(x) * x, x)
         (gx,) = pullback(jnp.ones_like(y) * 2.0)
         return jnp.sum(gx * gx)
+
     x = arr(4)
     np.testing.assert_allclose(sg.grad(f)(x), jax.grad(twin)(x), rtol=1e-10)

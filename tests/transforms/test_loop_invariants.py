@@ -1,5 +1,6 @@
 """Loop-invariant values in a loop body: computed once before the loop, and read (not recorded
 every iteration) by the gradient, as the same value computed before the loop by hand."""
+
 from __future__ import annotations
 
 import re
@@ -27,13 +28,18 @@ def in_body(x: Any, a: Any) -> Any:
     def body(c: Any) -> Any:
         ea = sg.exp(a)  # the same every iteration
         return c * 0.9 + sg.sin(c) * ea
+
     return sg.sum(sg.while_loop(lambda c: sg.sum(c) < 7.0, body, x, max_iters=60) ** 2)
 
 
 def hoisted_by_hand(x: Any, a: Any) -> Any:
     ea = sg.exp(a)
-    return sg.sum(sg.while_loop(lambda c: sg.sum(c) < 7.0, lambda c: c * 0.9 + sg.sin(c) * ea,
-                                x, max_iters=60) ** 2)
+    return sg.sum(
+        sg.while_loop(
+            lambda c: sg.sum(c) < 7.0, lambda c: c * 0.9 + sg.sin(c) * ea, x, max_iters=60
+        )
+        ** 2
+    )
 
 
 def _trips(x: np.ndarray, a: np.ndarray) -> int:
@@ -47,7 +53,7 @@ def unrolled_jnp(x: Any, a: Any, trips: int) -> Any:
     c = x
     for _ in range(trips):
         c = c * 0.9 + jnp.sin(c) * jnp.exp(a)
-    return jnp.sum(c ** 2)
+    return jnp.sum(c**2)
 
 
 def test_an_invariant_value_gets_no_record_stack() -> None:
@@ -71,12 +77,14 @@ def test_gradient_with_an_invariant_value_matches_jax_and_finite_differences() -
 def solve_in_body(x: Any, m: Any, b: Any) -> Any:
     def body(i: Any, c: Any) -> Any:
         return c * 0.5 + sg.linalg.solve(m, b) * sg.tanh(c)  # solve of arrays from outside
+
     return sg.sum(sg.fori_loop(0, 6, body, x) ** 2)
 
 
 def solve_in_body_jnp(x: Any, m: Any, b: Any) -> Any:
     def body(i: Any, c: Any) -> Any:
         return c * 0.5 + jnp.linalg.solve(m, b) * jnp.tanh(c)
+
     return jnp.sum(lax.fori_loop(0, 6, body, x) ** 2)
 
 
@@ -94,10 +102,12 @@ def test_a_value_that_changes_in_the_loop_is_still_recorded() -> None:
     def f(x: Any, a: Any) -> Any:
         def body(i: Any, c: Any) -> Any:
             return c * 0.9 + sg.sin(c) * sg.exp(a * sg.astype(i, a.dtype))  # varies with i
+
         return sg.sum(sg.fori_loop(0, 5, body, x))
 
     def f_jnp(x: Any, a: Any) -> Any:
         return jnp.sum(lax.fori_loop(0, 5, lambda i, c: c * 0.9 + jnp.sin(c) * jnp.exp(a * i), x))
+
     assert [s for s in _stacks(sg.source(sg.grad(f, (0, 1)), X, A)) if s[0].startswith("exp")]
     check_grads(f, (X, A), jax_fun=f_jnp)
 
@@ -115,6 +125,7 @@ def test_one_invariance_rule_keeps_effects_barriers_and_carried_work_in_the_loop
             wt = w.T
             sg.debug.print("w = {w}", w=w)
             return c @ wt + sg.sum(barrier(w))
+
         return sg.sum(sg.fori_loop(0, 3, body, x))
 
     x, w = np.ones((2, 3), np.float32), np.ones((3, 3), np.float32)
@@ -123,5 +134,5 @@ def test_one_invariance_rule_keeps_effects_barriers_and_carried_work_in_the_loop
     moved = loop_invariant_ops(body.ops, body.params)
     assert [op.type for op in moved if op.inputs] == ["transpose"]  # (and the constant 1)
     src = sg.source(sg.jit(f), x, w)
-    body_src = src[src.index("def body_"):]
+    body_src = src[src.index("def body_") :]
     assert "optimization_barrier" in body_src and "debug.print" in body_src

@@ -1,5 +1,6 @@
 """What the lowering does for large programs and repeated work (issue 12): no copies, each
 expression once, fast `lax` forms, long programs split into parts, compiled sources reused."""
+
 from __future__ import annotations
 
 import ast
@@ -36,8 +37,10 @@ def _statements(source: str, fn: str) -> list[ast.stmt]:
 def test_no_copies() -> None:
     """`sg.grad` copies its arguments and grad makers pass gradients on unchanged in the IR;
     the source has no `a = b` line for them."""
+
     def f(w, x):
         return sg.sum(sg.tanh(x @ w + 1.0))
+
     w, x = np.ones((3, 2), np.float32), np.ones((4, 3), np.float32)
     ir_copies = [op for op in sg.trace(sg.grad(f), w, x).global_block().ops if op.type == "assign"]
     assert ir_copies  # the IR has copies: the lowering is what drops them
@@ -51,20 +54,25 @@ def test_no_copies() -> None:
 def test_each_expression_once() -> None:
     """A repeated expression over the same values (here the forward's sin(x), and the
     gradient's g * sin(x) of both factors) is emitted once."""
+
     def f(x):
         return sg.sum(sg.sin(x) * sg.sin(x))
+
     x = np.linspace(0.1, 1.0, 5).astype(np.float32)
     src = sg.source(sg.grad(f), x)
     assert src.count("lax.sin(x)") == 1, src
     assert src.count("lax.cos(x)") == 1, src
-    np.testing.assert_allclose(sg.grad(f)(x), jax.grad(lambda x: jnp.sum(jnp.sin(x) ** 2))(x),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        sg.grad(f)(x), jax.grad(lambda x: jnp.sum(jnp.sin(x) ** 2))(x), rtol=1e-6
+    )
 
 
 def test_fast_forms_only_where_they_match_jnp() -> None:
     """float32 / float64 get the lax call; float16 keeps jax.numpy's (jnp.sum upcasts it)."""
+
     def f(x):
         return sg.sum(sg.tanh(x), axis=0)
+
     src32 = sg.source(f, np.ones((3, 2), np.float32))
     assert "lax.tanh(x)" in src32 and "lax.reduce_sum(" in src32, src32
     src16 = sg.source(f, np.ones((3, 2), np.float16))
@@ -107,6 +115,7 @@ def test_same_source_is_compiled_once() -> None:
         """The gradient of a new function object, lowered (the seed's comment names this
         line, so every call emits the same source for the same scale)."""
         return sg.grad(lambda v: sg.sum(sg.exp(v) * scale)).lower(x)[0]
+
     a, b = lowered(3.0), lowered(3.0)
     assert a is b and a.jitted() is b.jitted()
     np.testing.assert_allclose(a.jitted()(x)[0][0], 3.0 * np.exp(x), rtol=1e-6)
@@ -132,6 +141,7 @@ def test_no_empty_parts(monkeypatch: pytest.MonkeyPatch) -> None:
         for w in ws:
             x = jnp.tanh(x * w)
         return jnp.sum(x)
+
     x = np.linspace(0.1, 0.9, 2).astype(np.float32)
     lowered = sg.grad(f).lower(ws, x)[0]
     parts = re.findall(r"^def (\w+_part_\d+)\(", lowered.source, re.M)
@@ -204,8 +214,9 @@ def test_parts_alike_share_compiled_code(monkeypatch: pytest.MonkeyPatch, progra
     sg.clear_caches()
     compiled = []
     real_compile = compile
-    monkeypatch.setattr(loading, "compile", lambda *a: compiled.append(a[0]) or real_compile(*a),
-                        raising=False)
+    monkeypatch.setattr(
+        loading, "compile", lambda *a: compiled.append(a[0]) or real_compile(*a), raising=False
+    )
     x = np.linspace(0.1, 0.9, 4).astype(np.float32)
     ws = [np.full((4,), 0.5 + 0.01 * i, np.float32) for i in range(150)]
 
@@ -218,6 +229,7 @@ def test_parts_alike_share_compiled_code(monkeypatch: pytest.MonkeyPatch, progra
         for w in ws:
             x = x + jnp.tanh(x * w) * 0.1
         return jnp.sum(x)
+
     if program == "chain":
         g, args = sg.grad(lambda v: _chain(_SG, v, 400)), (x,)
         want = jax.grad(lambda v: _chain(_JNP, v, 400))(x)
@@ -231,9 +243,12 @@ def test_parts_alike_share_compiled_code(monkeypatch: pytest.MonkeyPatch, progra
     defs = {d.name: d for d in ast.parse(lowered.source).body if isinstance(d, ast.FunctionDef)}
     for name, code in zip(names, lowered.code):
         node = defs[name]
-        padded = "".join(["\n"] * (node.lineno - 1) + lines[node.lineno - 1:node.end_lineno])
-        want_code = next(c for c in real_compile(padded, lowered.filename, "exec").co_consts
-                         if isinstance(c, types.CodeType))
+        padded = "".join(["\n"] * (node.lineno - 1) + lines[node.lineno - 1 : node.end_lineno])
+        want_code = next(
+            c
+            for c in real_compile(padded, lowered.filename, "exec").co_consts
+            if isinstance(c, types.CodeType)
+        )
         assert _code_fields(code) == _code_fields(want_code), name
     got = lowered.eager_fn()(*jax.tree_util.tree_leaves(args))[0]  # (no XLA compile)
     for a, b in zip(got, jax.tree_util.tree_leaves(want)):

@@ -3,6 +3,7 @@ the function's `x` and the outer branch's operand, which is `x` too) takes its g
 once in every order of differentiation: the second-order gradient through two nested
 `cond`s was twice jax.grad's (found by the fuzzer), because a substitution made two of the
 grad `cond`'s captured inputs one value and each position took the whole gradient."""
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -19,13 +20,25 @@ V = np.array([0.3, -0.7, 1.1])
 
 
 def _cond_in_cond(x: Any) -> Any:
-    return sg.sum(sg.cond(sg.sum(x) > 0, lambda a: a,
-                          lambda a: sg.cond(sg.sum(x) > 0, lambda u: u, lambda u: x * u, a), x))
+    return sg.sum(
+        sg.cond(
+            sg.sum(x) > 0,
+            lambda a: a,
+            lambda a: sg.cond(sg.sum(x) > 0, lambda u: u, lambda u: x * u, a),
+            x,
+        )
+    )
 
 
 def _loop_in_cond(x: Any) -> Any:
-    return sg.sum(sg.cond(sg.sum(x) > 0, lambda a: a,
-                          lambda a: sg.fori_loop(0, 2, lambda i, u: sg.sin(u) * x + a, a), x))
+    return sg.sum(
+        sg.cond(
+            sg.sum(x) > 0,
+            lambda a: a,
+            lambda a: sg.fori_loop(0, 2, lambda i, u: sg.sin(u) * x + a, a),
+            x,
+        )
+    )
 
 
 def _cond_in_loop(x: Any) -> Any:
@@ -35,6 +48,7 @@ def _cond_in_loop(x: Any) -> Any:
 
 def _twin(name: str) -> Callable[[Any], Any]:
     """The same function in jax.numpy, on the branches these inputs take."""
+
     def cond_in_cond(x: Any) -> Any:
         return jnp.sum(x * x)
 
@@ -49,12 +63,19 @@ def _twin(name: str) -> Callable[[Any], Any]:
         for _ in range(2):
             u = jnp.sin(u) * x
         return jnp.sum(u)
-    return {"cond_in_cond": cond_in_cond, "loop_in_cond": loop_in_cond,
-            "cond_in_loop": cond_in_loop}[name]
+
+    return {
+        "cond_in_cond": cond_in_cond,
+        "loop_in_cond": loop_in_cond,
+        "cond_in_loop": cond_in_loop,
+    }[name]
 
 
-CASES = {"cond_in_cond": _cond_in_cond, "loop_in_cond": _loop_in_cond,
-         "cond_in_loop": _cond_in_loop}
+CASES = {
+    "cond_in_cond": _cond_in_cond,
+    "loop_in_cond": _loop_in_cond,
+    "cond_in_loop": _cond_in_loop,
+}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -1,4 +1,5 @@
 """Whole programs: srcgrad's gradients equal jax.grad's on the jax.numpy twin (dicts of params)."""
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -28,6 +29,7 @@ def check_program(f: Callable[..., Any], twin: Callable[..., Any], *args: Any) -
 
 # ---------------------------------------------------------------- MLP + softmax cross-entropy
 
+
 def mlp(p: dict, x: Any, labels: Any) -> Any:
     h = sg.tanh(x @ p["w1"] + p["b1"])
     h = sg.relu(h @ p["w2"] + p["b2"])
@@ -43,8 +45,14 @@ def mlp_twin(p: dict, x: Any, labels: Any) -> Any:
 
 
 def test_mlp_softmax_cross_entropy() -> None:
-    p = {"w1": arr(6, 8, scale=0.5), "b1": arr(8, scale=0.1), "w2": arr(8, 8, scale=0.5),
-         "b2": arr(8, scale=0.1), "w3": arr(8, 5, scale=0.5), "b3": arr(5, scale=0.1)}
+    p = {
+        "w1": arr(6, 8, scale=0.5),
+        "b1": arr(8, scale=0.1),
+        "w2": arr(8, 8, scale=0.5),
+        "b2": arr(8, scale=0.1),
+        "w3": arr(8, 5, scale=0.5),
+        "b3": arr(5, scale=0.1),
+    }
     x, labels = arr(7, 6), RNG.integers(0, 5, size=7)
     sg.trace(sg.grad(mlp), p, x, labels).verify()
     value, grads = sg.value_and_grad(mlp)(p, x, labels)
@@ -55,6 +63,7 @@ def test_mlp_softmax_cross_entropy() -> None:
 
 def test_softmax_cross_entropy_with_explicit_logsumexp() -> None:
     """The same loss spelled with softmax + log and with logsumexp."""
+
     def f(w: Any, x: Any, y: Any) -> Any:
         logits = x @ w
         a = -sg.mean(sg.sum(sg.log(sg.softmax(logits)) * y, axis=-1))
@@ -66,14 +75,17 @@ def test_softmax_cross_entropy_with_explicit_logsumexp() -> None:
         a = -jnp.mean(jnp.sum(jnp.log(jax.nn.softmax(logits)) * y, axis=-1))
         b = jnp.mean(jax.nn.logsumexp(logits, axis=-1) - jnp.sum(logits * y, axis=-1))
         return a + b
+
     check_program(f, twin, arr(4, 3), arr(5, 4), np.eye(3)[RNG.integers(0, 3, size=5)])
 
 
 # ---------------------------------------------------------------- small CNN
 
+
 def _conv(x: Any, k: Any, padding: str) -> Any:
-    return lax.conv_general_dilated(x, k, (1, 1), padding,
-                                    dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    return lax.conv_general_dilated(
+        x, k, (1, 1), padding, dimension_numbers=("NHWC", "HWIO", "NHWC")
+    )
 
 
 def cnn(p: dict, x: Any, y: Any) -> Any:
@@ -96,8 +108,12 @@ def cnn_twin(p: dict, x: Any, y: Any) -> Any:
 
 
 def test_small_cnn() -> None:
-    p = {"k1": arr(3, 3, 2, 4, scale=0.5), "b1": arr(4, scale=0.1),
-         "k2": arr(2, 2, 4, 3, scale=0.5), "w": arr(12, 5, scale=0.5)}
+    p = {
+        "k1": arr(3, 3, 2, 4, scale=0.5),
+        "b1": arr(4, scale=0.1),
+        "k2": arr(2, 2, 4, 3, scale=0.5),
+        "w": arr(12, 5, scale=0.5),
+    }
     x, y = arr(2, 8, 8, 2), np.eye(5)[[1, 3]]
     sg.trace(sg.grad(cnn), p, x, y).verify()
     value, grads = sg.value_and_grad(cnn)(p, x, y)
@@ -114,15 +130,20 @@ def test_cnn_pooling_by_reshape_and_reduce_nchw() -> None:
         return sg.sum(h * h)
 
     def twin(k: Any, x: Any) -> Any:
-        h = jnp.tanh(lax.conv_general_dilated(x, k, (1, 1), "SAME",
-                                              dimension_numbers=("NCHW", "OIHW", "NCHW")))
+        h = jnp.tanh(
+            lax.conv_general_dilated(
+                x, k, (1, 1), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW")
+            )
+        )
         n, c, hh, ww = h.shape
         h = jnp.mean(h.reshape(n, c, hh // 2, 2, ww // 2, 2), axis=(3, 5))
         return jnp.sum(h * h)
+
     check_program(f, twin, arr(3, 2, 3, 3, scale=0.5), arr(2, 2, 6, 6))
 
 
 # ---------------------------------------------------------------- attention
+
 
 def attention(p: dict, x: Any) -> Any:
     t, d = x.shape[-2], p["wq"].shape[-1]
@@ -148,6 +169,7 @@ def test_causal_attention_block() -> None:
 
 # ---------------------------------------------------------------- layer norm
 
+
 def layer_norm(p: dict, x: Any) -> Any:
     mu = sg.mean(x, axis=-1, keepdims=True)
     var = sg.mean(sg.square(x - mu), axis=-1, keepdims=True)
@@ -169,13 +191,16 @@ def test_layer_norm() -> None:
 def test_layer_norm_against_finite_differences() -> None:
     def f(x: Any, g: Any, b: Any) -> Any:
         return layer_norm({"g": g, "b": b}, x)
+
     check_grads(f, (arr(2, 5), arr(5), arr(5)), directions=2)
 
 
 # ---------------------------------------------------------------- transformer block
 
+
 def test_transformer_block() -> None:
     """Layer norm, causal attention, a residual and an MLP in one program."""
+
     def block(p: dict, x: Any) -> Any:
         mu = sg.mean(x, axis=-1, keepdims=True)
         h = (x - mu) / sg.sqrt(sg.mean((x - mu) ** 2, axis=-1, keepdims=True) + 1e-5)
@@ -193,5 +218,6 @@ def test_transformer_block() -> None:
         a = jax.nn.softmax(jnp.where(np.tril(np.ones((t, t), bool)), s, -1e9), axis=-1)
         x = x + a @ (h @ p["wv"])
         return jnp.mean(jnp.tanh(x @ p["w1"]) @ p["w2"])
+
     p = {"wq": arr(4, 4), "wk": arr(4, 4), "wv": arr(4, 4), "w1": arr(4, 8), "w2": arr(8, 2)}
     check_program(block, twin, p, arr(6, 4))
