@@ -33,9 +33,9 @@ def print(fmt: str, *args: Any, **kwargs: Any) -> None:  # jax.debug's name
     if dispatch.tracing((args, kwargs)):
         _ops.emit_print(fmt, [as_var(a) for a in args], {k: as_var(v) for k, v in kwargs.items()})
         return
-    jax.debug.print(
-        fmt, *[_concrete(a) for a in args], **{k: _concrete(v) for k, v in kwargs.items()}
-    )
+    args, kwargs = [_concrete(a) for a in args], {k: _concrete(v) for k, v in kwargs.items()}
+    _ops.check_format(fmt, args, kwargs)
+    jax.debug.print(fmt, *args, **kwargs)
 
 
 def breakpoint() -> None:  # jax.debug's name

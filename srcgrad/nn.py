@@ -22,6 +22,7 @@ from .imperative.conv_layers import Conv1d, Conv2d, Conv3d
 from .imperative.layers import (
     Dropout,
     Embedding,
+    EmbeddingIndexError,
     LayerNorm,
     Linear,
     Module,
@@ -50,6 +51,7 @@ __all__ = [
     "Conv3d",
     "LayerNorm",
     "Embedding",
+    "EmbeddingIndexError",
     "Dropout",
     "initializers",
     *sorted(activations()),

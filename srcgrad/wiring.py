@@ -53,3 +53,4 @@ def connect() -> None:
     tensor.INPLACE.set(autograd.inplace)
     tensor.SETITEM.set(setitem.tensor_setitem)
     tensor.IS_RECORDING.set(autograd.is_recording)
+    tensor.CHECK_UPDATE.set(autograd.check_update)

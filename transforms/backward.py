@@ -15,10 +15,11 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from srcgrad.base import dtypes
-from srcgrad.core.builder import as_var, constant_pool, emit1, grad_section
+from srcgrad.core.builder import as_var, constant_pool, grad_section
 from srcgrad.base.errors import GradientError, user_location
 from srcgrad.ir.program import Block, Op, Program, Variable, current_program, program_guard
 from srcgrad.ops.creation import full, zeros
+from srcgrad.ops.elementwise import cast_gradient
 from srcgrad.ops.grad_helpers import add_n, assign, broadcasts_to, fill_zeros_like, unbroadcast
 from srcgrad.core.registry import REGISTRY, ZERO
 from srcgrad.core.verify import check
@@ -60,7 +61,7 @@ class _Partials:
                 loc=user_location(),
             )
         if grad.dtype != var.dtype:
-            grad = emit1("convert", [grad], {"dtype": var.dtype})
+            grad = cast_gradient(grad, var.dtype)
             fresh = True
         if not fresh or grad in self.named:
             grad = assign(grad)

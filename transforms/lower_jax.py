@@ -408,7 +408,9 @@ class Emitter:
             return f"jnp.zeros({literal(tuple(op.attrs['shape']))}, {literal(dt)})"
         if np.size(value) <= INLINE_CONST_SIZE:
             return f"jnp.asarray({_array_literal(np.asarray(value).astype(dt), dt)}, {literal(dt)})"
-        self.consts.append(jnp.asarray(value))
+        # A NumPy array: made while a jax.jit traces srcgrad's pipeline (the fast path), a
+        # jnp array would be that trace's tracer, kept in a program that outlives it.
+        self.consts.append(np.asarray(value).astype(dt, copy=False))
         return f"_consts[{len(self.consts) - 1}]"
 
 

@@ -19,8 +19,9 @@ Layer L6 (front ends): see docs/design.md.
 from __future__ import annotations
 
 import functools
+import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import jax
 
@@ -33,7 +34,7 @@ from ..ops.creation import zeros
 from ..core.registry import OutType, register
 from ..ops.grad_helpers import is_known_zero
 from ..transforms.forward import backward_segment, retraced
-from ..ir.analysis import free_vars, live_ops
+from ..ir.analysis import branch_blocks, free_vars, live_ops, walk_blocks
 from ..base.traceback_filter import api_boundary
 
 tree_flatten, tree_unflatten = jax.tree_util.tree_flatten, jax.tree_util.tree_unflatten
@@ -179,7 +180,7 @@ class _Custom:
         raise NotImplementedError
 
     @api_boundary
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not self._defined():
             raise SrcgradError(
                 f"no {self.rule} defined for the function {_name(self.fun)}: "
@@ -187,7 +188,40 @@ class _Custom:
                 op=type(self).__name__,
                 loc=user_location(),
             )
+        if kwargs or len(args) < self._required:
+            args = self._positional(args, kwargs)
         return dispatch.call(self._emit, args, {})
+
+    @functools.cached_property
+    def _required(self) -> int:
+        """How many arguments a positional call must give for the rules to see them all (a
+        shorter call takes the defaults; -1 for a signature that cannot be read)."""
+        try:
+            params = inspect.signature(self.fun).parameters.values()
+        except (TypeError, ValueError):
+            return -1
+        return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+
+    def _positional(self, args: tuple, kwargs: dict[str, Any]) -> tuple:
+        """Keyword arguments (and the defaults of the parameters left out) in their
+        positions, as JAX's custom rules resolve them; the rules take positional arguments."""
+        kind = type(self).__name__
+        try:
+            bound = inspect.signature(self.fun).bind(*args, **kwargs)
+        except (TypeError, ValueError) as e:
+            raise SrcgradError(
+                f"{_name(self.fun)} called with {sorted(kwargs)}: {e}", op=kind, loc=user_location()
+            ) from None
+        bound.apply_defaults()
+        if bound.kwargs:
+            raise SrcgradError(
+                f"{_name(self.fun)}: the keyword-only arguments "
+                f"{sorted(bound.kwargs)} cannot be passed to a {kind} function "
+                "(its rules take positional arguments; JAX refuses them too)",
+                op=kind,
+                loc=user_location(),
+            )
+        return bound.args
 
 
 # ---------------------------------------------------------------- custom_vjp
@@ -417,6 +451,9 @@ def _custom_jvp_grad(op: Op, gs: list, need: list) -> list:
     start = len(block.ops)
     placeholders = [_tangent_zero(v) for v in op.inputs[:n]]
     t_out = _apply_rule(op, placeholders)
+    rule_ops = block.ops[start:]
+    tangential = _tangential(rule_ops, placeholders)
+    traced_rule = {id(o) for o in rule_ops}
     seeds = [
         (t, g)
         for t, g, o in zip(t_out, gs, op.outputs)
@@ -428,8 +465,63 @@ def _custom_jvp_grad(op: Op, gs: list, need: list) -> list:
     got = backward_segment(block, start, seeds, wrt)
     grads = [got.get(p) if nd else None for p, nd in zip(placeholders, need)]
     block.ops[start:] = live_ops(block.ops[start:], [g for g in grads if g is not None])
+    _require_linear(op, [o for o in block.ops[start:] if id(o) not in traced_rule], tangential)
     _own(block, start, op)
     return grads + [None] * (len(op.inputs) - n)
+
+
+def _reads(op: Op) -> list[Variable]:
+    """What `op` reads: its inputs and what its blocks read from outside them."""
+    return list(op.inputs) + [
+        v for sub in op.sub_blocks() for b in walk_blocks(sub) for v in free_vars(b)
+    ]
+
+
+def _tangential(ops: Sequence[Op], tangents: Iterable[Variable]) -> set[Variable]:
+    """The values of `ops` (a traced jvp rule) that depend on the `tangents`: every output of
+    an op that reads one, but a `cond`'s outputs one by one (a converted `if` returns a flag
+    beside the tangent, and the flag does not depend on it)."""
+    out = set(tangents)
+    for o in ops:
+        if o.type == "cond" and o.inputs[0] not in out:
+            out.update(_cond_tangential(o, out))
+        elif any(v in out for v in _reads(o)):
+            out.update(o.outputs)
+    return out
+
+
+def _cond_tangential(op: Op, tangential: set[Variable]) -> list[Variable]:
+    """The outputs of a `cond` (its index not tangential) that some branch computes from
+    `tangential` values: its operands (the branch's parameters) or what it captures."""
+    n = op.attrs["n_operands"]
+    hit = [False] * len(op.outputs)
+    for blk in branch_blocks(op):
+        inner = tangential | {
+            p for p, v in zip(blk.params, op.inputs[1 : 1 + n]) if v in tangential
+        }
+        inner = _tangential(blk.ops, inner)
+        hit = [h or r in inner for h, r in zip(hit, blk.results)]
+    return [o for o, h in zip(op.outputs, hit) if h]
+
+
+def _require_linear(op: Op, ops: Sequence[Op], tangential: set[Variable]) -> None:
+    """JAX's check, by structure: the transpose of a rule linear in the tangents (its
+    backward `ops`) reads no value that depends on them (the gradient of t * t is 2 t g, of
+    sin(t) cos(t) g). A rule that is not is a GradientError naming the rule's op (JAX cannot
+    transpose it either); a `fill_zeros_like` reads only a shape."""
+    for o in ops:
+        if o.type == "fill_zeros_like" or not any(v in tangential for v in _reads(o)):
+            continue
+        culprit = o.origin if o.origin is not None else o
+        where = f" ({culprit.type} at {culprit.loc})" if culprit.loc is not None else ""
+        raise GradientError(
+            f"the rule {op.attrs['jvp']!r} is not linear in the tangents: its "
+            f"tangent output depends on them through a nonlinear op{where}; "
+            "reverse mode transposes the rule, which needs it linear (JAX "
+            "refuses such a rule too)",
+            op="custom_jvp",
+            loc=op.loc,
+        )
 
 
 register(

@@ -23,7 +23,7 @@ from ..compiled.arguments import leaf_dtype
 from ..compiled.transformed import Transformed
 from ..core.dispatch import tracing
 from ..core.builder import active_program, as_var
-from ..base.errors import GradientError, SrcgradError, user_location
+from ..base.errors import GradientError, SrcgradError, located, user_location
 from ..ir.program import Variable
 from ..ops.creation import ones, zeros
 from ..ops.elementwise import astype
@@ -121,42 +121,48 @@ def _float0(out: Any, t_out: Any) -> Any:
 
 
 def _check_jvp_args(primals: Any, tangents: Any) -> list[Any]:
-    """The tangents of the float leaves of `primals`, checked against them as jax.jvp does."""
+    """The tangents of the float leaves of `primals`, checked against them as jax.jvp does
+    (its TypeError or ValueError, with the user's line)."""
     for what, v in (("primal", primals), ("tangent", tangents)):
         if not isinstance(v, (tuple, list)):
-            raise TypeError(
-                f"primal and tangent arguments to sg.jvp must be tuples or lists; "
-                f"found {what} of type {type(v).__name__}"
+            raise located(
+                TypeError,
+                f"primal and tangent arguments to sg.jvp must be tuples "
+                f"or lists; found {what} of type {type(v).__name__}",
             )
     p_leaves, p_tree = tree_flatten(tuple(primals))
     t_leaves, t_tree = tree_flatten(tuple(tangents))
     if p_tree != t_tree:
-        raise TypeError(
-            "primal and tangent arguments to sg.jvp must have the same tree "
-            f"structure; primals have {p_tree} and tangents have {t_tree}"
+        raise located(
+            TypeError,
+            "primal and tangent arguments to sg.jvp must have the same "
+            f"tree structure; primals have {p_tree} and tangents have {t_tree}",
         )
     out = []
     for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
         if _shape(p) != _shape(t):
-            raise ValueError(
-                f"sg.jvp called with different primal and tangent shapes; got "
-                f"primal shape {_shape(p)} and tangent shape {_shape(t)} "
-                f"(leaf {i})"
+            raise located(
+                ValueError,
+                f"sg.jvp called with different primal and tangent "
+                f"shapes; got primal shape {_shape(p)} and tangent shape "
+                f"{_shape(t)} (leaf {i})",
             )
         t_dt = t.dtype if hasattr(t, "dtype") else None
         if not _is_float(p):
             if t_dt is None or np.dtype(t_dt) != jax.dtypes.float0:
                 got = type(t).__name__ if t_dt is None else np.dtype(t_dt).name
-                raise TypeError(
-                    f"sg.jvp: the tangent of the integer primal leaf {i} must be "
-                    f"float0 (jax.dtypes.float0), got {got}"
+                raise located(
+                    TypeError,
+                    f"sg.jvp: the tangent of the integer primal leaf {i} "
+                    f"must be float0 (jax.dtypes.float0), got {got}",
                 )
             continue
         p_dt = p.dtype if isinstance(p, Variable) else leaf_dtype(p)
         if t_dt is not None and dtypes.canonical(np.dtype(t_dt)) != p_dt:
-            raise TypeError(
-                f"sg.jvp: primal and tangent dtypes differ at leaf {i}: primal "
-                f"{np.dtype(p_dt).name}, tangent {np.dtype(t_dt).name}"
+            raise located(
+                TypeError,
+                f"sg.jvp: primal and tangent dtypes differ at leaf {i}: "
+                f"primal {np.dtype(p_dt).name}, tangent {np.dtype(t_dt).name}",
             )
         out.append(t if t_dt is not None or isinstance(t, Variable) else np.asarray(t, p_dt))
     return out
@@ -202,9 +208,10 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
 
     def f_jvp(*tangents: Any) -> Any:
         if len(tangents) != len(primals):
-            raise TypeError(
-                f"the linearized function takes {len(primals)} tangents, one per "
-                f"primal; got {len(tangents)}"
+            raise located(
+                TypeError,
+                f"the linearized function takes {len(primals)} tangents, "
+                f"one per primal; got {len(tangents)}",
             )
         return jvp(fun, primals, tangents, has_aux=has_aux)[1]
 

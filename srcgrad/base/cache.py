@@ -212,19 +212,20 @@ def _names(code: types.CodeType) -> tuple[str, ...]:
 
 def binding_reader(fun: Callable[..., Any]) -> Callable[[], tuple[Any, ...]] | None:
     """A function that returns `bindings(fun)`, made once and called on every call of a
-    transformed `fun`; None when `fun` reads no global and no closure cell (its bindings
-    are always `()`)."""
+    transformed `fun`; None when `fun` is no Python function (a callable object: nothing of
+    its own to read)."""
     f = getattr(fun, "__func__", fun)
-    code = getattr(f, "__code__", None)
-    if not isinstance(code, types.CodeType):
+    if not isinstance(getattr(f, "__code__", None), types.CodeType):
         return None
-    names, cells = _names(code), f.__closure__ or ()
-    if not names and not cells:
-        return None
+    cells = f.__closure__ or ()  # fixed for the function's life (its code may change)
     get, unbound = f.__globals__.get, itertools.repeat(_UNBOUND)
+    seen: list[Any] = [None, ()]  # the code object last read, and the global names it reads
 
     def read() -> tuple[Any, ...]:
-        out = list(map(get, names, unbound))
+        code = f.__code__
+        if code is not seen[0]:
+            seen[0], seen[1] = code, _names(code)
+        out = [code, f.__defaults__, f.__kwdefaults__, *map(get, seen[1], unbound)]
         for cell in cells:
             try:
                 out.append(cell.cell_contents)
@@ -236,14 +237,61 @@ def binding_reader(fun: Callable[..., Any]) -> Callable[[], tuple[Any, ...]] | N
 
 
 def bindings(fun: Callable[..., Any]) -> tuple[Any, ...]:
-    """What `fun`'s own code reads by name: its globals' and closure cells' current values.
+    """What a program traced from `fun` depends on besides its arguments: `fun`'s code object
+    and default values, and what its code reads by name (its globals' and closure cells'
+    current values).
 
-    An entry compiled when these were other objects is stale (a global or closed-over
-    variable was rebound to another array or number since): it is traced again. Values
-    read elsewhere (in a helper `fun` calls, or as an attribute) are not looked at.
+    An entry compiled when these were other objects is stale (the code was replaced, as
+    IPython's autoreload does when a source is edited, or a global or closed-over variable
+    was rebound to another array or number since): it is traced again. Values read
+    elsewhere (in a helper `fun` calls, or as an attribute) are not looked at.
     """
     read = binding_reader(fun)
     return read() if read is not None else ()
+
+
+def bindings_check(fun: Callable[..., Any], now: tuple[Any, ...]) -> Callable[[], bool]:
+    """A function that tells whether `bindings(fun)` is still `now` (taken from `fun`), for
+    the fast path of every call: the code object and defaults are compared first, then each
+    global and cell, without building a tuple (a function that reads none checks three
+    attributes)."""
+    if not now:  # not a Python function: nothing to watch
+        return _always
+    f = getattr(fun, "__func__", fun)
+    code, defaults, kwdefaults = now[:3]
+    names, cells = _names(code), f.__closure__ or ()
+    values = now[3 : 3 + len(names)]
+    contents = now[3 + len(names) :]
+    get = f.__globals__.get
+    if not names and not cells:
+        return lambda: (
+            f.__code__ is code and f.__defaults__ is defaults and f.__kwdefaults__ is kwdefaults
+        )
+
+    def check() -> bool:
+        if (
+            f.__code__ is not code
+            or f.__defaults__ is not defaults
+            or (f.__kwdefaults__ is not kwdefaults)
+        ):
+            return False
+        for name, value in zip(names, values):
+            if get(name, _UNBOUND) is not value:
+                return False
+        for cell, value in zip(cells, contents):
+            try:
+                if cell.cell_contents is not value:
+                    return False
+            except ValueError:  # a cell not yet assigned
+                if value is not _UNBOUND:
+                    return False
+        return True
+
+    return check
+
+
+def _always() -> bool:
+    return True
 
 
 def same_bindings(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:

@@ -123,6 +123,8 @@ def scalar_dtype(value: object, other: np.dtype | None) -> np.dtype:
         if other is not None and is_inexact(other):
             return other
         return default_float()
-    if isinstance(value, complex):
+    if isinstance(value, complex):  # the complex type of an inexact `other`'s precision
+        if other is not None and is_inexact(other):
+            return canonical(jnp.promote_types(other, np.complex64))
         return canonical(np.complex128)
     raise TypeError(f"not a Python scalar: {type(value).__name__}")

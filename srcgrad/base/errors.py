@@ -126,6 +126,13 @@ def user_location() -> SourceLoc | None:
 _skipped: dict[str, bool] = {}
 
 
+def located(kind: type[Exception], message: str) -> Exception:
+    """An exception of a builtin `kind` (TypeError, ValueError: what JAX raises there) whose
+    message ends with the user's file:line, as srcgrad's own errors do."""
+    loc = user_location()
+    return kind(message + (f" (at {loc})" if loc is not None else ""))
+
+
 class SrcgradError(Exception):
     """An error in a user's program, reported with the op and the user's file:line."""
 

@@ -19,12 +19,12 @@ import numpy as np
 
 from ..base import dtypes, conversion as hooks
 from ..core.builder import as_var
-from ..base.cache import CACHE, Slot, binding_reader, same_bindings, static_key
+from ..base.cache import CACHE, Slot, binding_reader, bindings_check, same_bindings, static_key
 from ..base.config import config
 from ..core.dispatch import tracing_leaves
 from ..core.builder import input_var
-from ..base.errors import SrcgradError, user_location
-from ..ir.program import Program, current_program, program_guard
+from ..base.errors import SrcgradError, located, user_location
+from ..ir.program import OPEN_SCOPES, Program, current_program, program_guard
 from ..base.traceback_filter import leave_out_internal_frames
 from ..core.verify import check
 from .arguments import arg_names, as_vars, hashable, leaf_array, leaf_dtype, static_positions
@@ -51,17 +51,28 @@ class _Entry:
     caps: dict[int, int] = field(default_factory=dict)
     watched: tuple = ()  # Program.watched: checks that turn False when it is stale
 
+    @property
+    def transient(self) -> bool:
+        """True if it captured a tracer of the JAX trace it was traced in (an array JAX made
+        while srcgrad traced under jax.jit): it serves that trace alone, never the cache."""
+        return any(
+            isinstance(leaf, jax.core.Tracer)
+            for value, _, _ in self.captures
+            for leaf in jax.tree_util.tree_leaves(value)
+        )  # (an sg.Tensor holds one)
+
     def fed(self) -> list[Any] | None:
         """The captured arrays' current values; None when one changed shape (retrace)."""
         out = []
         for value, dt, shape in self.captures:
             if tuple(value.shape) != shape:
                 return None
-            out.append(
-                value
-                if isinstance(value, jax.Array) and value.dtype == dt
-                else np.asarray(value).astype(dt, copy=False)
-            )
+            if not isinstance(value, (np.ndarray, jax.Array)):  # an sg.Tensor: its array
+                (value,) = jax.tree_util.tree_leaves(value)
+            if isinstance(value, jax.Array):  # (a tracer too, in a transient entry)
+                out.append(value if value.dtype == dt else value.astype(dt))
+            else:
+                out.append(np.asarray(value).astype(dt, copy=False))
         return out
 
 
@@ -96,9 +107,12 @@ class Transformed:
         self._own: dict[Any, Slot] = {}
         self._own_lock = threading.Lock()
         #: JAX's dispatch for repeated calls (`_fast_call`): (jax.jit of the pipeline, the
-        #: bindings it was made under); None before the first call, False where it cannot
-        #: serve (captured arrays or loop records sized at run time).
-        self._fast: tuple[Callable[..., Any], tuple] | bool | None = None if jit else False
+        #: bindings it was made under, their check, the pipeline); None before the first
+        #: call, False where it cannot serve (captured arrays or loop records sized at run
+        #: time).
+        self._fast: (
+            tuple[Callable[..., Any], tuple, Callable[[], bool], _Pipeline] | bool | None
+        ) = None if jit else False
         self._weak = weakref.ref(self)
         self.compilations = 0
         functools.update_wrapper(self, fun, updated=())
@@ -109,14 +123,17 @@ class Transformed:
         (`_fast_call`) once the function's bindings are seen unchanged."""
         try:
             fast = self._fast
-            if fast.__class__ is tuple and not kwargs and current_program() is None:
+            if (
+                fast.__class__ is tuple
+                and not kwargs
+                and (not OPEN_SCOPES[0] or current_program() is None)
+            ):
                 for a in args:
                     if a.__class__ not in _FAST_TYPES:
                         break
                 else:
-                    read = self._read
-                    if read is None or same_bindings(fast[1], read()):
-                        _CALLER.ref = self._weak
+                    if fast[2]():  # (the bindings are unchanged)
+                        fast[3].caller = self._weak
                         try:
                             return fast[0](*args)
                         except _NotFast:  # a new signature whose program it cannot serve
@@ -160,15 +177,15 @@ class Transformed:
         for leaf in leaves:
             if type(leaf) not in _FAST_TYPES and not isinstance(leaf, np.generic):
                 return _SLOW
-        now = self._bindings()
         fast = self._fast
-        if fast is None or not same_bindings(fast[1], now):
+        if fast is None or not fast[2]():  # (the bindings changed)
+            now = self._bindings()
             pipeline = self._pipeline(now)
             if pipeline.slow:
                 self._fast = False
                 return _SLOW
-            fast = self._fast = (pipeline.jitted, now)
-        _CALLER.ref = self._weak
+            fast = self._fast = (pipeline.jitted, now, bindings_check(self._base, now), pipeline)
+        fast[3].caller = self._weak
         try:
             return fast[0](*args)
         except _NotFast:
@@ -196,13 +213,18 @@ class Transformed:
         try:
             bound = inspect.signature(self._fun).bind(*args, **kwargs)
         except (TypeError, ValueError) as e:
-            raise TypeError(
-                f"{self._name}: cannot bind the keyword arguments {sorted(kwargs)}: {e}"
+            raise located(
+                TypeError, f"{self._name}: cannot bind the keyword arguments {sorted(kwargs)}: {e}"
             ) from None
         if bound.kwargs:
-            raise TypeError(
-                f"{self._name}: keyword-only arguments {sorted(bound.kwargs)} are not "
-                "supported; pass them positionally"
+            name = getattr(self._base, "__name__", "the function")
+            raise located(
+                TypeError,
+                f"{self._name}: {name}'s keyword-only parameters "
+                f"{sorted(bound.kwargs)} cannot be passed to a transformed function "
+                "(its inputs are positional): bind them first "
+                f"(functools.partial({name}, {sorted(bound.kwargs)[0]}=...)), or make "
+                "them positional (static_argnums for Python values)",
             )
         return bound.args
 
@@ -323,7 +345,9 @@ class Transformed:
                 caps = dict(entry.caps) if entry is not None and fed is not None else {}
                 for lid, cap in (grow or {}).items():
                     caps[lid] = max(caps.get(lid, 0), cap)
-                entry = slot.entry = self._build(args(), caps, now)
+                entry = self._build(args(), caps, now)
+                if not entry.transient:
+                    slot.entry = entry
                 fed = entry.fed()
                 if fed is None:
                     raise SrcgradError(
@@ -375,13 +399,10 @@ class Transformed:
         ):
             # (a deep program's compile needs the recursion room jitted() makes). An entry
             # that captured this trace's tracers (a constant computed by JAX while srcgrad
-            # traced, as from_jax's key data) goes; one that captured arrays stays.
-            if any(isinstance(value, jax.core.Tracer) for value, _, _ in entry.captures):
-                with slot.lock:
-                    if slot.entry is entry:
-                        slot.entry = None
-                        with self._own_lock:
-                            self.compilations -= 1  # (XLA never compiled it)
+            # traced, as from_jax's key data) was never stored; one that captured arrays stays.
+            if entry.transient:
+                with self._own_lock:
+                    self.compilations -= 1  # (XLA never compiled it)
             raise _NotFast
         if entry.checks and any(isinstance(a, jax.core.Tracer) for a in (*arrays, *fed)):
             op = entry.checks[0][2]
@@ -413,9 +434,6 @@ class _NotFast(Exception):
     """Raised while JAX traces the fast path, for a program it cannot serve."""
 
 
-#: The `Transformed` whose call (in this thread) last went to a `_Pipeline`, weakly: a trace
-#: the call starts runs srcgrad's pipeline on it, so that its `compilations` count the build.
-_CALLER = threading.local()
 #: The cache key, beside the input signatures, of a function and transformation's pipeline.
 _PIPELINE = "jax.jit pipeline"
 
@@ -425,12 +443,15 @@ class _Pipeline:
     kept in the compile cache: a fresh `sg.grad(f)` of the same `f` reuses JAX's compiled
     executable. It holds the `Transformed` objects that call it weakly (never the user's
     function, whose lifetime keys the cache); a trace runs `_run` on the caller, or on any
-    of them (they are alike but for their `compilations`)."""
+    of them (they are alike but for their `compilations`). `caller` is the `Transformed`
+    whose call last went to it, weakly (a plain attribute, not a thread's: with two of them
+    calling it from two threads, a trace may count its build on the other)."""
 
     def __init__(self, bindings: tuple, name: str) -> None:
         self.bindings = bindings
         self.users: weakref.WeakSet[Transformed] = weakref.WeakSet()
         self.slow = False  # a program the fast path cannot serve (`_NotFast`)
+        self.caller: Callable[[], Transformed | None] = lambda: None
 
         def pipeline(*args: Any) -> Any:
             return self.run(args)
@@ -439,8 +460,7 @@ class _Pipeline:
         self.jitted = jax.jit(pipeline)
 
     def run(self, args: tuple) -> Any:
-        ref = getattr(_CALLER, "ref", None)
-        caller = ref() if ref is not None else None
+        caller = self.caller()
         if caller is None or caller not in self.users:
             caller = next(iter(self.users))
         try:

@@ -11,6 +11,7 @@ import ast
 import functools
 import inspect
 import itertools
+import operator
 import os
 import sys
 import sysconfig
@@ -45,7 +46,10 @@ _lock = threading.Lock()
 _codes: dict[types.CodeType, types.CodeType | None] = {}
 _ours: set[types.CodeType] = set()
 _sources: dict[types.CodeType, str] = {}
-_functions: "weakref.WeakKeyDictionary[Callable[..., Any], Callable[..., Any]]" = (
+#: Per user function: what its conversion was made from (its code object and defaults: a
+#: function whose code was replaced, as IPython's autoreload does, is converted again) and
+#: the converted function.
+_functions: "weakref.WeakKeyDictionary[Callable[..., Any], tuple[tuple, Callable[..., Any]]]" = (
     weakref.WeakKeyDictionary()
 )
 _counter = itertools.count()
@@ -124,15 +128,16 @@ def converted(fn: Callable[..., Any], force: bool = False) -> Callable[..., Any]
             f = converted(call, force)  # an object whose class defines __call__
             return fn if f is call else types.MethodType(f, fn)
         return fn
+    made_from = (fn.__code__, fn.__defaults__, fn.__kwdefaults__)
     done = _functions.get(fn)
-    if done is not None:
-        return done
+    if done is not None and all(map(operator.is_, done[0], made_from)):
+        return done[1]
     if (
         getattr(fn, "__sg_no_convert__", False)
         or not is_user_code(fn.__code__)
         or fn.__code__.co_flags & _NOT_CONVERTED
     ):
-        _functions[fn] = fn  # remembered: library code is looked at once
+        _functions[fn] = (made_from, fn)  # remembered: library code is looked at once
         return fn
     try:
         code = _convert_code(fn)
@@ -148,7 +153,7 @@ def converted(fn: Callable[..., Any], force: bool = False) -> Callable[..., Any]
     if code is None:
         return fn
     new = _rebuild(fn, code)
-    _functions[fn] = new
+    _functions[fn] = (made_from, new)
     return new
 
 

@@ -66,10 +66,12 @@ def _bool_only(fn: Callable[..., Variable], bitwise: Callable[..., Variable]) ->
 
 
 def _debug_print(cx: Cx, a: list[Variable], p: dict) -> list:
-    """jax.debug.print: sg.debug.print's op (a format with static arguments is dropped)."""
-    if not p.get("static_args"):
-        args, kwargs = jax.tree_util.tree_unflatten(p["in_tree"], list(a))
-        debug.emit_print(p["fmt"], list(args), dict(kwargs))
+    """jax.debug.print: sg.debug.print's op (a format with static arguments: JAX's own
+    print, as a `jax_effect` op)."""
+    if p.get("static_args"):
+        return cx.fallback(a)
+    args, kwargs = jax.tree_util.tree_unflatten(p["in_tree"], list(a))
+    debug.emit_print(p["fmt"], list(args), dict(kwargs))
     return []
 
 
@@ -488,7 +490,6 @@ BASIC: dict[str, Rule] = {
     "sharding_constraint": _identity,
     "optimization_barrier": lambda cx, a, p: list(a),
     "debug_print": _debug_print,
-    "debug_callback": lambda cx, a, p: [],  # (callbacks dropped)
     # shapes
     "broadcast_in_dim": _broadcast_in_dim,
     "reshape": lambda cx, a, p: shape_ops.reshape(a[0], tuple(p["new_sizes"])),

@@ -10,7 +10,9 @@ forward again (a loop gradient records them as it records any op output). The gr
 and the forward-mode rule (`jax.jvp`) are jax ops themselves, so every order nests.
 Arguments are pytrees of arrays; integer and bool arguments take no gradient. A function
 JAX cannot differentiate (`pure_callback`, a `while_loop` under reverse mode) still runs
-forward; its gradient is an error that quotes JAX's.
+forward; its gradient is an error that quotes JAX's. A function with effects (an
+`io_callback`, `jax.debug.callback`) is a `jax_effect` op, which no pass removes, hoists,
+merges or recomputes: it runs on every call, its result used or not, as under `jax.jit`.
 
 Layer L6 (front ends): see docs/design.md.
 """
@@ -58,7 +60,11 @@ class JaxFn:
         self.res_tree: Any = None
         self.no_vjp: str | None = None
         specs = [jax.ShapeDtypeStruct(s, d) for s, d in avals]
-        outs = jax.eval_shape(fn, *specs)
+        traced = jax.make_jaxpr(fn)(*specs)
+        outs = traced.out_avals
+        #: JAX effects (an io_callback, jax.debug.callback): the op is never removed,
+        #: hoisted, merged or recomputed, as JAX keeps such an equation whose result is unused.
+        self.effects = bool(traced.effects)
         self.out_avals: Avals = tuple((tuple(o.shape), np.dtype(o.dtype)) for o in outs)
         self.res_avals: Avals = ()
         if self.diff:
@@ -178,7 +184,7 @@ def _spec(fn: Callable[..., tuple], name: str, avals: Avals, fixed: frozenset[in
 def apply(spec: JaxFn, inputs: Sequence[Variable]) -> list[Variable]:
     """Emit the `jax_op` of `spec` on `inputs`: its outputs (the residuals follow them in the
     op's outputs, not here)."""
-    outs = emit("jax_op", list(inputs), {"fn": spec})
+    outs = emit("jax_effect" if spec.effects else "jax_op", list(inputs), {"fn": spec})
     return outs[: spec.n_out]
 
 
@@ -284,8 +290,11 @@ def _infer(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
 def _lower(em: Any, op: Op) -> None:
     spec: JaxFn = op.attrs["fn"]
     em.consts.append(spec.forward)
-    args = ", ".join(em.name(v) for v in op.inputs)
-    em.assign(op.outputs, f"_consts[{len(em.consts) - 1}]({args})", unpack=True)
+    call = f"_consts[{len(em.consts) - 1}]({', '.join(em.name(v) for v in op.inputs)})"
+    if op.outputs:
+        em.assign(op.outputs, call, unpack=True)
+    else:  # an effect with no result (jax.debug.callback)
+        em.line(call)
 
 
 def _refuse(op: Op, spec: JaxFn, why: str | None = None) -> GradientError:
@@ -351,5 +360,7 @@ def _jvp(op: Op, ts: list, tangents: Any) -> list:
 
 
 register("jax_op", _infer, None, _grad, lower_stmt=_lower, jvp=_jvp)
+#: A jax op whose function has effects (analysis.EFFECTS).
+register("jax_effect", _infer, None, _grad, lower_stmt=_lower, jvp=_jvp, effect=True)
 
 __all__ = ["jax_op", "call_flat", "JaxFn"]

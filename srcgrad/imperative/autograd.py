@@ -182,6 +182,19 @@ no_grad = pause
 _INPLACE = {"sub": "-=", "add": "+=", "mul": "*=", "truediv": "/="}
 
 
+def check_update(t: Tensor, what: str) -> None:
+    """A SrcgradError where the recording in progress read `t`: updating its array in place
+    (`t -= ...` under pause(), `t.assign(...)`) would leave its backward differentiating at
+    the old value. `what` shows the update after the tensor's name."""
+    tape = _state.tape
+    if _state.depth and tape is not None and not tape.freed and id(t) in tape.leaves:
+        raise SrcgradError(
+            f"{t.name or 'tensor'}{what}: the recording in progress read this "
+            "tensor; update it after backward or outside `record()`",
+            loc=user_location(),
+        )
+
+
 def inplace(t: Tensor, other: Any, op: str) -> Tensor:
     """`t -= other` (and `+=`, `*=`, `/=`): recorded like `t - other` (a new Tensor) while
     recording; otherwise `t`'s array is replaced in place, keeping its shape, dtype and
@@ -191,13 +204,7 @@ def inplace(t: Tensor, other: Any, op: str) -> Tensor:
     if _state.recording:
         return new
     sym = _INPLACE[op]
-    tape = _state.tape
-    if _state.depth and tape is not None and not tape.freed and id(t) in tape.leaves:
-        raise SrcgradError(
-            f"{t.name or 'tensor'} {sym} ...: the recording in progress read this "
-            "tensor; update it after backward or outside `record()`",
-            loc=user_location(),
-        )
+    check_update(t, f" {sym} ...")
     if new.shape != t.shape:
         raise SrcgradError(
             f"{sym}: the result has shape {new.shape}, but the tensor updated in "

@@ -31,6 +31,7 @@ from ..core import dispatch
 from ..ops import elementwise, indexing, reduce
 from ..base.errors import SrcgradError, user_location
 from ..core.declare import EXPORTS
+from ..ir.program import Variable
 from .tensor import Tensor, tensor, zeros_like
 
 _seeds = itertools.count()
@@ -321,8 +322,18 @@ class LayerNorm(Module):
         return y if self.weight is None else y * self.weight + self.bias
 
 
+class EmbeddingIndexError(SrcgradError, IndexError):
+    """An index outside [0, num_embeddings) of a concrete call of `Embedding`: an IndexError,
+    as PyTorch's."""
+
+
 class Embedding(Module):
-    """Rows of `weight` (num_embeddings, embedding_dim), N(0, 1) as PyTorch's, by index."""
+    """Rows of `weight` (num_embeddings, embedding_dim), N(0, 1) as PyTorch's, by index.
+
+    On concrete indices (imperative mode) an index outside [0, num_embeddings) is an
+    `EmbeddingIndexError` (an IndexError, as PyTorch's; a negative index too). Under a trace
+    (jax.jit, sg.jit) the indices have no values to check: an index past the end gives a row
+    of NaN and a negative one counts from the end, as `jnp.take`'s default fill mode does."""
 
     def __init__(
         self,
@@ -336,12 +347,25 @@ class Embedding(Module):
         self.weight = new_parameter(w, "embedding", dtype)
 
     def forward(self, indices: Any) -> Any:
-        idx = indices.value() if isinstance(indices, Tensor) else jnp.asarray(indices)
+        idx = indices.value() if isinstance(indices, Tensor) else indices
+        traced = isinstance(idx, Variable)  # (sg.jit, sg.grad: no values to check)
+        if not traced and not isinstance(idx, jax.Array):
+            idx = np.asarray(idx)  # (on the host: under a jax.jit, jnp.asarray is a tracer)
         if not jnp.issubdtype(idx.dtype, jnp.integer):
             raise SrcgradError(
                 f"Embedding: indices must be integers, got {idx.dtype}", loc=user_location()
             )
-        return indexing.take(self.weight, tensor(idx), axis=0)
+        n = self.weight.shape[0]
+        if not traced and not isinstance(idx, jax.core.Tracer) and idx.size:
+            host = np.asarray(idx)
+            lo, hi = host.min(), host.max()
+            if lo < 0 or hi >= n:
+                raise EmbeddingIndexError(
+                    f"Embedding: index {lo if lo < 0 else hi} is out of "
+                    f"range for {n} embeddings (valid: 0 to {n - 1})",
+                    loc=user_location(),
+                )
+        return indexing.take(self.weight, idx if traced else tensor(idx), axis=0)
 
 
 class Dropout(Module):
@@ -374,5 +398,6 @@ __all__ = [
     "Linear",
     "LayerNorm",
     "Embedding",
+    "EmbeddingIndexError",
     "Dropout",
 ]

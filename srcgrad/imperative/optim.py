@@ -28,6 +28,22 @@ from ..base.errors import SrcgradError, user_location
 from .tensor import Tensor, zeros_like
 
 
+class HyperparameterError(SrcgradError, ValueError):
+    """An optimizer's hyperparameter out of its range: a ValueError, as PyTorch's, naming the
+    value and the user's line."""
+
+
+def _checked_hyper(who: str, **ranges: tuple[Any, float, float]) -> None:
+    """PyTorch's checks: each value within [lo, hi) (`hi` inf: no upper bound)."""
+    for name, (value, lo, hi) in ranges.items():
+        v = float(np.asarray(value))
+        if not lo <= v < hi:
+            bound = f">= {lo:g}" if hi == np.inf else f"in [{lo:g}, {hi:g})"
+            raise HyperparameterError(
+                f"sg.optim.{who}: invalid {name} {value!r}: it must be {bound}", loc=user_location()
+            )
+
+
 class Optimizer:
     """Holds parameters and a state per parameter; `step()` updates them in one jitted call.
 
@@ -53,6 +69,7 @@ class Optimizer:
 
     @lr.setter
     def lr(self, value: Any) -> None:
+        _checked_hyper(type(self).__name__, learning_rate=(value, 0.0, np.inf))
         self.hyper["lr"] = value
 
     def init(self, value: jax.Array) -> Any:
@@ -139,8 +156,14 @@ class SGD(Optimizer):
             params, lr = None, float(params)
         if lr is None:
             raise SrcgradError("sg.optim.SGD: pass a learning rate, lr=", loc=user_location())
+        _checked_hyper(
+            "SGD",
+            learning_rate=(lr, 0.0, np.inf),
+            momentum=(momentum, 0.0, np.inf),
+            weight_decay=(weight_decay, 0.0, np.inf),
+        )
         if nesterov and (momentum <= 0 or dampening != 0):
-            raise SrcgradError(
+            raise HyperparameterError(
                 "sg.optim.SGD: Nesterov momentum needs momentum > 0 and zero dampening",
                 loc=user_location(),
             )
@@ -173,6 +196,14 @@ class Adam(Optimizer):
         eps: float = 1e-8,
         weight_decay: float = 0.0,
     ):
+        _checked_hyper(
+            type(self).__name__,
+            learning_rate=(lr, 0.0, np.inf),
+            epsilon=(eps, 0.0, np.inf),
+            beta_0=(betas[0], 0.0, 1.0),
+            beta_1=(betas[1], 0.0, 1.0),
+            weight_decay=(weight_decay, 0.0, np.inf),
+        )
         super().__init__(
             params, lr=lr, b1=betas[0], b2=betas[1], eps=eps, weight_decay=weight_decay
         )
@@ -228,6 +259,14 @@ class RMSProp(Optimizer):
         momentum: float = 0.0,
         centered: bool = False,
     ):
+        _checked_hyper(
+            "RMSProp",
+            learning_rate=(lr, 0.0, np.inf),
+            epsilon=(eps, 0.0, np.inf),
+            momentum=(momentum, 0.0, np.inf),
+            weight_decay=(weight_decay, 0.0, np.inf),
+            alpha=(alpha, 0.0, np.inf),
+        )
         super().__init__(
             params, lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum
         )
@@ -306,4 +345,14 @@ def _checked(params: Iterable[Any]) -> list[Tensor]:
     return ps
 
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSProp", "RMSprop", "from_optax", "zero_grad"]
+__all__ = [
+    "Optimizer",
+    "HyperparameterError",
+    "SGD",
+    "Adam",
+    "AdamW",
+    "RMSProp",
+    "RMSprop",
+    "from_optax",
+    "zero_grad",
+]

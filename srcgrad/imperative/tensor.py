@@ -46,6 +46,10 @@ SETITEM: Hook[Callable[["Tensor", Any, Any], None]] = Hook(
 IS_RECORDING: Hook[Callable[[], bool]] = Hook(
     "srcgrad.imperative.tensor.IS_RECORDING", "whether record() is on (imperative/autograd.py)"
 )
+CHECK_UPDATE: Hook[Callable[["Tensor", str], None]] = Hook(
+    "srcgrad.imperative.tensor.CHECK_UPDATE",
+    "refuse an in-place update of a Tensor the recording in progress read (imperative/autograd.py)",
+)
 
 
 class Tensor(ArrayMethods):
@@ -182,7 +186,10 @@ class Tensor(ArrayMethods):
     def assign(self, value: Any) -> None:
         """Replace the array in place (an optimizer's update), keeping `attach_grad`; the
         shape and dtype stay. Recorded tapes keep the value they read; a recorded result
-        loses its history (later recordings read its new value as a constant)."""
+        loses its history (later recordings read its new value as a constant). A tensor the
+        recording in progress read is an error (as `t -= ...` there): its backward would
+        differentiate at the old value."""
+        CHECK_UPDATE(self, ".assign(...)")
         new = value._value if isinstance(value, Tensor) else _as_array(value, self.dtype)
         if tuple(new.shape) != self.shape:
             raise SrcgradError(

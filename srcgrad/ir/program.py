@@ -352,12 +352,23 @@ def current_program() -> Program | None:
     return programs[-1] if programs else None
 
 
+#: How many `program_guard` scopes are open, in all threads together: while none is, no
+#: thread is tracing, which the fast path of a compiled call reads before (instead of)
+#: asking `current_program()`.
+OPEN_SCOPES = [0]
+_scopes_lock = threading.Lock()
+
+
 @contextlib.contextmanager
 def program_guard(program: Program) -> Iterator[Program]:
     """Record ops into `program` inside the `with` body (Fluid's program_guard)."""
     programs = _tracing.programs
     programs.append(program)
+    with _scopes_lock:
+        OPEN_SCOPES[0] += 1
     try:
         yield program
     finally:
         programs.pop()
+        with _scopes_lock:
+            OPEN_SCOPES[0] -= 1

@@ -43,7 +43,7 @@ from .joining import split
 from .nn import elu, relu6, silu, softmax
 from .reduce import logsumexp
 from .reduce import mean as _mean
-from .rules import norm_axes
+from .rules import norm_axes, require_real
 
 Axis = int | Sequence[int] | None
 
@@ -249,6 +249,7 @@ def dot_product_attention(
             f"implementation {implementation!r}: only 'xla'", op="nn.dot_product_attention"
         )
     q, k, v = as_var(query), as_var(key), as_var(value)
+    require_real(q, k, v, what="nn.dot_product_attention")  # (JAX's refuses them too)
     unbatched = q.ndim == 3
     if unbatched:
         q, k, v = (x.reshape((1,) + x.shape) for x in (q, k, v))

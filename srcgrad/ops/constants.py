@@ -130,8 +130,8 @@ def result_type(*args: Any) -> np.dtype:
 
 
 def iscomplexobj(x: Any) -> bool:
-    """jnp.iscomplexobj: False for traced values (srcgrad's values are real)."""
-    return False if isinstance(x, Variable) else jnp.iscomplexobj(x)
+    """jnp.iscomplexobj: whether `x` (a traced value too) has a complex dtype."""
+    return x.dtype.kind == "c" if isinstance(x, Variable) else jnp.iscomplexobj(x)
 
 
 def isrealobj(x: Any) -> bool:

@@ -392,10 +392,15 @@ def logspace(
 def geomspace(
     start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None, axis: int = 0
 ) -> Variable:
-    """jnp.geomspace: a geometric sequence from start to stop (same signs)."""
+    """jnp.geomspace: a geometric sequence from start to stop (same signs; complex ones: on
+    the logarithmic spiral from start's direction, as jnp's)."""
     from .construct import linspace
 
     s, e = promoted(start, stop, inexact=True)
+    if s.dtype.kind == "c":  # jnp's: sign(s) * exp(linspace(log(s / sign(s)), log(e / sign(s))))
+        turn = s / astype(abs(s), s.dtype)
+        out = turn * exp(linspace(log(s / turn), log(e / turn), num, endpoint, axis=axis))
+        return out if dtype is None else astype(out, dtype)
     lin = linspace(log(abs(s)), log(abs(e)), num, endpoint, axis=axis)
     mag = exp(lin)
     out = where(s < 0, -mag, mag)

@@ -1,6 +1,6 @@
 """Sums, products and differences along an axis, in jax.numpy's names: the cumulative rows
-(`cumsum`, `cumprod`, `cummax`, `cummin`, lax's, with `axis` and `reverse`, and the internal
-`linear_scan` that cumprod's gradient is built from), diff, ediff1d, trapezoid,
+(`cumsum`, `cumprod`, `cummax`, `cummin`, lax's, with `axis` and `reverse`; cumprod's
+gradient is JAX's, the transpose of its associative scan's JVP), diff, ediff1d, trapezoid,
 cumulative_sum/prod and gradient.
 
 Layer L3 (the ops): see docs/design.md.
@@ -22,6 +22,7 @@ from ..core.registry import OutType
 from ..ir.program import Op, Variable
 from .creation import full
 from .elementwise import (
+    add,
     astype,
     equal,
     greater,
@@ -32,9 +33,11 @@ from .elementwise import (
     subtract,
     where,
 )
+from .grad_helpers import add_n
 from .manip import iota, scatter_along, moveaxis, window
 from .rules import jax_dtype, norm_axis
 from .shape import broadcast_to, concatenate, expand_dims, lax_pad, ravel, rev
+from .shape import slice as lax_slice
 
 
 def _cum_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
@@ -67,51 +70,68 @@ def shift(v: Variable, axis: int, by: int, fill: float = 0.0) -> Variable:
     return concatenate([edge, kept] if by > 0 else [kept, edge], axis)
 
 
-def _linear_scan_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
-    a, b = inputs
-    if a.shape != b.shape or a.dtype != b.dtype:
-        raise ShapeError("linear_scan needs coefficients and offsets of one shape and dtype")
-    norm_axis(attrs["axis"], a.ndim)
-    return [(a.shape, a.dtype)]
+def _strided(v: Variable, axis: int, lo: int, hi: int, step: int = 1) -> Variable:
+    """`v[..., lo:hi:step, ...]` along `axis` (lax.slice_in_dim)."""
+    start, limit, strides = [0] * v.ndim, list(v.shape), [1] * v.ndim
+    start[axis], limit[axis], strides[axis] = lo, hi, step
+    return lax_slice(v, start, limit, strides)
 
 
-def _lower_linear_scan(args: list[str], attrs: dict[str, str]) -> str:
-    return (
-        f"lax.associative_scan(lambda p, q: (p[0] * q[0], q[0] * p[1] + q[1]), "
-        f"({args[0]}, {args[1]}), reverse={attrs['reverse']}, axis={attrs['axis']})[1]"
-    )
-
-
-def _g_linear_scan(op: Op, g: list, need: list) -> list:
-    """out = a * out(previous) + b is linear in b; its adjoint runs the other way with the
-    coefficients shifted by one, and a's gradient is that adjoint times the previous out."""
-    a, out = op.inputs[0], op.outputs[0]
-    axis, reverse = op.attrs["axis"], op.attrs["reverse"]
-    toward = -1 if reverse else 1  # where the previous element comes from, seen from the next
-    lam = linear_scan(shift(a, axis, -toward), g[0], axis, not reverse)
-    ga = multiply(lam, shift(out, axis, toward)) if need[0] else None
-    return [ga, lam if need[1] else None]
-
-
-@defop("linear_scan", _linear_scan_rule, _lower_linear_scan, _g_linear_scan, export=False)
-def linear_scan(a: Variable, b: Variable, axis: int, reverse: bool = False) -> Emitted:
-    """`out[i] = a[i] * out[i - 1] + b[i]` along `axis` (`reverse`: from the end, out[i + 1]),
-    as one associative scan: the adjoint of cumprod without dividing by its inputs."""
-    return [a, b], {"axis": axis, "reverse": bool(reverse)}
+def _placed(v: Variable, axis: int, n: int, lo: int, step: int = 1) -> Variable:
+    """The transpose of `_strided(x, axis, lo, ..., step)` for an `x` of length `n`: `v`'s
+    elements at positions lo, lo + step, ... of zeros of that length."""
+    m = v.shape[axis]
+    cfg = [(0, 0, 0)] * v.ndim
+    cfg[axis] = (lo, n - lo - (m - 1) * step - 1, step - 1) if m else (0, n, 0)
+    return lax_pad(v, cfg)
 
 
 def _g_cumprod(op: Op, g: Variable) -> Variable:
-    """d out_i / d x_j = prod_{k<j} x_k * prod_{j<k<=i} x_k (for a forward cumprod): the
-    exclusive product times the sum over i of g_i prod_{j<k<=i} x_k, which is a reverse
-    linear scan; exact with zeros in `x`, no division."""
-    x, out = op.inputs[0], op.outputs[0]
-    axis, reverse = op.attrs["axis"], op.attrs["reverse"]
-    if x.shape[axis] == 0:
-        return g
-    toward = -1 if reverse else 1
-    exclusive = shift(out, axis, toward, 1.0)
-    later = linear_scan(shift(x, axis, -toward), g, axis, not reverse)
-    return multiply(exclusive, later)
+    """jax.grad's gradient of cumprod: the transpose of the JVP of lax.associative_scan(mul)
+    (JAX's rule on every backend), written out level by level. Pairs are multiplied (level
+    l + 1 scans x[0::2] * x[1::2] of level l), the odd outputs are the scan one level down
+    and the even ones that scan times x[2::2]; the cotangent runs the same tree back. The
+    same products as JAX's, so zeros are exact and infinities give JAX's inf or NaN."""
+    x, axis = op.inputs[0], op.attrs["axis"]
+    if op.attrs["reverse"]:
+        x, g = rev(x, (axis,)), rev(g, (axis,))
+    levels = []  # per level: its elements and the pairs' factors a = x[0::2], b = x[1::2]
+    while x.shape[axis] >= 2:
+        n = x.shape[axis]
+        a, b = _strided(x, axis, 0, n - 1, 2), _strided(x, axis, 1, n, 2)
+        levels.append((x, a, b))
+        x = multiply(a, b)
+    scan, forward = x, []  # scan: the forward scan of the level below
+    for xl, _, _ in reversed(levels):
+        n = xl.shape[axis]
+        lhs = _strided(scan, axis, 0, scan.shape[axis] - 1) if n % 2 == 0 else scan
+        c = _strided(xl, axis, 2, n, 2)
+        forward.append((lhs, c))
+        even = concatenate([_strided(xl, axis, 0, 1), multiply(lhs, c)], axis)
+        scan = add(_placed(even, axis, n, 0, 2), _placed(scan, axis, n, 1, 2))
+    forward.reverse()
+    cts, ct = [], g  # down: the cotangent of each level's scan
+    for (xl, _, _), (_, c) in zip(levels, forward):
+        n = xl.shape[axis]
+        ct_even, ct_odd = _strided(ct, axis, 2, n, 2), _strided(ct, axis, 1, n, 2)
+        ct_lhs = multiply(ct_even, c)
+        if n % 2 == 0:
+            ct_lhs = _placed(ct_lhs, axis, ct_odd.shape[axis], 0)
+        cts.append((ct, ct_even))
+        ct = add(ct_odd, ct_lhs)
+    for (xl, a, b), (lhs, _), (ct_top, ct_even) in zip(
+        reversed(levels), reversed(forward), reversed(cts)
+    ):
+        n = xl.shape[axis]  # up: ct is the cotangent of this level's pairs
+        ct = add_n(
+            [
+                _placed(_strided(ct_top, axis, 0, 1), axis, n, 0),
+                _placed(multiply(ct_even, lhs), axis, n, 2, 2),
+                _placed(multiply(ct, b), axis, n, 0, 2),
+                _placed(multiply(ct, a), axis, n, 1, 2),
+            ]
+        )
+    return rev(ct, (axis,)) if op.attrs["reverse"] else ct
 
 
 def _g_cumulative_extreme(op: Op, g: Variable) -> Variable:

@@ -92,7 +92,28 @@ def emit_print(fmt: str, args: Sequence[Variable], kwargs: dict[str, Variable]) 
                 op="debug_print",
                 loc=user_location(),
             )
+    check_format(
+        fmt,
+        [np.zeros(v.shape, v.dtype) for v in args],
+        {k: np.zeros(v.shape, v.dtype) for k, v in kwargs.items()},
+    )
     emit("debug_print", [*args, *kwargs.values()], {"fmt": fmt, "names": tuple(kwargs)})
+
+
+def check_format(fmt: str, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
+    """A TraceError now (at trace time, at the user's line) for a format string that does not
+    fit the arguments: a name or position it has no value for (a KeyError from the compiled
+    call otherwise), or a format spec arrays of these shapes and dtypes refuse."""
+    try:
+        fmt.format(*args, **kwargs)
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError) as e:
+        given = ", ".join([f"{len(args)} positional"] + [f"{k}=" for k in kwargs])
+        raise TraceError(
+            f"sg.debug.print: the format string {fmt!r} does not fit its "
+            f"arguments ({given}): {type(e).__name__}: {e}",
+            op="debug_print",
+            loc=user_location(),
+        ) from None
 
 
 def emit_raise_if(flag: Variable, error: BaseException, where: Any) -> None:

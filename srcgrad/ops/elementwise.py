@@ -8,8 +8,11 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Iterator, Sequence
 
+import jax
 import jax.numpy as jnp
+import jax.scipy.special
 import numpy as np
+from jax import lax
 
 from ..base import dtypes
 from ..core.builder import as_pair, as_var, emit
@@ -25,7 +28,7 @@ from ..core.registry import (
     OutType,
     f32_f64,
 )
-from .rules import broadcast_shapes, jax_dtype, same
+from .rules import broadcast_shapes, jax_dtype, require_real, same
 from .creation import zeros_like
 from ..core.declare import defop, named, public
 
@@ -56,27 +59,39 @@ BOOL = np.dtype(bool)
 # ---------------------------------------------------------------- shape/dtype rules
 
 
+def _jax_says(jfn: Callable[..., Any], *xs: Variable) -> np.dtype:
+    """JAX's result dtype for `jfn` on these inputs' dtypes, or its refusal as a ShapeError."""
+    try:
+        return jax_dtype(jfn, *(x.dtype for x in xs))
+    except (TypeError, ValueError):
+        name = getattr(jfn, "__name__", "the function")
+        raise ShapeError(
+            f"JAX's {name} does not take {' and '.join(x.type_str() for x in xs)}"
+        ) from None
+
+
 def unary_rule(jfn: Callable[..., Any], float_only: bool) -> Callable[..., list[OutType]]:
     """The shape/dtype rule of a unary elementwise op whose jnp twin is `jfn`."""
 
     def infer(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
         x = inputs[0]
-        if dtypes.is_inexact(x.dtype) or not (float_only or x.dtype == BOOL):
+        if dtypes.is_float(x.dtype) or not (float_only or x.dtype.kind in "bc"):
             return [(x.shape, x.dtype)]
-        try:  # JAX's dtype for an integer (floating ops) or bool input, or its refusal
-            return [(x.shape, jax_dtype(jfn, x.dtype))]
-        except (TypeError, ValueError):
-            raise ShapeError(f"jnp.{jfn.__name__} does not take {x.type_str()}") from None
+        # JAX's dtype for an integer (floating ops), bool or complex input, or its refusal
+        return [(x.shape, _jax_says(jfn, x))]
 
     return infer
 
 
-def binary_rule(kind: str) -> Callable[..., list[OutType]]:
-    """The shape/dtype rule of a broadcasting binary op of `kind` (arith, divide, ...)."""
+def binary_rule(kind: str, jfn: Callable[..., Any]) -> Callable[..., list[OutType]]:
+    """The shape/dtype rule of a broadcasting binary op of `kind` (arith, divide, ...) whose
+    jnp twin is `jfn`."""
 
     def infer(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
         x, y = inputs
         shape = broadcast_shapes(x.shape, y.shape)
+        if x.dtype.kind == "c" or y.dtype.kind == "c":  # JAX's dtype, or its refusal
+            return [(shape, _jax_says(jfn, x, y))]
         if kind == "compare":
             return [(shape, BOOL)]
         if kind == "logic":
@@ -119,8 +134,10 @@ def unary(
     """Declare an elementwise op of one argument.
 
     `floating`: integer and bool inputs are cast to the float dtype JAX gives `like` (default
-    jnp.<name>) on them; otherwise every dtype keeps its own. `fast`: float32/float64 inputs
-    lower to `lax.<name>`. `knobs`: defop's jvp and remat.
+    jnp.<name>) on them; otherwise every dtype keeps its own. A complex input takes the dtype
+    `like` gives it, or its refusal: `like` must be the function the lowering calls, or one
+    that agrees with it on complex values. `fast`: float32/float64 inputs lower to
+    `lax.<name>`. `knobs`: defop's jvp and remat.
     """
 
     def front(x: ArrayLike) -> tuple[list[Variable], dict]:
@@ -162,9 +179,15 @@ def binary(
         return [x, y], {}
 
     named(front, name, doc or f"Elementwise {name} with NumPy broadcasting (jax.numpy semantics).")
-    return defop(name, binary_rule(kind), lower, grad, export=export, operands=("x", "y"), **knobs)(
-        front
-    )
+    return defop(
+        name,
+        binary_rule(kind, getattr(jnp, name)),
+        lower,
+        grad,
+        export=export,
+        operands=("x", "y"),
+        **knobs,
+    )(front)
 
 
 # ---------------------------------------------------------------- grad makers shared by rows
@@ -214,6 +237,43 @@ def _g_where(op: Op, g: list, need: list) -> Iterator[Variable | None]:
     yield where(c, 0.0, g[0]) if need[2] else None
 
 
+def _g_abs(op: Op, g: Variable) -> Variable:
+    """JAX's: slope +1 at 0; of a complex x, g * conj(x) / |x| (0 where |x| is 0)."""
+    x = op.inputs[0]
+    if x.dtype.kind == "c":
+        out = op.outputs[0]
+        return astype(g, x.dtype) * (conj(x) / astype(where(out == 0.0, 1.0, out), x.dtype))
+    return where(x >= 0, g, negative(g))
+
+
+def _g_hypot(op: Op, g: list, need: list) -> Iterator[Variable | None]:
+    """jax.grad's gradient of jnp.hypot, which computes hi * sqrt(1 + (lo / hi)**2) from the
+    larger and smaller magnitude (hi where hi is 0, inf where an input is inf): x / hypot away
+    from the origin, a half to each input at it (maximum's tie), NaN at an infinite input."""
+    x1, x2 = (astype(v, op.outputs[0].dtype) for v in op.inputs)
+    a1, a2 = abs(x1), abs(x2)
+    hi, lo = maximum(a1, a2), minimum(a1, a2)
+    zero = hi == 0.0
+    safe = where(zero, 1.0, hi)
+    q = lo / safe
+    s = sqrt(q * q + 1.0)
+    gx = where(logical_or(a1 == math.inf, a2 == math.inf), 0.0, g[0])
+    g_scaled = where(zero, 0.0, gx)  # the gradient of hi * s
+    # the transposes of sqrt, square and divide in JAX's order (they decide what overflows)
+    g_q = ((g_scaled * hi) * (0.5 / s)) * (q * 2.0)
+    g_safe = negative((g_q * integer_pow(safe, -2)) * lo)
+    g_hi = where(zero, gx, 0.0) + g_scaled * s + where(zero, 0.0, g_safe)
+    g_lo = g_q / safe
+    for x, a, b, n in ((x1, a1, a2, need[0]), (x2, a2, a1, need[1])):
+        if not n:
+            yield None
+            continue
+        # maximum's and minimum's balanced rule (half each on a tie), then abs's (+1 at 0)
+        share = where(a == b, 0.5, 1.0)
+        ga = g_hi * where(a == hi, share, 0.0) + g_lo * where(a == lo, share, 0.0)
+        yield where(x >= 0, ga, negative(ga))
+
+
 def _sum_squares(op: Op) -> Variable:
     x1, x2 = op.inputs
     return x1 * x1 + x2 * x2
@@ -255,12 +315,7 @@ cos = unary(
     floating=True,
     fast=True,
 )
-abs = unary(
-    "abs",
-    "jnp.abs({0})",  # as JAX: slope +1 at 0
-    (lambda op, g: where(op.inputs[0] >= 0, g, negative(g)),),
-    fast=True,
-)
+abs = unary("abs", "jnp.abs({0})", (_g_abs,), fast=True)
 sign = unary("sign", "jnp.sign({0})", ZERO)
 floor = unary("floor", "jnp.floor({0})", ZERO)
 ceil = unary("ceil", "jnp.ceil({0})", ZERO)
@@ -280,7 +335,7 @@ sigmoid = unary(
     like=jnp.exp,
 )
 relu = unary(
-    "relu", "jax.nn.relu({0})", (lambda op, g: where(op.inputs[0] > 0, g, 0.0),), like=jnp.abs
+    "relu", "jax.nn.relu({0})", (lambda op, g: where(op.inputs[0] > 0, g, 0.0),), like=jax.nn.relu
 )
 softplus = unary(
     "softplus",
@@ -294,7 +349,7 @@ erf = unary(
     "jax.scipy.special.erf({0})",
     (lambda op, g: g * (exp(negative(op.inputs[0] * op.inputs[0])) * (2.0 / math.sqrt(math.pi))),),
     floating=True,
-    like=jnp.exp,
+    like=jax.scipy.special.erf,
 )
 
 add = binary(
@@ -416,15 +471,7 @@ arctan2 = binary(
     "float",
     doc="jnp.arctan2(x1, x2): the angle of the point (x2, x1).",
 )
-hypot = binary(
-    "hypot",
-    "jnp.hypot({0}, {1})",
-    (
-        lambda op, g: g * op.inputs[0] / op.outputs[0],
-        lambda op, g: g * op.inputs[1] / op.outputs[0],
-    ),
-    "float",
-)
+hypot = binary("hypot", "jnp.hypot({0}, {1})", _g_hypot, "float")
 logaddexp = binary(
     "logaddexp",
     "jnp.logaddexp({0}, {1})",
@@ -486,11 +533,19 @@ def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> tuple[list[Variab
     return [c, x, y], {}
 
 
+def cast_gradient(g: Variable, dtype: np.dtype) -> Variable:
+    """A gradient `g` taken to its input's `dtype`: for a real input of a complex value, the
+    real part (JAX's transpose of a real-to-complex convert)."""
+    if g.dtype.kind == "c" and dtype.kind != "c":
+        g = real(g)
+    return astype(g, dtype)
+
+
 @defop(
     "convert",
     _cast_rule,
     "{0}.astype({dtype})",
-    (lambda op, g: astype(g, op.inputs[0].dtype),),
+    (lambda op, g: cast_gradient(g, op.inputs[0].dtype),),
     jvp=LINEAR,
     remat=REMAT_INDEX,
 )
@@ -571,6 +626,7 @@ def clip(
     min = a_min if min is None else min
     max = a_max if max is None else max
     out = as_var(x)
+    require_real(out, *(as_var(b) for b in (min, max) if b is not None), what="clip")
     if min is not None:
         out = maximum(out, min)
     if max is not None:
@@ -578,22 +634,69 @@ def clip(
     return out
 
 
-@public
-def real(x: ArrayLike) -> Variable:
-    """jnp.real: `x` itself (srcgrad's values are real)."""
-    return as_var(x)
+def _part_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    """real / imag of a complex value: the real dtype of its precision."""
+    x = inputs[0]
+    return [(x.shape, jax_dtype(jnp.real, x.dtype))]
 
 
-@public
-def conj(x: ArrayLike) -> Variable:
-    """jnp.conj: `x` itself (srcgrad's values are real)."""
-    return as_var(x)
+def _complex_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
+    re, im = inputs
+    return [(broadcast_shapes(re.shape, im.shape), jax_dtype(lax.complex, re.dtype, im.dtype))]
 
 
-@public
-def imag(x: ArrayLike) -> Variable:
-    """jnp.imag: zeros like `x` (srcgrad's values are real)."""
-    return zeros_like(x)
+def _is_complex(x: Variable) -> bool:
+    return x.dtype.kind == "c"
+
+
+# JAX's transposes (cotangents of a complex value are d/dre - i d/dim): real's is
+# complex(g, 0), imag's complex(0, -g), conj's conj(g), complex(re, im)'s (real g, -imag g).
+@defop(
+    "complex",
+    _complex_rule,
+    "lax.complex({0}, {1})",
+    (lambda op, g: real(g), lambda op, g: negative(imag(g))),
+    export=False,
+    jvp=LINEAR,
+)
+def complex_(re: Variable, im: Variable) -> tuple[list[Variable], dict]:
+    """lax.complex(re, im): the complex value re + i im of two real values."""
+    return [re, im], {}
+
+
+@defop(
+    "real",
+    _part_rule,
+    "jnp.real({0})",
+    (lambda op, g: astype(g, op.inputs[0].dtype),),
+    jvp=LINEAR,
+    operands=("x",),
+)
+def real(x: ArrayLike) -> Variable | tuple[list[Variable], dict]:
+    """jnp.real: the real part of a complex `x`; a real `x` itself."""
+    x = as_var(x)
+    return ([x], {}) if _is_complex(x) else x
+
+
+@defop(
+    "imag",
+    _part_rule,
+    "jnp.imag({0})",
+    (lambda op, g: complex_(zeros_like(g), negative(g)),),
+    jvp=LINEAR,
+    operands=("x",),
+)
+def imag(x: ArrayLike) -> Variable | tuple[list[Variable], dict]:
+    """jnp.imag: the imaginary part of a complex `x`; zeros like a real `x`."""
+    x = as_var(x)
+    return ([x], {}) if _is_complex(x) else zeros_like(x)
+
+
+@defop("conj", same, "jnp.conj({0})", (lambda op, g: conj(g),), jvp=LINEAR, operands=("x",))
+def conj(x: ArrayLike) -> Variable | tuple[list[Variable], dict]:
+    """jnp.conj: the complex conjugate of a complex `x`; a real `x` itself."""
+    x = as_var(x)
+    return ([x], {}) if _is_complex(x) else x
 
 
 # ---------------------------------------------------------------- fmod, sinc, fmax/fmin, nan_to_num
@@ -681,6 +784,8 @@ def nan_to_num(
     x = as_var(x)
     if not dtypes.is_inexact(x.dtype):
         return x
+    if x.dtype.kind == "c":  # each part on its own, as jnp
+        return complex_(*(nan_to_num(part(x), copy, nan, posinf, neginf) for part in (real, imag)))
     info = jnp.finfo(x.dtype)
     hi = float(info.max) if posinf is None else posinf
     lo = float(info.min) if neginf is None else neginf

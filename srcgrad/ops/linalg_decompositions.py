@@ -4,7 +4,9 @@ jax.numpy.linalg / jax.scipy.linalg functions over them. The solves and the func
 on these are in linalg_functions.py.
 
 Each primitive's gradient is the adjoint of the forward-mode rule JAX uses, written in srcgrad
-ops, so it can be differentiated again. Real floating-point inputs; ints are promoted to floats.
+ops, so it can be differentiated again. Complex matrices give JAX's values; the gradients of
+cholesky, eigh, svd and qr are for real ones (a complex one's is a GradientError); lu's and
+triangular_solve's hold for both. Ints are promoted to floats.
 
 Layer L3 (the ops): see docs/design.md.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Sequence
 
+import jax.numpy as jnp
 import numpy as np
 
 from ..base import dtypes
@@ -20,9 +23,9 @@ from ..core.builder import as_var, emit
 from ..base.errors import GradientError, ShapeError
 from ..ir.program import Op, Variable
 from ..core.registry import OutType, register
-from .rules import broadcast_shapes, require_float
+from .rules import broadcast_shapes, jax_dtype, require_float
 from ..core.declare import Emitted, defop, public_in
-from .elementwise import add, astype, divide, multiply, negative, reciprocal, subtract, where
+from .elementwise import add, astype, conj, divide, multiply, negative, reciprocal, subtract, where
 from .grad_helpers import is_known_zero
 from .indexing import one_hot
 from .contraction import const_array, matmul
@@ -51,6 +54,29 @@ class QRResult(NamedTuple):
 def matrix_t(x: Variable) -> Variable:
     """The transpose of the last two axes (jax's `x.mT`)."""
     return swapaxes(x, -1, -2)
+
+
+def matrix_h(x: Variable) -> Variable:
+    """The conjugate transpose of the last two axes (jax's `x.mH`; `x.mT` of a real x)."""
+    return conj(matrix_t(x))
+
+
+def real_dtype(x: Variable) -> np.dtype:
+    """The dtype of |x|: x's own, or the real dtype of a complex x's precision."""
+    return jax_dtype(jnp.abs, x.dtype)
+
+
+def _real_rule_only(op: Op) -> None:
+    """A GradientError for the gradient of a decomposition of complex matrices: its rule is
+    written for real ones (JAX's conjugates where the real rule transposes)."""
+    a = op.inputs[0]
+    if a.dtype.kind == "c":
+        raise GradientError(
+            f"the gradient of {op.type} of complex matrices ({a.type_str()}) "
+            "is not supported: its rule is for real matrices",
+            op=op.type,
+            loc=op.loc,
+        )
 
 
 def const(value: np.ndarray, dtype: np.dtype) -> Variable:
@@ -131,6 +157,7 @@ def _square_rule(what: str) -> Any:
 
 def _g_cholesky(op: Op, g: list, need: list) -> list:
     """S_bar = L^-T phi(L^T L_bar) L^-1, phi = lower triangle with the diagonal halved."""
+    _real_rule_only(op)
     low = op.outputs[0]
     n = low.shape[-1]
     phi = const(np.tril(np.ones((n, n))) - 0.5 * np.eye(n), low.dtype)
@@ -164,13 +191,13 @@ def lax_cholesky(x: Variable) -> Emitted:
 @public_in("linalg")
 def cholesky(a: Any, *, upper: bool = False, symmetrize_input: bool = True) -> Variable:
     """jnp.linalg.cholesky: the lower (or `upper`) Cholesky factor; NaN if not positive
-    definite. `symmetrize_input` uses (a + a^T) / 2, as jax does (so the gradient is symmetric)."""
+    definite. `symmetrize_input` uses (a + a^H) / 2, as jax does (so the gradient is symmetric)."""
     (a,) = inexact_all(a)
     if symmetrize_input:
         check_matrices(a, "linalg.cholesky")
-        a = multiply(add(a, matrix_t(a)), 0.5)
+        a = multiply(add(a, matrix_h(a)), 0.5)
     low = lax_cholesky(a)
-    return matrix_t(low) if upper else low
+    return matrix_h(low) if upper else low
 
 
 # ---------------------------------------------------------------- triangular solve
@@ -294,12 +321,13 @@ def solve_triangular(
 def _eigh_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     a = inputs[0]
     check_matrices(a, "eigh")
-    return [(a.shape, a.dtype), (a.shape[:-1], a.dtype)]
+    return [(a.shape, a.dtype), (a.shape[:-1], real_dtype(a))]
 
 
 def _g_eigh(op: Op, g: list, need: list) -> list:
     """a_bar = V (diag(w_bar) + F * (V^T V_bar)) V^T, F_ij = 1 / (w_j - w_i) off the diagonal
     (distinct eigenvalues)."""
+    _real_rule_only(op)
     v, w = op.outputs
     gv, gw = g
     inner = _diag(gw)
@@ -323,13 +351,13 @@ register(
 def eigh(a: Any, UPLO: str | None = None, symmetrize_input: bool = True) -> EighResult:
     """jnp.linalg.eigh: ascending eigenvalues and eigenvectors (columns) of symmetric matrices,
     read from the lower (UPLO 'L', default) or upper triangle; `symmetrize_input` uses
-    (a + a^T) / 2 as jax does. Gradients need distinct eigenvalues."""
+    (a + a^H) / 2 as jax does. Gradients need distinct eigenvalues (and real matrices)."""
     if UPLO not in (None, "L", "U"):
         raise ShapeError(f"UPLO must be None, 'L' or 'U', got {UPLO!r}", op="linalg.eigh")
     (a,) = inexact_all(a)
     if symmetrize_input:
         check_matrices(a, "linalg.eigh")
-        a = multiply(add(a, matrix_t(a)), 0.5)
+        a = multiply(add(a, matrix_h(a)), 0.5)
     v, w = emit("eigh", [a], {"lower": UPLO != "U"})
     return EighResult(w, v)
 
@@ -342,7 +370,7 @@ def _svd_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType
     m, n = check_matrices(a, "svd", square=False)
     k = min(m, n)
     batch = a.shape[:-2]
-    s = (batch + (k,), a.dtype)
+    s = (batch + (k,), real_dtype(a))
     if not attrs["compute_uv"]:
         return [s]
     if attrs["full_matrices"]:
@@ -354,6 +382,7 @@ def _g_svd(op: Op, g: list, need: list) -> list:
     """The adjoint of jax's svd JVP (distinct, nonzero singular values): a_bar =
     U [diag(s_bar) + (J + J^T) S + S (K + K^T)] V^T plus the terms of the complement of
     U (tall) or V (wide), J = F * (U^T U_bar), K = F * (V^T V_bar), F_ij = 1/(s_j^2 - s_i^2)."""
+    _real_rule_only(op)
     a = op.inputs[0]
     m, n = a.shape[-2:]
     if not op.attrs["compute_uv"]:
@@ -439,6 +468,7 @@ def _qr_thin_vjp(q: Variable, r: Variable, gq: Variable, gr: Variable) -> Variab
 
 
 def _g_qr(op: Op, g: list, need: list) -> list:
+    _real_rule_only(op)
     a = op.inputs[0]
     m, n = a.shape[-2:]
     q, r = op.outputs

@@ -21,6 +21,8 @@ from ..ir.program import Op, Variable
 from ..core.registry import OutType, register
 from .rules import broadcast_shapes, norm_axis
 from ..core.declare import Emitted, defop, public_in
+from .creation import zeros_like
+from .grad_helpers import is_known_zero
 from .linalg_decompositions import (
     check_matrices,
     column,
@@ -29,6 +31,7 @@ from .linalg_decompositions import (
     inexact_all,
     lax_lu,
     matrix_t,
+    real_dtype,
     row_vector,
     svd,
     triangular_solve,
@@ -37,6 +40,8 @@ from .elementwise import (
     abs,
     add,
     astype,
+    complex_,
+    imag,
     isfinite,
     logical_not,
     multiply,
@@ -53,6 +58,7 @@ from .contraction import matmul
 from .reduce import max as reduce_max
 from .reduce import min as reduce_min
 from .reduce import prod as reduce_prod
+from .reduce import squared_magnitude
 from .reduce import sum as reduce_sum
 from .shape import broadcast_to, expand_dims, reshape, stack, transpose
 
@@ -191,12 +197,19 @@ def det(a: Any) -> Emitted:
 def _slogdet_rule(inputs: Sequence[Variable], attrs: dict[str, Any]) -> list[OutType]:
     a = inputs[0]
     check_matrices(a, "slogdet")
-    return [(a.shape[:-2], a.dtype)] * 2
+    return [(a.shape[:-2], a.dtype), (a.shape[:-2], real_dtype(a))]
 
 
 def _g_slogdet(op: Op, g: list, need: list) -> list:
-    """The sign is piecewise constant; logabsdet's gradient is g inv(a)^T."""
-    return [multiply(expand_dims(g[1], (-1, -2)), _inv_t(op.inputs[0]))]
+    """JAX's rule: with t = trace(inv(a) a_dot), logabsdet_dot = real(t) and sign_dot =
+    i imag(t) sign (0 for a real a: the sign is piecewise constant), so a_bar = t_bar
+    inv(a)^T with t_bar = logabsdet_bar + i imag(sign_bar sign)."""
+    a, sign = op.inputs[0], op.outputs[0]
+    t_bar = g[1]
+    if a.dtype.kind == "c":
+        turn = imag(multiply(g[0], sign)) if not is_known_zero(g[0]) else zeros_like(g[1])
+        t_bar = complex_(g[1], turn)
+    return [multiply(expand_dims(t_bar, (-1, -2)), _inv_t(a))]
 
 
 register(
@@ -286,7 +299,7 @@ def matrix_power(a: Any, n: int) -> Variable:
 
 def _vector_norm(x: Variable, ord: Any, axes: tuple[int, ...], keepdims: bool) -> Variable:
     if ord is None or ord == 2:
-        return sqrt(reduce_sum(multiply(x, x), axes, keepdims=keepdims))
+        return sqrt(reduce_sum(squared_magnitude(x), axes, keepdims=keepdims))
     if ord == np.inf:
         return reduce_max(abs(x), axes, keepdims=keepdims)
     if ord == -np.inf:
@@ -303,7 +316,7 @@ def _vector_norm(x: Variable, ord: Any, axes: tuple[int, ...], keepdims: bool) -
 
 def _matrix_norm(x: Variable, ord: Any, row: int, col: int, keepdims: bool) -> Variable:
     if ord is None or ord in ("f", "fro"):
-        return sqrt(reduce_sum(multiply(x, x), (row, col), keepdims=keepdims))
+        return sqrt(reduce_sum(squared_magnitude(x), (row, col), keepdims=keepdims))
     if ord in (1, -1, np.inf, -np.inf):
         summed, other = (row, col) if ord in (1, -1) else (col, row)
         if not keepdims and other > summed:
@@ -330,7 +343,7 @@ def norm(
     (x,) = inexact_all(x)
     if axis is None:
         if ord is None:
-            return sqrt(reduce_sum(multiply(x, x), None, keepdims=keepdims))
+            return sqrt(reduce_sum(squared_magnitude(x), None, keepdims=keepdims))
         axes = tuple(range(x.ndim))
     else:
         axes = tuple(

@@ -22,16 +22,18 @@ from .elementwise import (
     abs,
     astype,
     equal,
+    imag,
     isfinite,
     isnan,
     logical_and,
     logical_not,
     logical_or,
+    not_equal,
     where,
 )
 from .operands import promoted
 from .reduce import Axis, refuse_out, sum
-from .rules import broadcast_shapes
+from .rules import broadcast_shapes, require_real
 
 BOOL = np.dtype(bool)
 
@@ -116,6 +118,7 @@ def any(
 def isneginf(x: Any, out: None = None) -> Variable:
     """jnp.isneginf: x == -inf."""
     x = as_var(x)
+    require_real(x, what="isneginf")
     return equal(x, -math.inf) if dtypes.is_inexact(x.dtype) else full_like(x, False, BOOL)
 
 
@@ -123,19 +126,22 @@ def isneginf(x: Any, out: None = None) -> Variable:
 def isposinf(x: Any, out: None = None) -> Variable:
     """jnp.isposinf: x == +inf."""
     x = as_var(x)
+    require_real(x, what="isposinf")
     return equal(x, math.inf) if dtypes.is_inexact(x.dtype) else full_like(x, False, BOOL)
 
 
 @public
 def isreal(x: Any) -> Variable:
-    """jnp.isreal: True everywhere (srcgrad's values are real)."""
-    return full_like(x, True, BOOL)
+    """jnp.isreal: imag(x) == 0 (True everywhere for a real `x`)."""
+    x = as_var(x)
+    return equal(imag(x), 0) if x.dtype.kind == "c" else full_like(x, True, BOOL)
 
 
 @public
 def iscomplex(x: Any) -> Variable:
-    """jnp.iscomplex: False everywhere (srcgrad's values are real)."""
-    return full_like(x, False, BOOL)
+    """jnp.iscomplex: imag(x) != 0 (False everywhere for a real `x`)."""
+    x = as_var(x)
+    return not_equal(imag(x), 0) if x.dtype.kind == "c" else full_like(x, False, BOOL)
 
 
 def _bools(x: Any) -> Variable:

@@ -18,7 +18,7 @@ from ..base import dtypes
 from ..core.registry import register
 from ..core.builder import as_pair, as_var, emit
 from ..ir.program import Op, Variable
-from .rules import jax_dtype, norm_axis
+from .rules import jax_dtype, norm_axis, require_real
 from .creation import full_like, zeros_like
 from ..core.declare import defop, public
 from .elementwise import (
@@ -39,9 +39,11 @@ from .elementwise import (
     exp2,
     floor,
     floor_divide,
+    imag,
     less,
     negative,
     power,
+    real,
     remainder,
     round,
     where,
@@ -159,7 +161,7 @@ def positive(x: Any) -> Variable:
 
 @public
 def conjugate(x: Any) -> Variable:
-    """jnp.conjugate: x itself (srcgrad's values are real)."""
+    """jnp.conjugate: the same as conj."""
     return conj(x)
 
 
@@ -167,6 +169,7 @@ def conjugate(x: Any) -> Variable:
 def signbit(x: Any) -> Variable:
     """jnp.signbit: True where the sign bit is set (-0.0 included)."""
     x = as_var(x)
+    require_real(x, what="signbit")
     if x.dtype == BOOL or x.dtype.kind == "u":
         return full_like(x, False, BOOL)
     if x.dtype.kind == "i":
@@ -178,6 +181,7 @@ def signbit(x: Any) -> Variable:
 def copysign(x1: Any, x2: Any) -> Variable:
     """jnp.copysign: |x1| with the sign of x2 (its sign bit)."""
     x1, x2 = _pair(x1, x2)
+    require_real(x1, x2, what="copysign")
     dt = jax_dtype(jnp.copysign, x1.dtype, x2.dtype)
     x1, x2 = astype(x1, dt), astype(x2, dt)
     mag = abs(x1)
@@ -194,9 +198,14 @@ def float_power(x1: Any, x2: Any) -> Variable:
 
 @public
 def angle(z: Any, deg: bool = False) -> Variable:
-    """jnp.angle of a real array: arctan2(0, z) (pi where z < 0 or z is -0.0)."""
-    z = _inexact(z, jnp.angle)
-    out = arctan2(zeros_like(z), z)
+    """jnp.angle: arctan2(imag(z), real(z)) (of a real `z`: arctan2(0, z), pi where z < 0
+    or z is -0.0)."""
+    z = as_var(z)
+    if z.dtype.kind == "c":
+        out = arctan2(imag(z), real(z))
+    else:
+        z = _inexact(z, jnp.angle)
+        out = arctan2(zeros_like(z), z)
     return out * (180.0 / math.pi) if deg else out
 
 
@@ -204,6 +213,7 @@ def angle(z: Any, deg: bool = False) -> Variable:
 def ldexp(x1: Any, x2: Any) -> Variable:
     """jnp.ldexp: x1 * 2**x2 (x2 integer), differentiable in x1."""
     x1 = _inexact(x1, jnp.ldexp)
+    require_real(x1, what="ldexp")
     return x1 * exp2(astype(as_var(x2), x1.dtype))
 
 
@@ -229,7 +239,9 @@ def interp(
     differentiable in x and fp."""
     if period is not None:
         raise ShapeError("interp's period= is not supported", op="interp")
-    x, xp, fp = promoted(x, xp, fp, inexact=True)
+    x, xp = promoted(x, xp, inexact=True)
+    (fp,) = promoted(fp, inexact=True)  # (complex values of fp interpolate, as in JAX)
+    require_real(x, what="interp's x (with xp)")
     n = xp.shape[0]
     i = clip(searchsorted(xp, x, side="right"), 1, n - 1)
     from .indexing import take

@@ -171,5 +171,5 @@ def polyfit(
     scale = elementwise.sqrt(reduce.sum(elementwise.multiply(lhs, lhs), 0))
     lhs = elementwise.divide(lhs, scale[None, :])
     q, r = qr(lhs)
-    c = solve_triangular(r, q.T @ rhs, lower=False)
+    c = solve_triangular(r, elementwise.conj(q).T @ rhs, lower=False)  # (Q^H: complex x too)
     return elementwise.divide(c, scale[:, None] if c.ndim == 2 else scale)

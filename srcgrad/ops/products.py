@@ -19,7 +19,7 @@ from ..ir.program import Variable
 from .rules import broadcast_shapes, norm_axis
 from .creation import zeros
 from ..core.declare import public
-from .elementwise import astype, multiply, subtract
+from .elementwise import astype, conj, multiply, subtract
 from .contraction import einsum, matmul
 from .manip import moveaxis
 from .shape import ravel
@@ -161,8 +161,8 @@ def cross(
 
 @public
 def vdot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Variable:
-    """jnp.vdot: the dot product of the flattened arrays."""
-    return matmul(ravel(a), ravel(b))
+    """jnp.vdot: the dot product of the flattened arrays, the first conjugated."""
+    return matmul(ravel(conj(a)), ravel(b))
 
 
 @public
@@ -175,8 +175,8 @@ def vecdot(
     precision: Any = None,
     preferred_element_type: Any = None,
 ) -> Variable:
-    """jnp.vecdot: the dot product along `axis`, broadcasting the others."""
-    x1, x2 = as_var(x1), as_var(x2)
+    """jnp.vecdot: the dot product along `axis` (`x1` conjugated), broadcasting the others."""
+    x1, x2 = conj(as_var(x1)), as_var(x2)
     x1, x2 = moveaxis(x1, axis, -1), moveaxis(x2, axis, -1)
     return einsum("...i,...i->...", x1, x2)
 
@@ -189,5 +189,6 @@ def matvec(x1: Any, x2: Any, /) -> Variable:
 
 @public
 def vecmat(x1: Any, x2: Any, /) -> Variable:
-    """jnp.vecmat: batched vector-matrix product (..., m) x (..., m, n) -> (..., n)."""
-    return matmul(expand_dims(as_var(x1), -2), as_var(x2))[..., 0, :]
+    """jnp.vecmat: batched vector-matrix product (..., m) x (..., m, n) -> (..., n), the
+    vector conjugated."""
+    return matmul(expand_dims(conj(as_var(x1)), -2), as_var(x2))[..., 0, :]

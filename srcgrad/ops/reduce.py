@@ -16,10 +16,10 @@ from ..core.builder import as_var
 from ..base.errors import ShapeError
 from ..ir.program import Op, Variable
 from ..core.registry import LINEAR, GradSpec, OutType, f32_f64
-from .rules import jax_dtype, norm_axes, norm_axis
+from .rules import jax_dtype, norm_axes, norm_axis, require_real
 from ..core.declare import defop, named, public
 from .creation import full
-from .elementwise import astype, divide, equal, exp, isnan, multiply, where
+from .elementwise import astype, conj, divide, equal, exp, isnan, multiply, real, where
 from .grad_helpers import expand_reduced, reduced_shape
 
 Axis = int | Sequence[int] | None
@@ -31,6 +31,7 @@ def _reduce_rule(kind: str) -> Any:
         axes = norm_axes(attrs["axes"], x.ndim)
         shape = reduced_shape(x.shape, axes, attrs["keepdims"])
         if kind == "index":
+            require_real(x, what="argmax/argmin")  # (JAX refuses them too)
             return [(shape, dtypes.default_int())]
         if kind == "sum" and not dtypes.is_inexact(x.dtype):
             return [(shape, jax_dtype(jnp.sum, x.dtype))]
@@ -271,7 +272,12 @@ def var(
     ddof = correction_of("var", ddof, correction)
     x, axes, count = _averaged("var", x, axis, dtype, out)
     centered = x - mean(x, axes, keepdims=True)
-    return divide(sum(centered * centered, axes, keepdims=keepdims), float(count - ddof))
+    return divide(sum(squared_magnitude(centered), axes, keepdims=keepdims), float(count - ddof))
+
+
+def squared_magnitude(v: Variable) -> Variable:
+    """v * v; of a complex v, real(v * conj(v)) (jnp.var's: a real result)."""
+    return real(v * conj(v)) if v.dtype.kind == "c" else v * v
 
 
 @public

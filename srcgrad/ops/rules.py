@@ -73,6 +73,14 @@ def require_float(v: Variable, what: str) -> None:
         raise ShapeError(f"{what} needs a floating-point input, got {v.type_str()}")
 
 
+def require_real(*vs: Variable, what: str) -> None:
+    """A ShapeError where one of `vs` is complex: `what` does not take complex values (JAX
+    refuses them too, or they have no meaning there)."""
+    for v in vs:
+        if v.dtype.kind == "c":
+            raise ShapeError(f"{what} does not take complex values, got {v.type_str()}")
+
+
 def require_bool_like(v: Variable, what: str) -> None:
     if v.dtype != np.dtype(bool):
         raise ShapeError(f"{what} needs a bool input, got {v.type_str()}")

@@ -100,7 +100,7 @@ def _g_concat(op: Op, g: list, need: list) -> list:
             hi = list(g[0].shape)
             lo[axis], hi[axis] = offset, offset + size
             part = slice(g[0], lo, hi)
-            out.append(part if part.dtype == v.dtype else part.astype(v.dtype))
+            out.append(part)  # (the backward walk casts it to v's dtype: cast_gradient)
         else:
             out.append(None)
         offset += size

@@ -15,7 +15,9 @@ import math
 from typing import Any, Callable
 
 import jax.numpy as jnp
+import jax.scipy.special as jss
 import numpy as np
+from jax import lax
 
 from ..base import dtypes
 from ..core.builder import as_pair, as_var
@@ -49,9 +51,9 @@ def _unary(
         return [_float(x)], {}
 
     named(front, name, doc)
-    return defop(op or name, elementwise.unary_rule(jnp.exp, True), lower, grad, namespace=NS)(
-        front
-    )
+    return defop(
+        op or name, elementwise.unary_rule(getattr(jss, name), True), lower, grad, namespace=NS
+    )(front)
 
 
 def _binary(
@@ -67,9 +69,14 @@ def _binary(
         return [elementwise.astype(x, dt), elementwise.astype(y, dt)], {}
 
     named(front, name, doc)
-    return defop(name, elementwise.binary_rule("float"), lower, grad, namespace=NS, export=export)(
-        front
-    )
+    return defop(
+        name,
+        elementwise.binary_rule("float", getattr(jss, name)),
+        lower,
+        grad,
+        namespace=NS,
+        export=export,
+    )(front)
 
 
 def _x(op: Op) -> Variable:
@@ -137,7 +144,7 @@ def polygamma(n: int, x: Any) -> Variable:
 
 @defop(
     "polygamma",
-    elementwise.unary_rule(jnp.exp, True),
+    elementwise.unary_rule(jss.digamma, True),
     "jax.scipy.special.polygamma({n}, {0})",
     (lambda op, g: g * _polygamma(_x(op), n=op.attrs["n"] + 1),),
     export="scipy.special.polygamma",
@@ -169,7 +176,7 @@ def _g_igamma_x(op: Op, g: Variable) -> Variable:
 
 @defop(
     "igamma_grad_a",
-    elementwise.binary_rule("float"),
+    elementwise.binary_rule("float", lax.igamma_grad_a),
     "lax.igamma_grad_a(*jnp.broadcast_arrays({0}, {1}))",
     None,
     export=False,

@@ -25,18 +25,33 @@ from .elementwise import (
     astype,
     ceil,
     clip,
+    conj,
     floor,
+    imag,
     isnan,
     logical_not,
     maximum,
     minimum,
+    real,
     sqrt,
     where,
 )
 from .manip import moveaxis
 from .shape import ravel
 from .elementwise import where as _where
-from .reduce import refuse_out, Axis, correction_of, argmax, argmin, max, mean, min, prod, sum
+from .reduce import (
+    refuse_out,
+    Axis,
+    correction_of,
+    argmax,
+    argmin,
+    max,
+    mean,
+    min,
+    prod,
+    squared_magnitude,
+    sum,
+)
 from .shape import concatenate, expand_dims, reshape, stack
 from .sorting import searchsorted, sort, take_along_axis
 from .cumulative import cumprod, cumsum, diff
@@ -197,8 +212,9 @@ def nanvar(
     centered = zeroed - mean
     if nan is not None:
         centered = _where(nan, 0.0, centered)
-    count = _valid_count(a, nan, axis, keepdims, a.dtype) - float(ddof)
-    out = sum(centered * centered, axis, keepdims=keepdims) / count
+    squared = squared_magnitude(centered)
+    count = _valid_count(a, nan, axis, keepdims, squared.dtype) - float(ddof)
+    out = sum(squared, axis, keepdims=keepdims) / count
     return _where(count <= 0, math.nan, out)
 
 
@@ -462,21 +478,24 @@ def cov(
         x = concatenate([x, yv], 0)
     d = (0 if bias else 1) if ddof is None else ddof
     xc = x - mean(x, 1, keepdims=True)
-    out = matmul(xc, xc.T) / float(x.shape[1] - d)
+    out = matmul(xc, conj(xc).T) / float(x.shape[1] - d)
     return out[0, 0] if out.shape == (1, 1) else out
 
 
 @public
 def corrcoef(x: Any, y: Any = None, rowvar: bool = True) -> Variable:
-    """jnp.corrcoef: the correlation coefficients, cov / sqrt(outer(diag, diag)), clipped."""
+    """jnp.corrcoef: the correlation coefficients, cov / sqrt(outer(diag, diag)), clipped to
+    [-1, 1] (the real and imaginary parts of complex ones apart)."""
     from .construct import diagonal
-    from .elementwise import sqrt
+    from .elementwise import complex_, sqrt
 
     c = cov(x, y, rowvar)
     if c.ndim == 0:
         return c / c
-    d = sqrt(diagonal(c))
+    d = astype(sqrt(real(diagonal(c))), c.dtype)
     out = c / d[:, None] / d[None, :]
+    if out.dtype.kind == "c":
+        return complex_(clip(real(out), -1.0, 1.0), clip(imag(out), -1.0, 1.0))
     return clip(out, -1.0, 1.0)
 
 
@@ -507,8 +526,10 @@ def correlate(
     precision: Any = None,
     preferred_element_type: Any = None,
 ) -> Variable:
-    """jnp.correlate: the cross-correlation of two 1-D arrays (a 1-D convolution)."""
+    """jnp.correlate: the cross-correlation of two 1-D arrays (a 1-D convolution), `v`
+    conjugated."""
     a, v = promoted(a, v, inexact=True)
+    v = conj(v)
     if a.shape[0] < v.shape[0]:
         return _correlate(v, a, mode, "correlate")[::-1]
     return _correlate(a, v, mode, "correlate")

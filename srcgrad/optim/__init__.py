@@ -10,6 +10,26 @@ Layer L6 (front ends): see docs/design.md.
 
 from __future__ import annotations
 
-from ..imperative.optim import SGD, Adam, AdamW, Optimizer, RMSprop, RMSProp, from_optax, zero_grad
+from ..imperative.optim import (
+    SGD,
+    Adam,
+    AdamW,
+    HyperparameterError,
+    Optimizer,
+    RMSprop,
+    RMSProp,
+    from_optax,
+    zero_grad,
+)
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSProp", "RMSprop", "from_optax", "zero_grad"]
+__all__ = [
+    "Optimizer",
+    "HyperparameterError",
+    "SGD",
+    "Adam",
+    "AdamW",
+    "RMSProp",
+    "RMSprop",
+    "from_optax",
+    "zero_grad",
+]

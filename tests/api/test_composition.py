@@ -163,6 +163,27 @@ def test_keyword_arguments_are_not_differentiated() -> None:
     )
 
 
+def test_keyword_only_parameters() -> None:
+    """Their defaults are used; passing one is a TypeError naming it, the way to bind it and
+    the user's line (it said "pass them positionally", which a keyword-only parameter cannot
+    be)."""
+
+    def f(x: Any, *, k: float = 2.0) -> Any:
+        return sg.sum(x * k)
+
+    x = np.ones(2)
+    np.testing.assert_allclose(sg.grad(f)(x), [2.0, 2.0])
+    for transform in (sg.grad, sg.jit):
+        with pytest.raises(
+            TypeError,
+            match=r"keyword-only parameters \['k'\] cannot be passed"
+            r".*functools.partial\(f, k=...\).*\(at .*test_composition.py:\d+\)",
+        ):
+            transform(f)(x, k=3.0)
+        with pytest.raises(TypeError, match=r"unexpected keyword argument 'q'.*test_composition"):
+            transform(f)(x, q=3.0)
+
+
 def test_argnums_out_of_range() -> None:
     with pytest.raises(sg.GradientError, match="argnums 3"):
         sg.grad(loss, argnums=3)(params(), *data())

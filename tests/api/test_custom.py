@@ -221,6 +221,135 @@ def test_custom_jvp_errors() -> None:
         sg.jvp(h, (X,), (X,))
 
 
+def test_custom_functions_take_keyword_arguments_as_jax_resolves_them() -> None:
+    """Keywords (and the defaults of parameters left out) go to their positions, as JAX's
+    custom rules resolve them (a TypeError from _Custom.__call__ before); keyword-only
+    parameters are refused with the line, as JAX refuses them."""
+
+    @sg.custom_vjp
+    def f(x: Any, scale: float = 2.0) -> Any:
+        return x * scale
+
+    f.defvjp(lambda x, scale: (x * scale, (scale,)), lambda res, g: (g * res[0], None))
+
+    @sg.custom_jvp
+    def h(x: Any, scale: float = 2.0) -> Any:
+        return x * scale
+
+    h.defjvp(lambda p, t: (p[0] * p[1], t[0] * p[1]))
+    for fn in (f, h):
+        np.testing.assert_allclose(sg.grad(lambda x: sg.sum(fn(x=x, scale=3.0)))(X), 3.0)
+        np.testing.assert_allclose(sg.grad(lambda x: sg.sum(fn(x)))(X), 2.0)
+        np.testing.assert_allclose(fn(X, scale=0.5), X * 0.5)
+        with pytest.raises(sg.SrcgradError, match=r"called with \['y'\].*test_custom.py"):
+            fn(X, y=1.0)
+
+    @sg.custom_vjp
+    def k(x: Any, *, scale: float) -> Any:
+        return x * scale
+
+    k.defvjp(lambda x, scale: (x * scale, ()), lambda res, g: (g,))
+    with pytest.raises(sg.SrcgradError, match=r"keyword-only arguments \['scale'\].*test_custom"):
+        k(X, scale=1.0)
+
+
+def _rule_of(tangent: Any) -> Any:
+    @sg.custom_jvp
+    def f(x: Any) -> Any:
+        return sg.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals: Any, tangents: Any) -> Any:
+        return sg.sin(primals[0]), tangent(primals[0], tangents[0])
+
+    return f
+
+
+@pytest.mark.parametrize(
+    "tangent, culprit",
+    [
+        (lambda x, t: t * t, "multiply"),
+        (lambda x, t: sg.sin(t) * x, "sin"),
+        (lambda x, t: sg.abs(t), "abs"),
+        (lambda x, t: x / (t + 1.0), "divide"),
+    ],
+)
+def test_custom_jvp_rule_not_linear_in_the_tangent_is_refused_in_reverse_mode(
+    tangent: Any, culprit: str
+) -> None:
+    """JAX cannot transpose such a rule and refuses it; srcgrad returned the gradient at a
+    zero tangent (0.0 for t * t). Forward mode applies the rule as it is, as jax.jvp does."""
+    f = _rule_of(tangent)
+    with pytest.raises(
+        sg.GradientError,
+        match=rf"not linear in the tangents: .*\({culprit} at "
+        r".*test_custom.py:\d+\)",
+    ):
+        sg.grad(lambda x: sg.sum(f(x)))(X)
+    np.testing.assert_allclose(sg.jvp(f, (X,), (X,))[1], tangent(X, X), rtol=1e-12)
+
+
+def test_custom_jvp_rules_linear_in_the_tangent_give_jaxs_gradient() -> None:
+    """Linear rules (a tangent times primal values, where, a view of a split, a constant
+    tangent, which transposes to zero) pass the check and match jax.grad."""
+    cases = [
+        (lambda x, t: sg.cos(x) * t, lambda x, t: jnp.cos(x) * t),
+        (
+            lambda x, t: sg.where(x > 0, t * 2.0, t / x),
+            lambda x, t: jnp.where(x > 0, t * 2.0, t / x),
+        ),
+        (
+            lambda x, t: sg.split(sg.stack([t, t * 3.0]), 2)[1][0],
+            lambda x, t: jnp.split(jnp.stack([t, t * 3.0]), 2)[1][0],
+        ),
+        (lambda x, t: sg.ones_like(x), lambda x, t: jnp.ones_like(x)),
+    ]
+    for ours, theirs in cases:
+
+        @jax.custom_jvp
+        def g(x: Any) -> Any:
+            return jnp.sin(x)
+
+        g.defjvp(lambda p, t, theirs=theirs: (jnp.sin(p[0]), theirs(p[0], t[0])))
+        np.testing.assert_allclose(
+            sg.grad(lambda x: sg.sum(_rule_of(ours)(x)))(X),
+            jax.grad(lambda x: jnp.sum(g(x)))(X),
+            rtol=1e-12,
+        )
+
+
+def test_custom_jvp_rule_with_a_cond_on_the_primal_is_linear() -> None:
+    """A cond whose predicate is the primal's returns, beside the tangent, a value computed
+    from the primal alone (a converted `if` returns such a flag): that output does not
+    depend on the tangent, so its transpose may read it (it was refused as nonlinear). A
+    predicate computed from the tangent is refused, as JAX refuses it."""
+
+    def ours(x: Any, t: Any) -> Any:
+        big, u = sg.cond(sg.sum(x) > 0, lambda: (x > 0.5, t * 2.0), lambda: (x < -0.5, t * 3.0))
+        return sg.where(big, u, -u)
+
+    def theirs(x: Any, t: Any) -> Any:
+        big, u = jax.lax.cond(
+            jnp.sum(x) > 0, lambda: (x > 0.5, t * 2.0), lambda: (x < -0.5, t * 3.0)
+        )
+        return jnp.where(big, u, -u)
+
+    @jax.custom_jvp
+    def g(x: Any) -> Any:
+        return jnp.sin(x)
+
+    g.defjvp(lambda p, t: (jnp.sin(p[0]), theirs(p[0], t[0])))
+    for x in (X, -X):
+        np.testing.assert_allclose(
+            sg.grad(lambda x: sg.sum(_rule_of(ours)(x)))(x),
+            jax.grad(lambda x: jnp.sum(g(x)))(x),
+            rtol=1e-12,
+        )
+    f = _rule_of(lambda x, t: sg.cond(sg.sum(t) > 0, lambda: t, lambda: -t))
+    with pytest.raises(sg.GradientError, match=r"not linear in the tangents: .*\(cond at "):
+        sg.grad(lambda x: sg.sum(f(x)))(X)
+
+
 # ---------------------------------------------------------------- rules jax's types refuse
 
 X32 = X.astype(np.float32)

@@ -84,6 +84,54 @@ def test_rebinding_a_closed_over_variable_is_seen() -> None:
     assert g.compilations == 2
 
 
+def _cube(x: Any) -> Any:
+    return x * x * x
+
+
+def _converted_cube(x: Any) -> Any:
+    if x > 0:  # a traced `if`: the function is converted (srcgrad.convert)
+        return x * x * x
+    return x
+
+
+def test_a_replaced_code_object_or_default_is_seen_by_every_transformation() -> None:
+    """`f.__code__ = g.__code__` (what IPython's autoreload does when a source is edited) and
+    new default values make every program traced from `f` stale: in a transformed function
+    made before (its fast path too) and in a fresh one."""
+    transforms = {
+        "grad": lambda f: sg.grad(f),
+        "jit": lambda f: sg.jit(f),
+        "value_and_grad": lambda f: lambda x: sg.value_and_grad(f)(x)[1],
+        "vjp": lambda f: lambda x: sg.vjp(f, x)[1](1.0)[0],
+        "jvp": lambda f: lambda x: sg.jvp(f, (x,), (1.0,))[1],
+        "hessian": lambda f: sg.hessian(f),
+        "from_jax": lambda f: sg.grad(sg.from_jax(f)),
+    }
+    x = 1.5
+    for name, transform in transforms.items():
+        # (from_jax traces with JAX, which converts no Python control flow)
+        for cube in (_cube,) if name == "from_jax" else (_cube, _converted_cube):
+
+            def f(x: Any) -> Any:
+                return x * x
+
+            old = transform(f)
+            before = old(x), old(x)  # the second call takes the fast path
+            f.__code__ = cube.__code__
+            want = {"jit": x**3, "hessian": 6 * x}.get(name, 3 * x * x)
+            for got in (old(x), transform(f)(x), old(x)):
+                np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=name)
+            assert before[0] != want
+
+    def scaled(x: Any, k: float = 2.0) -> Any:
+        return x * k
+
+    g = sg.grad(scaled)
+    assert g(x) == 2.0
+    scaled.__defaults__ = (5.0,)
+    assert g(x) == sg.grad(scaled)(x) == 5.0
+
+
 def test_captured_arrays_are_inputs_of_the_source_not_constants() -> None:
     big = np.linspace(0.0, 1.0, 1000)
 
@@ -120,6 +168,48 @@ def test_captured_jax_array_and_float64_array_under_float32_inputs() -> None:
         return sg.sum(x * wj * w64)
 
     check_grads(f, [np.array([0.1, 0.2, 0.3])])
+
+
+def _chol_loss(A: Any) -> Any:
+    return jnp.sum(jnp.linalg.cholesky(A @ A.T + jnp.eye(12)) ** 2)
+
+
+def _made_while_traced(A: Any) -> Any:
+    w = jnp.asarray(np.linspace(0.5, 2.0, 12))  # JAX makes it while srcgrad traces
+    return sg.sum(sg.fori_loop(0, 2, lambda i, v: sg.sin(v * w), A))
+
+
+@pytest.mark.parametrize("order", ["jit_first", "eager_first"])
+def test_a_value_made_under_jax_jit_never_outlives_that_trace(order: str) -> None:
+    """One gradient used inside jax.jit and eagerly, in both orders, twice each: the large
+    constants of a program lowered while jax.jit traces (the fast path's pipeline, or an
+    outer jax.jit) are NumPy arrays, not that trace's tracers; an array JAX made while srcgrad
+    traced under jax.jit is captured for that trace only."""
+    A = np.eye(12) + 0.1
+    want = {
+        "from_jax": jax.grad(_chol_loss)(A),
+        "made": jax.grad(
+            lambda a: jnp.sum(
+                jnp.sin(jnp.sin(a * np.linspace(0.5, 2.0, 12)) * np.linspace(0.5, 2.0, 12))
+            )
+        )(A[0]),
+    }
+    grads = {
+        "from_jax": (sg.grad(sg.from_jax(_chol_loss)), A),
+        "plain": (sg.grad(lambda a: sg.sum(sg.linalg.cholesky(a @ a.T + sg.eye(12)) ** 2)), A),
+        "made": (sg.grad(_made_while_traced), A[0]),
+        "made, jit=False": (sg.grad(_made_while_traced, jit=False), A[0]),
+    }
+    for name, (g, x) in grads.items():
+        for _ in range(2):
+            calls = (jax.jit(g), g) if order == "jit_first" else (g, jax.jit(g))
+            for call in calls:
+                np.testing.assert_allclose(
+                    call(x),
+                    want[name.split(",")[0].replace("plain", "from_jax")],
+                    rtol=1e-10,
+                    err_msg=name,
+                )
 
 
 def test_small_constants_are_written_into_the_source() -> None:

@@ -77,7 +77,9 @@ def test_clip_takes_numpys_keywords() -> None:
 
 def test_the_call_is_found_on_a_multi_line_statement() -> None:
     def f(x: Any) -> Any:
-        return sg.sum(jnp.cos(x) + 1.0)
+        return sg.sum(
+            jnp.cos(x) + 1.0,  # the trailing comma keeps the call on two lines
+        )
 
     with pytest.raises(
         sg.TraceError,

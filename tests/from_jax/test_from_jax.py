@@ -23,6 +23,7 @@ import numpy as np
 import optax
 import pytest
 from jax import lax
+from jax.experimental import io_callback
 
 import srcgrad as sg
 from srcgrad.base.errors import SrcgradError
@@ -932,6 +933,50 @@ def test_pure_callback_runs_forward_and_refuses_gradients() -> None:
     np.testing.assert_allclose(sg.from_jax(f)(x), np.sin(x))
     with pytest.raises(sg.GradientError, match="pure_callback"):
         sg.grad(lambda v: sg.sum(sg.from_jax(f)(v)))(x)
+
+
+def test_callbacks_with_effects_run_on_every_call_as_under_jax_jit() -> None:
+    """An io_callback (ordered or not) and jax.debug.callback whose results are unused run on
+    every call, in the gradient's forward too; a pure_callback whose result is unused does
+    not run, as under jax.jit (JAX removes it)."""
+    seen: list[tuple[str, float]] = []
+
+    def log(tag: str, result: Any = None) -> Callable[[Any], Any]:
+        def cb(v: Any) -> Any:
+            seen.append((tag, float(v)))
+            return result
+
+        return cb
+
+    def f(x: jax.Array) -> jax.Array:
+        io_callback(log("io", np.zeros(())), jax.ShapeDtypeStruct((), jnp.float64), x)
+        io_callback(log("ordered"), None, x * 2.0, ordered=True)
+        jax.debug.callback(log("debug"), x)
+        jax.debug.print("{} {s}", x, s="static")  # a static argument: JAX's own print
+        jax.pure_callback(log("pure", np.zeros(())), jax.ShapeDtypeStruct((), jnp.float64), x)
+        return jnp.sin(x)
+
+    for run in (jax.jit(f), sg.from_jax(f)):
+        seen.clear()
+        run(1.0)
+        run(1.5)
+        assert sorted(seen) == [
+            ("debug", 1.0),
+            ("debug", 1.5),
+            ("io", 1.0),
+            ("io", 1.5),
+            ("ordered", 2.0),
+            ("ordered", 3.0),
+        ]
+    seen.clear()
+    np.testing.assert_allclose(sg.grad(sg.from_jax(f))(0.5), np.cos(0.5), rtol=1e-12)
+    assert sorted(seen) == [("debug", 0.5), ("io", 0.5), ("ordered", 1.0)]
+    with pytest.raises(sg.GradientError, match="IO callbacks do not support JVP"):
+        sg.grad(
+            sg.from_jax(
+                lambda x: io_callback(lambda v: v, jax.ShapeDtypeStruct((), jnp.float64), x) * x
+            )
+        )(0.5)
 
 
 def test_a_while_loop_stays_srcgrads_own() -> None:

@@ -103,6 +103,26 @@ def test_embedding_matches_take():
         emb(np.array([0.5]))
 
 
+def test_embedding_index_out_of_range():
+    """Concrete indices outside [0, n) are an IndexError, as PyTorch's (a NaN row before);
+    under jax.jit (no values to check) jnp.take's fill mode: NaN past the end, a negative
+    index from the end, as docs/imperative.md says."""
+    emb = sg.nn.Embedding(5, 3, seed=0, dtype="float64")
+    w = emb.weight.numpy()
+    for bad, shown in (([0, 5], "index 5"), ([[1], [-1]], "index -1"), (sg.tensor([9]), "index 9")):
+        with pytest.raises(
+            IndexError, match=f"Embedding: {shown} is out of range for 5 embeddings"
+        ) as info:
+            emb(bad)
+        assert isinstance(info.value, sg.nn.EmbeddingIndexError)
+        assert isinstance(info.value, sg.SrcgradError) and "test_nn_layers.py" in str(info.value)
+    with pytest.raises(IndexError, match="index 7"):
+        sg.grad(lambda v: sg.sum(emb(np.array([1, 7])) * v))(np.ones(3))
+    got = jax.jit(lambda i: emb(i).value())(np.array([4, 5, -1]))
+    np.testing.assert_array_equal(got, jnp.take(w, np.array([4, 5, -1]), axis=0))
+    assert np.isnan(got[1]).all() and (got[2] == w[4]).all()
+
+
 def test_dropout():
     x = sg.tensor(np.ones((200, 50)))
     drop = sg.nn.Dropout(0.25, seed=7)

@@ -3,6 +3,8 @@ for these settings: docs/imperative.md), and in-place updates under no_grad."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import optax
 import pytest
@@ -143,6 +145,37 @@ def test_bad_params():
         sg.optim.from_optax(object(), [])
 
 
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda ps: sg.optim.SGD(ps, lr=-0.1), "learning_rate -0.1"),
+        (lambda ps: sg.optim.SGD(-0.1), "learning_rate -0.1"),
+        (lambda ps: sg.optim.SGD(ps, lr=0.1, momentum=-0.9), "momentum -0.9"),
+        (lambda ps: sg.optim.SGD(ps, lr=0.1, weight_decay=-1e-4), "weight_decay -0.0001"),
+        (lambda ps: sg.optim.Adam(ps, lr=-1e-3), "learning_rate -0.001"),
+        (lambda ps: sg.optim.Adam(ps, betas=(1.0, 0.999)), "beta_0 1.0"),
+        (lambda ps: sg.optim.Adam(ps, betas=(0.9, -0.1)), "beta_1 -0.1"),
+        (lambda ps: sg.optim.Adam(ps, eps=-1e-8), "epsilon -1e-08"),
+        (lambda ps: sg.optim.AdamW(ps, lr=-1e-3), "learning_rate -0.001"),
+        (lambda ps: sg.optim.AdamW(ps, weight_decay=-0.01), "weight_decay -0.01"),
+        (lambda ps: sg.optim.RMSProp(ps, lr=-0.01), "learning_rate -0.01"),
+        (lambda ps: sg.optim.RMSProp(ps, alpha=-0.5), "alpha -0.5"),
+        (lambda ps: sg.optim.RMSProp(ps, momentum=-0.5), "momentum -0.5"),
+    ],
+)
+def test_invalid_hyperparameters_are_value_errors_as_in_pytorch(make, name):
+    """The ranges torch.optim checks (a negative learning rate used to ascend silently)."""
+    w = sg.tensor([1.0])
+    w.attach_grad()
+    with pytest.raises(sg.optim.HyperparameterError, match=f"invalid {name}: it must be") as info:
+        make([w])
+    assert isinstance(info.value, ValueError) and isinstance(info.value, sg.SrcgradError)
+    assert "test_optim.py" in str(info.value)
+    opt = sg.optim.SGD([w], lr=0.1)
+    with pytest.raises(ValueError, match="invalid learning_rate -1"):
+        opt.lr = -1
+
+
 # ---------------------------------------------------------------- PyTorch-style autograd
 
 
@@ -216,6 +249,27 @@ def test_inplace_errors():
         _ = w * 2.0
         with sg.autograd.no_grad(), pytest.raises(sg.SrcgradError, match="recording in progress"):
             w -= 1.0
+
+
+def test_assign_agrees_with_inplace_on_a_tensor_the_recording_read():
+    """w.assign(v) of a tensor the recording in progress read is the error `w -= ...` there
+    is (it returned the gradient at the old value); after backward it updates."""
+    w = sg.tensor([1.0, 2.0])
+    w.attach_grad()
+    for paused in (False, True):
+        with sg.autograd.record():
+            loss = sg.sum(w * w)
+            with (
+                sg.autograd.no_grad() if paused else contextlib.nullcontext(),
+                pytest.raises(
+                    sg.SrcgradError, match=r"tensor.assign\(...\): the recording in progress"
+                ),
+            ):
+                w.assign([5.0, 5.0])
+        loss.backward()
+        np.testing.assert_allclose(w.grad.numpy(), [2.0, 4.0])
+    w.assign([5.0, 5.0])
+    np.testing.assert_allclose(w.numpy(), [5.0, 5.0])
 
 
 def test_inplace_on_recorded_result_drops_history():

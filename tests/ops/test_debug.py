@@ -130,6 +130,26 @@ def test_bad_keyword_names_are_refused() -> None:
         sg.jit(lambda x: sg.debug.print("{}", **{"a b": x}) or x)(np.array(1.0))
 
 
+def test_a_format_string_that_does_not_fit_is_refused_at_the_users_line() -> None:
+    """A name or position the format string has no value for, or a spec the arrays refuse:
+    a TraceError naming the format string at trace time (a KeyError from the compiled call
+    before), and the same for an eager print."""
+    x = np.ones(2)
+    cases = [
+        (lambda v: sg.debug.print("value {y}", x=v), "KeyError: 'y'"),
+        (lambda v: sg.debug.print("{} {}", v), "IndexError"),
+        (lambda v: sg.debug.print("{:.2f}", v), "TypeError"),
+    ]
+    for call, why in cases:
+        for run in (sg.jit(lambda v: call(v) or v), call):
+            with pytest.raises(
+                sg.TraceError,
+                match=r"the format string .* does not fit its "
+                rf"arguments .*{why}.*\(at .*test_debug.py:\d+\)",
+            ):
+                run(x)
+
+
 def test_eager_print_on_arrays_and_tensors(capfd: pytest.CaptureFixture) -> None:
     _, lines = _printed(
         capfd, lambda: sg.debug.print("a={a} t={}", sg.tensor(np.array([1.0])), a=np.arange(2))

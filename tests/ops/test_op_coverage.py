@@ -44,10 +44,12 @@ INTERNAL = {
     "prng_fold_in": "sg.from_jax of jax.random.fold_in (test_from_jax_rows)",
     "threefry2x32": "sg.from_jax of jax.extend.random.threefry_2x32 (test_from_jax_rows)",
     "pure_callback": "sg.from_jax of jax.pure_callback (test_from_jax_rows)",
-    "linear_scan": "cumprod's gradient (test_manip: test_linear_scan_matches_its_recurrence)",
     "index_update": "x.at[...].set/multiply/min/max (test_indexing_adv)",
     "igamma_grad_a": "gammainc's gradient in a (test_special)",
     "jax_op": "sg.jax_op and from_jax's fallback (test_jax_op, test_from_jax)",
+    "jax_effect": "from_jax's io_callback and jax.debug.callback (test_from_jax: "
+    "test_callbacks_with_effects_run_on_every_call_as_under_jax_jit)",
+    "complex": "the gradient of sg.imag (test_complex)",
     "debug_print": "sg.debug.print (test_debug)",
     "debug_breakpoint": "sg.debug.breakpoint (test_debug)",
     "raise_if": "a converted raise / assert under a traced condition (test_convert_python)",

@@ -350,7 +350,7 @@ def pool_ref(kind: str) -> Callable[..., Any]:
         dims = (1,) + window + (1,) if layout == "NHWC" else (1, 1) + window
         steps = (1,) + strides + (1,) if layout == "NHWC" else (1, 1) + strides
         if kind == "max":
-            low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+            low = -np.inf if x.dtype.kind in "fc" else np.iinfo(x.dtype).min
             return lax.reduce_window(x, np.asarray(low, x.dtype), lax.max, dims, steps, padding)
         return lax.reduce_window(x, 0.0, lax.add, dims, steps, padding) / (window[0] * window[1])
 

@@ -8,6 +8,7 @@ unbounded loop is an error that asks for max_iters.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import jax
@@ -28,7 +29,9 @@ def damped(x: Any, n: Any) -> Any:
     return sg.while_loop(lambda c: c[1] < n, body, (x, 0.0))[0]
 
 
-DAMPED_LINE = damped.__code__.co_firstlineno + 5
+DAMPED_LINE = inspect.getsourcelines(damped)[1] + next(
+    i for i, line in enumerate(inspect.getsourcelines(damped)[0]) if "sg.while_loop" in line
+)
 
 
 def damped_twin(x: Any, n: int) -> Any:

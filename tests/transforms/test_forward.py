@@ -400,15 +400,21 @@ def test_the_ir_verifies(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_bad_arguments_raise_clear_errors() -> None:
+    """jax.jvp's TypeError and ValueError, with the user's file:line."""
     x = np.ones(3)
-    with pytest.raises(TypeError, match="tuples or lists"):
+    here = r"\(at .*test_forward.py:\d+\)"
+    with pytest.raises(TypeError, match="tuples or lists.*" + here):
         sg.jvp(vec, x, x)
-    with pytest.raises(ValueError, match="shapes"):
+    with pytest.raises(ValueError, match="shapes.*" + here):
         sg.jvp(vec, (x,), (np.ones(2),))
-    with pytest.raises(TypeError, match="dtypes differ"):
+    with pytest.raises(TypeError, match="dtypes differ.*" + here):
         sg.jvp(vec, (x,), (np.ones(3, np.float32),))
-    with pytest.raises(TypeError, match="float0"):
+    with pytest.raises(TypeError, match="float0.*" + here):
         sg.jvp(lambda x, n: x * n, (x, 2), (x, 1.0))
+    with pytest.raises(TypeError, match="same tree structure.*" + here):
+        sg.jvp(vec, (x,), (x, x))
+    with pytest.raises(TypeError, match="takes 1 tangents.*" + here):
+        sg.linearize(vec, x)[1](x, x)
     with pytest.raises(sg.GradientError, match="floating-point inputs"):
         sg.jacfwd(lambda n: n * 2.0)(np.arange(3))
     with pytest.raises(sg.GradientError, match="floating-point outputs"):
