@@ -120,9 +120,11 @@ class Rule:
         """Run a window structure of `size` entries, met `count` times in this tape, as a
         chunk? Yes once its rent with this tape's share reaches the compile of its programs
         (`CHUNK_PROGRAMS`: the forward and vjps for a few patterns of cotangents); otherwise
-        this tape's share is paid."""
+        this tape's share is paid. Buying spends the rent: a chunk its bounded cache has
+        dropped (backward_chunks.CHUNK_LIMIT) pays again before it is compiled again."""
         share = count * self.entry(size)
         if paid.rent + share >= CHUNK_PROGRAMS * self.chunk_compile(size):
+            paid.rent = 0.0
             return True
         paid.rent += share
         paid.runs += count

@@ -267,6 +267,31 @@ def test_recurring_windows_become_chunks_once_they_have_paid(
     assert len(backward_chunks._CHUNKS) == 1
 
 
+def test_a_dropped_chunk_pays_again_before_it_is_compiled_again(
+    rule: cost_rule.Rule, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Buying a chunk spends its rent: once its bounded cache has dropped it, its windows run
+    entry by entry until they have paid for its compile again (a network over random trees
+    keeps meeting new window structures; rebuying a dropped one at once would compile on
+    every drop)."""
+    monkeypatch.setattr(backward_chunks, "CHUNK", 4)
+    emb, wh = RNG.standard_normal((5, 3)), RNG.standard_normal((3, 3)) * 0.5
+    _grads(_sentence_loss, (emb, wh), [1, 2])
+    rule.entry = Fixed(0.0, 0.25)  # a window of 4 entries: 1 s of rent
+    rule.whole_compile = Fixed(1e9, 0.0)  # never whole
+    rule.chunk_compile = Fixed(0.0, 2.0 / cost_rule.CHUNK_PROGRAMS)  # 8 s, as measured
+    words = [0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1]  # 12 windows of one structure: 12 s
+    _grads(_sentence_loss, (emb, wh), words[:5])  # 5 windows: 5 s, less than 8
+    assert len(backward_chunks._CHUNKS) == 0
+    _grads(_sentence_loss, (emb, wh), words)  # bought: the 5 s paid are spent
+    (cell,) = backward_chunks._CHUNKS._data  # the cell's window structure
+    backward_chunks._CHUNKS.clear()  # dropped, as the bound drops the earliest
+    _grads(_sentence_loss, (emb, wh), words[:5])  # 5 windows: 5 s, less than 8
+    assert backward_chunks._CHUNKS.get(cell) is None
+    _grads(_sentence_loss, (emb, wh), words[:5])  # 10 s paid since it was bought
+    assert backward_chunks._CHUNKS.get(cell) is not None
+
+
 def test_tape_compile_after_takes_none_or_a_positive_int(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(config, "_tape_compile_after", 2)
     sg.config.tape_compile_after = None
