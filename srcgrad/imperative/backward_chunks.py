@@ -129,9 +129,9 @@ class Chunk:
 
 #: How many chunks are kept (the earliest made go first). A chunk's programs (its forward
 #: and a vjp or two) hold about 7 MiB here, and a network over random trees keeps buying
-#: chunks of window structures that recur across trees (79 in 30,000 steps): the bound keeps
-#: the resident set flat. A dropped chunk pays again before it is compiled again.
-CHUNK_LIMIT = 64
+#: chunks of window structures that recur across trees (86 in 50,000 steps): the bound caps
+#: what they hold (about 220 MiB). A dropped chunk pays again before it is compiled again.
+CHUNK_LIMIT = 32
 #: Chunks by local structure.
 _CHUNKS = register("tape_chunks", BoundedCache(CHUNK_LIMIT))
 
