@@ -129,9 +129,12 @@ class Chunk:
 
 #: How many chunks are kept (the earliest made go first). A chunk's programs (its forward
 #: and a vjp or two) hold about 7 MiB here, and a network over random trees keeps buying
-#: chunks of window structures that recur across trees (86 in 50,000 steps): the bound caps
-#: what they hold (about 220 MiB). A dropped chunk pays again before it is compiled again.
-CHUNK_LIMIT = 32
+#: chunks of window structures that recur across trees (58 by 20,000 steps, 86 by 50,000,
+#: fewer and fewer): the bound caps what they can hold (about 900 MiB) above that working
+#: set. Kept to 32 they churned (56 made by 20,000 steps), each rebuy a compile, and the
+#: memory of dropped chunks did not all go back to the system. A dropped chunk pays again before
+#: it is compiled again.
+CHUNK_LIMIT = 128
 #: Chunks by local structure.
 _CHUNKS = register("tape_chunks", BoundedCache(CHUNK_LIMIT))
 
