@@ -36,7 +36,9 @@ from .api.derivatives import hessian, hvp, jacfwd, jacrev, jvp, linearize
 from .ops import constants as _constants
 from .ops.constants import *  # noqa: F403  (jnp's constants, dtype names, shape/dtype utilities)
 from .core.verify import VerifyError, verify
-from . import autograd, debug, nn, optim, random
+from . import autograd, debug, distributions, nn, optim, random, sparse
+from .imperative.sparse import sparse_coo_tensor
+from .imperative.serialization import load, save
 from .imperative.tensor import Tensor, tensor
 from .tools.graphviz import render, to_dot
 from .convert import convert, no_convert
@@ -84,6 +86,11 @@ __all__ = [
     "autograd",
     "nn",
     "optim",
+    "distributions",
+    "save",
+    "load",
+    "sparse",
+    "sparse_coo_tensor",
     "random",
     "Tensor",
     "tensor",

@@ -142,7 +142,19 @@ def test_every_module_is_read() -> None:
 
 def test_every_folder_is_a_layer_or_a_front_end() -> None:
     """A new folder under srcgrad/ must be given a layer here (or be a front end, L6)."""
-    front_ends = {"api", "imperative", "from_jax", "convert", "tools", "scipy", "autograd", "optim"}
+    front_ends = {
+        "api",
+        "imperative",
+        "from_jax",
+        "convert",
+        "tools",
+        "scipy",
+        "autograd",
+        "optim",
+        "nn",
+        "distributions",
+        "sparse",
+    }
     folders = {
         p.name for p in PACKAGES["srcgrad"].iterdir() if p.is_dir() and (p / "__init__.py").exists()
     }

@@ -91,6 +91,8 @@ class CompileCache:
         for slot in held[1].values() if held is not None else ():
             with slot.lock:
                 slot.entry = None
+        for callback in _ON_FORGET:
+            callback(fun)
 
     def _drop(self, ident: tuple[int, ...]) -> None:
         with self._lock:
@@ -152,6 +154,9 @@ class BoundedCache:
 
 CACHE = CompileCache()
 _CACHES: dict[str, Clearable] = {}
+#: What else holds compiled code outside the slots (a `Transformed`'s fast path), told
+#: when a function's entries are forgotten (`fun`) or every cache is cleared (None).
+_ON_FORGET: list[Callable[[Callable[..., Any] | None], None]] = []
 C = TypeVar("C", bound=Clearable)
 
 
@@ -166,10 +171,19 @@ def register(name: str, cache: C) -> C:
 register("functions", CACHE)
 
 
+def on_forget(callback: Callable[[Callable[..., Any] | None], None]) -> None:
+    """Call `callback(fun)` when `fun`'s entries are forgotten and `callback(None)` when
+    every cache is cleared: for what keeps compiled code outside the registered caches."""
+    _ON_FORGET.append(callback)
+
+
 def clear_cache() -> None:
-    """Forget every compiled program (later calls trace and compile again)."""
+    """Forget every compiled program (later calls trace and compile again), also in the
+    `sg.grad(f)` objects made before."""
     for cache in _CACHES.values():
         cache.clear()
+    for callback in _ON_FORGET:
+        callback(None)
 
 
 def cache_info() -> dict[str, int]:

@@ -14,6 +14,7 @@ Layer L0 (base): see docs/design.md.
 from __future__ import annotations
 
 import functools
+import sys
 import types
 from typing import Any, Callable, TypeVar
 
@@ -42,9 +43,28 @@ def filter_traceback(tb: types.TracebackType | None) -> types.TracebackType | No
 
 def leave_out_internal_frames(e: BaseException) -> None:
     """Filter `e`'s traceback in place (when `sg.config.traceback_filtering` is on); a bare
-    `raise` after it re-raises `e` without the frames left out, the current one included."""
-    if config.traceback_filtering:
+    `raise` after it re-raises `e` without the frames left out, the current one included.
+
+    Python 3.10's bare `raise` re-raises the traceback the handler caught, not
+    `e.__traceback__`: there the caught chain itself is relinked past srcgrad's entries, and
+    its first entry, the handler's own frame, stays (one srcgrad frame: the entry point
+    the user called, as JAX's api boundary shows on every version)."""
+    if not config.traceback_filtering:
+        return
+    if sys.version_info >= (3, 11):
         e.__traceback__ = filter_traceback(e.__traceback__)
+        return
+    head = e.__traceback__
+    if head is None:
+        return
+    entry = head
+    rest = head.tb_next
+    while rest is not None:
+        if not _internal(rest.tb_frame.f_code.co_filename):
+            entry.tb_next = rest
+            entry = rest
+        rest = rest.tb_next
+    entry.tb_next = None
 
 
 def api_boundary(fn: F) -> F:

@@ -19,7 +19,15 @@ import numpy as np
 
 from ..base import dtypes, conversion as hooks
 from ..core.builder import as_var
-from ..base.cache import CACHE, Slot, binding_reader, bindings_check, same_bindings, static_key
+from ..base.cache import (
+    CACHE,
+    Slot,
+    binding_reader,
+    bindings_check,
+    on_forget,
+    same_bindings,
+    static_key,
+)
 from ..base.config import config
 from ..core.dispatch import tracing_leaves
 from ..core.builder import input_var
@@ -115,6 +123,7 @@ class Transformed:
         ) = None if jit else False
         self._weak = weakref.ref(self)
         self.compilations = 0
+        _MADE.add(self)
         functools.update_wrapper(self, fun, updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -471,6 +480,24 @@ class _Pipeline:
 
 
 _SLOW = object()
+#: Every transformation made: `sg.clear_caches()` and `sg.no_convert(f)` make them forget
+#: what they hold beside the cache (the slots they looked up, the fast path's jax.jit).
+_MADE: weakref.WeakSet[Transformed] = weakref.WeakSet()
+
+
+def _forget(fun: Callable[..., Any] | None) -> None:
+    """Make every transformation of `fun` (of every function: None) look its programs up in
+    the cache again on its next call."""
+    for t in list(_MADE):
+        if fun is None or t._base is fun:
+            with t._own_lock:
+                t._own.clear()
+            if t._fast.__class__ is tuple:
+                t._fast = None
+
+
+on_forget(_forget)
+
 #: The leaf types the fast path takes (concrete arrays and numbers; never a JAX tracer).
 _FAST_TYPES = frozenset(
     {

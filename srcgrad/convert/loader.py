@@ -101,7 +101,8 @@ def is_user_file(f: str) -> bool:
 
 def no_convert(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Mark `fn` so that srcgrad never converts it (also a decorator). A function converted
-    before is traced again, unconverted, by the transformations made from then on."""
+    before is traced again, unconverted, on the next call of its transformations (those
+    made before included)."""
     try:
         fn.__sg_no_convert__ = True  # type: ignore[attr-defined]
     except (AttributeError, TypeError):

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..base.hooks import Hook
 from ..ir.program import Variable, current_program
+from ..base.errors import SrcgradError, user_location
 from ..base.traceback_filter import leave_out_internal_frames
 
 Leaves = list
@@ -218,7 +219,40 @@ def dispatched(fn: Callable[..., Any], operands: Sequence[str] = ()) -> Callable
                 return fn(*args, **kwargs)
             return _outside(fn, args, kwargs, spec)
         except Exception as e:  # the error shows the user's frames only (inline: no frame)
-            leave_out_internal_frames(e)
+            hint = _keyword_hint(fn, kwargs) if isinstance(e, TypeError) else None
+            if hint is None:
+                leave_out_internal_frames(e)
+                raise
+        try:  # (outside the handler: the TypeError is not chained to this one)
+            raise KeywordError(hint, loc=user_location())
+        except KeywordError as k:
+            leave_out_internal_frames(k)
             raise
 
     return functools.wraps(fn)(_user_fn)
+
+
+#: PyTorch's keywords -> NumPy's, which srcgrad's ops take (`sg.sum(x, dim=0)`).
+TORCH_KEYWORDS = {"dim": "axis", "keepdim": "keepdims"}
+
+
+def _keyword_hint(fn: Callable[..., Any], kwargs: dict[str, Any]) -> str | None:
+    """The message for a PyTorch keyword given where the op takes NumPy's, else None.
+    srcgrad keeps NumPy's names alone: PyTorch's `dim` does not always mean `axis`
+    (`torch.max(x, dim)` returns values and indices)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return None
+    for torch_name, numpy_name in TORCH_KEYWORDS.items():
+        if torch_name in kwargs and torch_name not in params and numpy_name in params:
+            return (
+                f"sg.{fn.__name__}() got an unexpected keyword argument {torch_name!r}: "
+                f"srcgrad's ops take NumPy's keywords; use {numpy_name}={kwargs[torch_name]!r} "
+                f"(PyTorch's {torch_name}=)"
+            )
+    return None
+
+
+class KeywordError(SrcgradError, TypeError):
+    """A keyword an op does not take, with the name it takes instead."""

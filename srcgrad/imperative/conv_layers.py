@@ -18,7 +18,8 @@ from ..ops import manip
 from ..ops import shape as shape_ops
 from ..ops.conv import conv
 from ..base.errors import SrcgradError, user_location
-from .layers import Module, new_parameter, seeded_rng
+from .layers import Module, new_parameter
+from .seeds import seeded_rng
 
 Pads = tuple[tuple[int, int], ...]
 

@@ -20,7 +20,6 @@ Layer L6 (front ends): see docs/design.md.
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import jax
@@ -32,20 +31,10 @@ from ..ops import elementwise, indexing, reduce
 from ..base.errors import SrcgradError, user_location
 from ..core.declare import EXPORTS
 from ..ir.program import Variable
+from .devices import parse_to
+from .functional import dropout_with
+from .seeds import KeyStream, seeded_rng
 from .tensor import Tensor, tensor, zeros_like
-
-_seeds = itertools.count()
-
-
-def _key(seed: int | None) -> jax.Array:
-    return jax.random.PRNGKey(next(_seeds) if seed is None else seed)
-
-
-def seeded_rng(seed: int | None) -> np.random.Generator:
-    """The generator of a layer's initial weights: NumPy's, on the host. `jax.random` would
-    compile a program per new shape (0.2-0.9 s each on a 2-core CPU: most of a fresh model's
-    time to its first step)."""
-    return np.random.default_rng(next(_seeds) if seed is None else seed)
 
 
 def new_parameter(value: Any, name: str, dtype: Any = None) -> Tensor:
@@ -70,9 +59,9 @@ class Module:
         """(name, value) of the attributes that may hold Tensors or Modules."""
         return iter(vars(self).items())
 
-    def _walk(self, prefix: str = "") -> Iterator[tuple[str, Any]]:
-        """Every member Tensor and Module below this one, depth first, with its dotted name;
-        a Tensor in a plain container comes as `_Stray` (not a member)."""
+    def _direct(self, prefix: str = "") -> Iterator[tuple[str, Any]]:
+        """This module's own member Tensors and Modules (those in its containers too), with
+        their dotted names; a Tensor in a plain container comes as `_Stray` (not a member)."""
 
         def items(name: str, value: Any, registers: bool) -> Iterator[tuple[str, Any]]:
             if isinstance(value, Module):
@@ -89,10 +78,14 @@ class Module:
                     yield from items(f"{name}.{k}", v, inner)
 
         for name, value in self._members():
-            for full, v in items(prefix + name, value, True):
-                yield full, v
-                if isinstance(v, Module):
-                    yield from v._walk(full + ".")
+            yield from items(prefix + name, value, True)
+
+    def _walk(self, prefix: str = "") -> Iterator[tuple[str, Any]]:
+        """Every member Tensor and Module below this one, depth first, with its dotted name."""
+        for full, v in self._direct(prefix):
+            yield full, v
+            if isinstance(v, Module):
+                yield from v._walk(full + ".")
 
     def named_parameters(self) -> Iterator[tuple[str, Tensor]]:
         """(dotted name, Tensor) for each parameter, each Tensor once."""
@@ -122,6 +115,51 @@ class Module:
     def modules(self) -> list["Module"]:
         """This module and every module below it."""
         return [self] + [v for _, v in self._walk() if isinstance(v, Module)]
+
+    def named_modules(self) -> list[tuple[str, "Module"]]:
+        """(dotted name, module) for this module ("") and every module below it."""
+        return [("", self)] + [(n, v) for n, v in self._walk() if isinstance(v, Module)]
+
+    def children(self) -> list["Module"]:
+        """The modules directly below this one."""
+        return [v for _, v in self._direct() if isinstance(v, Module)]
+
+    def apply(self, fn: Callable[["Module"], Any]) -> "Module":
+        """Call `fn` on every module below this one, then on this one (PyTorch's order: an
+        initialiser over `model.apply(init_weights)`); returns this module."""
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> "Module":
+        """PyTorch's `module.to(device)`, `.to(dtype)`, `.to(device, dtype)`: the parameters
+        (and their `.grad`) moved to the JAX device and / or the floating ones cast, in place
+        (the same Tensors, so an optimizer holding them keeps working); returns the module."""
+        device, dtype = parse_to(args, dict(kwargs))
+        for p in self.parameters():
+            p.relocate(device, dtype)
+        return self
+
+    def cuda(self, device: int | None = None) -> "Module":
+        """`to("cuda")` (`device` k: "cuda:k"): an error naming JAX's devices without a GPU."""
+        return self.to("cuda" if device is None else f"cuda:{device}")
+
+    def cpu(self) -> "Module":
+        return self.to("cpu")
+
+    def double(self) -> "Module":
+        """The floating parameters cast to float64 (needs jax_enable_x64)."""
+        return self.to(np.float64)
+
+    def float(self) -> "Module":
+        return self.to(np.float32)
+
+    def half(self) -> "Module":
+        return self.to(np.float16)
+
+    def bfloat16(self) -> "Module":
+        return self.to(jnp.bfloat16)
 
     def zero_grad(self) -> None:
         """Set the parameters' `.grad` to zeros."""
@@ -372,20 +410,16 @@ class Dropout(Module):
     """Zeroes each element with probability `p` and scales the rest by 1 / (1 - p) while
     training (a new jax.random mask per call, from `seed`); the identity in `eval()`."""
 
-    def __init__(self, p: float = 0.5, *, seed: int | None = None):
-        if not 0 <= p < 1:
-            raise SrcgradError(f"Dropout: p must be in [0, 1), got {p}", loc=user_location())
+    def __init__(self, p: float = 0.5, inplace: bool = False, *, seed: int | None = None):
+        if not 0 <= p <= 1:
+            raise SrcgradError(f"Dropout: p must be in [0, 1], got {p}", loc=user_location())
         self.p = p
-        self._key = _key(seed)
+        self._keys = KeyStream(seed)
 
     def forward(self, x: Any) -> Any:
         if not self.training or self.p == 0:
             return x
-        self._key, sub = jax.random.split(self._key)
-        keep = jax.random.bernoulli(sub, 1 - self.p, tuple(x.shape))
-        scale = np.asarray(1 / (1 - self.p), x.dtype)
-        # a Tensor: an input of the tape, so a new mask each step changes no structure
-        return x * tensor(jnp.where(keep, scale, jnp.zeros((), x.dtype)))
+        return dropout_with(self._keys.next(), x, self.p, True)
 
 
 __all__ = [

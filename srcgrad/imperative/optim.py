@@ -33,7 +33,7 @@ class HyperparameterError(SrcgradError, ValueError):
     value and the user's line."""
 
 
-def _checked_hyper(who: str, **ranges: tuple[Any, float, float]) -> None:
+def checked_hyper(who: str, **ranges: tuple[Any, float, float]) -> None:
     """PyTorch's checks: each value within [lo, hi) (`hi` inf: no upper bound)."""
     for name, (value, lo, hi) in ranges.items():
         v = float(np.asarray(value))
@@ -45,34 +45,81 @@ def _checked_hyper(who: str, **ranges: tuple[Any, float, float]) -> None:
 
 
 class Optimizer:
-    """Holds parameters and a state per parameter; `step()` updates them in one jitted call.
+    """Holds parameters in groups and a state per parameter; `step()` updates them in one
+    jitted call per group.
 
-    Subclasses give `init(value)` (a parameter's state, a pytree of arrays) and a pure
-    `rule(value, grad, state, step, **hyper) -> (value, state)`; the numeric hyperparameters
-    (`self.hyper`) are runtime inputs of the jitted step, so changing `opt.lr` (a schedule)
-    compiles nothing new; boolean options (nesterov, centered) are fixed at construction, and
-    so is whether SGD keeps a momentum buffer (momentum 0 or not).
+    `params` is an iterable of Tensors, or of dicts (PyTorch's parameter groups: {"params":
+    [...], "lr": ..., ...}, a key left out taking the constructor's value). Each group of
+    `param_groups` is a dict of PyTorch's hyperparameter names ("lr", "betas", "momentum",
+    ...) besides "params"; writing one (`opt.param_groups[0]["lr"] = 0.01`, a scheduler)
+    takes effect at the next step and compiles nothing new: the numbers are runtime inputs
+    of the jitted step. Subclasses give `init(value)` (a parameter's state, a pytree of
+    arrays), a pure `rule(value, grad, state, step, **hyper) -> (value, state)` over the
+    numeric hyperparameters `NUMERIC`, and `check(group)`; boolean options (nesterov,
+    centered) are fixed at construction, and so is whether SGD keeps a momentum buffer.
     """
 
-    def __init__(self, params: Iterable[Tensor] | None, **hyper: Any):
-        self.params: list[Tensor] = [] if params is None else _checked(params)
-        self.hyper = hyper
+    #: The group keys passed to `rule` (a tuple, such as Adam's betas, as one array).
+    NUMERIC: tuple[str, ...] = ("lr",)
+
+    def __init__(self, params: Iterable[Any] | None, defaults: dict[str, Any]):
+        self.defaults = dict(defaults)
+        self.param_groups: list[dict[str, Any]] = []
+        entries = [] if params is None else list(params)
+        if entries and all(isinstance(e, dict) for e in entries):
+            for group in entries:
+                self.add_param_group(group)
+        elif entries or params is not None:
+            self.add_param_group({"params": entries})
         self.state: dict[int, Any] = {}  # id(param) -> its state
         self.steps: dict[int, int] = {}  # id(param) -> updates made
         self._jitted = jax.jit(self._update)
-        self._hyper_key: tuple = ()
-        self._hyper_arrays: dict[str, jax.Array] = {}
+        self._hyper_cache: dict[int, tuple[tuple, dict[str, jax.Array]]] = {}
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group: its "params" and any hyperparameters (the rest from `defaults`)."""
+        if "params" not in param_group:
+            raise SrcgradError(
+                "sg.optim: a parameter group is a dict with a 'params' key", loc=user_location()
+            )
+        group = {**self.defaults, **param_group, "params": _checked(param_group["params"])}
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in seen for p in group["params"]):
+            raise SrcgradError(
+                "sg.optim: some parameters appear in more than one parameter group",
+                loc=user_location(),
+            )
+        self.check(group)
+        self.param_groups.append(group)
+
+    def check(self, group: dict[str, Any]) -> None:
+        """Refuse a group's hyperparameters outside PyTorch's ranges."""
+        checked_hyper(type(self).__name__, learning_rate=(group["lr"], 0.0, np.inf))
+
+    @property
+    def params(self) -> list[Tensor]:
+        """Every parameter, group by group."""
+        return [p for g in self.param_groups for p in g["params"]]
+
+    @property
+    def hyper(self) -> dict[str, Any]:
+        """The first group's hyperparameters (DyNet's form: the defaults)."""
+        group = self.param_groups[0] if self.param_groups else self.defaults
+        return {k: v for k, v in group.items() if k != "params"}
 
     @property
     def lr(self) -> Any:
-        return self.hyper["lr"]
+        return (self.param_groups[0] if self.param_groups else self.defaults)["lr"]
 
     @lr.setter
     def lr(self, value: Any) -> None:
-        _checked_hyper(type(self).__name__, learning_rate=(value, 0.0, np.inf))
-        self.hyper["lr"] = value
+        """Set the learning rate of every group (and the default)."""
+        checked_hyper(type(self).__name__, learning_rate=(value, 0.0, np.inf))
+        for group in [self.defaults, *self.param_groups]:
+            group["lr"] = value
 
-    def init(self, value: jax.Array) -> Any:
+    def init(self, value: jax.Array, group: dict[str, Any]) -> Any:
+        """A parameter's initial state (its group's hyperparameters at its first step)."""
         return ()
 
     def rule(
@@ -89,24 +136,40 @@ class Optimizer:
         ]
         return [v.astype(v0.dtype) for (v, _), v0 in zip(out, values)], [s for _, s in out]
 
-    def _hyper(self) -> dict[str, Any]:
-        """The hyperparameters as weakly typed arrays (converted again only on a change)."""
-        key = tuple((k, v if isinstance(v, (int, float)) else id(v)) for k, v in self.hyper.items())
-        if self._hyper_key != key:
-            self._hyper_key = key
-            self._hyper_arrays = {k: jnp.asarray(v) for k, v in self.hyper.items()}
-        return self._hyper_arrays
+    def _hyper(self, index: int, group: dict[str, Any]) -> dict[str, jax.Array]:
+        """The numeric hyperparameters of `group` as weakly typed float arrays (converted
+        again only when one changed)."""
+        key = tuple(_hyper_key(group[k]) for k in self.NUMERIC)
+        cached = self._hyper_cache.get(index)
+        if cached is None or cached[0] != key:
+            arrays = {k: _as_hyper(group[k]) for k in self.NUMERIC}
+            cached = self._hyper_cache[index] = (key, arrays)
+        return cached[1]
 
     def step(self, params: Sequence[Tensor] | None = None) -> None:
-        """Update `params` (default: the optimizer's) from their `.grad`, in place."""
-        ps = [
-            p for p in (self.params if params is None else _checked(params)) if p.grad is not None
-        ]
+        """Update `params` (default: the optimizer's) from their `.grad`, in place; a
+        Tensor given that is in no group takes the defaults."""
+        if params is None:
+            groups = list(enumerate(self.param_groups))
+        else:
+            owner = {id(p): i for i, g in enumerate(self.param_groups) for p in g["params"]}
+            chosen: dict[int, list[Tensor]] = {}
+            for p in _checked(params):
+                chosen.setdefault(owner.get(id(p), -1), []).append(p)
+            groups = [
+                (i, {**(self.param_groups[i] if i >= 0 else self.defaults), "params": ps})
+                for i, ps in chosen.items()
+            ]
+        for index, group in groups:
+            self._step_group(index, group)
+
+    def _step_group(self, index: int, group: dict[str, Any]) -> None:
+        ps = [p for p in group["params"] if p.grad is not None]
         if not ps:
             return
         for p in ps:
             if id(p) not in self.state:
-                self.state[id(p)] = self.init(p._value)
+                self.state[id(p)] = self.init(p._value, group)
                 self.steps[id(p)] = 0
             self.steps[id(p)] += 1
         steps = np.array([self.steps[id(p)] for p in ps], np.int32)
@@ -115,7 +178,7 @@ class Optimizer:
             [p.grad._value for p in ps],
             [self.state[id(p)] for p in ps],
             steps,
-            self._hyper(),
+            self._hyper(index, group),
         )
         for p, v, s in zip(ps, values, states):
             p._value = v
@@ -126,9 +189,42 @@ class Optimizer:
         """DyNet's `sgd(params)`: one step on `params`."""
         self.step(params)
 
-    def zero_grad(self) -> None:
-        """Set the parameters' `.grad` to zeros (those that have one)."""
+    def zero_grad(self, set_to_none: bool = False) -> None:
+        """Set the parameters' `.grad` to zeros (those that have one). (PyTorch's
+        `set_to_none` is accepted; a `.grad` of None would detach the parameter here.)"""
         zero_grad(self.params)
+
+    def state_dict(self) -> dict[str, Any]:
+        """{"state": {index: (step, state arrays)}, "param_groups": [groups, params as
+        indices]}, PyTorch's layout (parameters numbered over the groups in order)."""
+        index = {id(p): i for i, p in enumerate(self.params)}
+        return {
+            "state": {
+                index[k]: {"step": self.steps[k], "state": v}
+                for k, v in self.state.items()
+                if k in index
+            },
+            "param_groups": [
+                {**g, "params": [index[id(p)] for p in g["params"]]} for g in self.param_groups
+            ],
+        }
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore what `state_dict` saved, onto this optimizer's parameters (same order)."""
+        params = self.params
+        groups = state_dict["param_groups"]
+        if [len(g["params"]) for g in groups] != [len(g["params"]) for g in self.param_groups]:
+            raise SrcgradError(
+                "load_state_dict: the saved parameter groups do not match this optimizer's",
+                loc=user_location(),
+            )
+        for group, saved in zip(self.param_groups, groups):
+            group.update({k: v for k, v in saved.items() if k != "params"})
+        for i, entry in state_dict["state"].items():
+            p = params[int(i)]
+            self.steps[id(p)] = int(entry["step"])
+            self.state[id(p)] = jax.tree_util.tree_map(jnp.asarray, entry["state"])
+        self._hyper_cache.clear()
 
 
 def zero_grad(params: Iterable[Tensor]) -> None:
@@ -138,14 +234,34 @@ def zero_grad(params: Iterable[Tensor]) -> None:
             p.grad = Tensor(zeros_like(p._value))
 
 
+def _hyper_key(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return tuple(_hyper_key(v) for v in value)
+    return float(value) if isinstance(value, (int, float, np.number)) else id(value)
+
+
+def _as_hyper(value: Any) -> Any:
+    """A hyperparameter as a weakly typed float array (a tuple, such as Adam's betas, as a
+    tuple of them): a number of any Python or NumPy type gives the same program, and a
+    float32 parameter's update stays in float32 under jax_enable_x64 (a strongly typed
+    float64 array would promote its state, and the next step would compile again)."""
+    if isinstance(value, (tuple, list)):
+        return tuple(_as_hyper(v) for v in value)
+    if isinstance(value, (int, float, np.number)):
+        return jnp.asarray(float(value))
+    return jnp.asarray(value)
+
+
 class SGD(Optimizer):
     """`torch.optim.SGD`: g += wd p; b = mu b + (1 - dampening) g (b = g at the first step);
     g = g + mu b (Nesterov) or b; p -= lr g. `SGD(lr)` without parameters is DyNet's
     `sgd(params)` form."""
 
+    NUMERIC = ("lr", "momentum", "dampening", "weight_decay")
+
     def __init__(
         self,
-        params: Iterable[Tensor] | float | None = None,
+        params: Iterable[Any] | float | None = None,
         lr: float | None = None,
         momentum: float = 0.0,
         dampening: float = 0.0,
@@ -156,24 +272,26 @@ class SGD(Optimizer):
             params, lr = None, float(params)
         if lr is None:
             raise SrcgradError("sg.optim.SGD: pass a learning rate, lr=", loc=user_location())
-        _checked_hyper(
+        self.nesterov = bool(nesterov)
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay)
+        self.check(defaults)
+        super().__init__(params, defaults)
+
+    def check(self, group: dict[str, Any]) -> None:
+        checked_hyper(
             "SGD",
-            learning_rate=(lr, 0.0, np.inf),
-            momentum=(momentum, 0.0, np.inf),
-            weight_decay=(weight_decay, 0.0, np.inf),
+            learning_rate=(group["lr"], 0.0, np.inf),
+            momentum=(group["momentum"], 0.0, np.inf),
+            weight_decay=(group["weight_decay"], 0.0, np.inf),
         )
-        if nesterov and (momentum <= 0 or dampening != 0):
+        if self.nesterov and (group["momentum"] <= 0 or group["dampening"] != 0):
             raise HyperparameterError(
                 "sg.optim.SGD: Nesterov momentum needs momentum > 0 and zero dampening",
                 loc=user_location(),
             )
-        super().__init__(
-            params, lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay
-        )
-        self.nesterov = bool(nesterov)
 
-    def init(self, value: jax.Array) -> Any:
-        return jnp.zeros_like(value) if self.hyper["momentum"] else ()
+    def init(self, value: jax.Array, group: dict[str, Any]) -> Any:
+        return jnp.zeros_like(value) if group["momentum"] else ()
 
     def rule(self, p, g, buf, step, lr, momentum, dampening, weight_decay):
         g = g + weight_decay * p
@@ -188,32 +306,37 @@ class SGD(Optimizer):
 class Adam(Optimizer):
     """`torch.optim.Adam` (L2 weight decay added to the gradient) = `optax.adam`."""
 
+    NUMERIC = ("lr", "betas", "eps", "weight_decay")
+
     def __init__(
         self,
-        params: Iterable[Tensor] | None,
+        params: Iterable[Any] | None,
         lr: float = 1e-3,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
         weight_decay: float = 0.0,
     ):
-        _checked_hyper(
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
+        self.check(defaults)
+        super().__init__(params, defaults)
+
+    def check(self, group: dict[str, Any]) -> None:
+        betas = group["betas"]
+        checked_hyper(
             type(self).__name__,
-            learning_rate=(lr, 0.0, np.inf),
-            epsilon=(eps, 0.0, np.inf),
+            learning_rate=(group["lr"], 0.0, np.inf),
+            epsilon=(group["eps"], 0.0, np.inf),
             beta_0=(betas[0], 0.0, 1.0),
             beta_1=(betas[1], 0.0, 1.0),
-            weight_decay=(weight_decay, 0.0, np.inf),
-        )
-        super().__init__(
-            params, lr=lr, b1=betas[0], b2=betas[1], eps=eps, weight_decay=weight_decay
+            weight_decay=(group["weight_decay"], 0.0, np.inf),
         )
 
-    def init(self, value: jax.Array) -> Any:
+    def init(self, value: jax.Array, group: dict[str, Any]) -> Any:
         return jnp.zeros_like(value), jnp.zeros_like(value)
 
-    def rule(self, p, g, state, step, lr, b1, b2, eps, weight_decay):
+    def rule(self, p, g, state, step, lr, betas, eps, weight_decay):
         g = g + weight_decay * p
-        return _adam(p, g, state, step, lr, b1, b2, eps)
+        return _adam(p, g, state, step, lr, betas[0], betas[1], eps)
 
 
 class AdamW(Adam):
@@ -222,7 +345,7 @@ class AdamW(Adam):
 
     def __init__(
         self,
-        params: Iterable[Tensor] | None,
+        params: Iterable[Any] | None,
         lr: float = 1e-3,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
@@ -230,8 +353,8 @@ class AdamW(Adam):
     ):
         super().__init__(params, lr, betas, eps, weight_decay)
 
-    def rule(self, p, g, state, step, lr, b1, b2, eps, weight_decay):
-        return _adam(p * (1 - lr * weight_decay), g, state, step, lr, b1, b2, eps)
+    def rule(self, p, g, state, step, lr, betas, eps, weight_decay):
+        return _adam(p * (1 - lr * weight_decay), g, state, step, lr, betas[0], betas[1], eps)
 
 
 def _adam(p, g, state, step, lr, b1, b2, eps):
@@ -249,9 +372,11 @@ class RMSProp(Optimizer):
     square); b = mu b + g / (sqrt(v) + eps); p -= lr b (lr g / (sqrt(v) + eps) without
     momentum)."""
 
+    NUMERIC = ("lr", "alpha", "eps", "weight_decay", "momentum")
+
     def __init__(
         self,
-        params: Iterable[Tensor] | None,
+        params: Iterable[Any] | None,
         lr: float = 1e-2,
         alpha: float = 0.99,
         eps: float = 1e-8,
@@ -259,20 +384,22 @@ class RMSProp(Optimizer):
         momentum: float = 0.0,
         centered: bool = False,
     ):
-        _checked_hyper(
-            "RMSProp",
-            learning_rate=(lr, 0.0, np.inf),
-            epsilon=(eps, 0.0, np.inf),
-            momentum=(momentum, 0.0, np.inf),
-            weight_decay=(weight_decay, 0.0, np.inf),
-            alpha=(alpha, 0.0, np.inf),
-        )
-        super().__init__(
-            params, lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum
-        )
+        defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum)
+        self.check(defaults)
+        super().__init__(params, defaults)
         self.centered = bool(centered)
 
-    def init(self, value: jax.Array) -> Any:
+    def check(self, group: dict[str, Any]) -> None:
+        checked_hyper(
+            "RMSProp",
+            learning_rate=(group["lr"], 0.0, np.inf),
+            epsilon=(group["eps"], 0.0, np.inf),
+            momentum=(group["momentum"], 0.0, np.inf),
+            weight_decay=(group["weight_decay"], 0.0, np.inf),
+            alpha=(group["alpha"], 0.0, np.inf),
+        )
+
+    def init(self, value: jax.Array, group: dict[str, Any]) -> Any:
         return jnp.zeros_like(value), jnp.zeros_like(value), jnp.zeros_like(value)
 
     def rule(self, p, g, state, step, lr, alpha, eps, weight_decay, momentum):
@@ -287,6 +414,90 @@ class RMSProp(Optimizer):
 
 
 RMSprop = RMSProp
+
+
+class Adadelta(Optimizer):
+    """`torch.optim.Adadelta`: v = rho v + (1 - rho) g^2; d = sqrt(u + eps) / sqrt(v + eps) g;
+    u = rho u + (1 - rho) d^2; p -= lr d (g += wd p first). Defaults lr=1, rho=0.9,
+    eps=1e-6, as PyTorch's."""
+
+    NUMERIC = ("lr", "rho", "eps", "weight_decay")
+
+    def __init__(
+        self,
+        params: Iterable[Any] | None,
+        lr: float = 1.0,
+        rho: float = 0.9,
+        eps: float = 1e-6,
+        weight_decay: float = 0.0,
+    ):
+        defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay)
+        self.check(defaults)
+        super().__init__(params, defaults)
+
+    def check(self, group: dict[str, Any]) -> None:
+        checked_hyper(
+            "Adadelta",
+            learning_rate=(group["lr"], 0.0, np.inf),
+            epsilon=(group["eps"], 0.0, np.inf),
+            weight_decay=(group["weight_decay"], 0.0, np.inf),
+        )
+        if not 0.0 <= float(group["rho"]) <= 1.0:
+            raise HyperparameterError(
+                f"sg.optim.Adadelta: invalid rho {group['rho']!r}: it must be in [0, 1]",
+                loc=user_location(),
+            )
+
+    def init(self, value: jax.Array, group: dict[str, Any]) -> Any:
+        return jnp.zeros_like(value), jnp.zeros_like(value)
+
+    def rule(self, p, g, state, step, lr, rho, eps, weight_decay):
+        v, u = state
+        g = g + weight_decay * p
+        v = rho * v + (1 - rho) * g * g
+        d = jnp.sqrt(u + eps) / jnp.sqrt(v + eps) * g
+        u = rho * u + (1 - rho) * d * d
+        return p - lr * d, (v, u)
+
+
+class Adagrad(Optimizer):
+    """`torch.optim.Adagrad`: s += g^2; p -= lr / (1 + (t - 1) lr_decay) g / (sqrt(s) + eps)
+    (g += wd p first); the sum starts at `initial_accumulator_value`."""
+
+    NUMERIC = ("lr", "lr_decay", "weight_decay", "eps")
+
+    def __init__(
+        self,
+        params: Iterable[Any] | None,
+        lr: float = 1e-2,
+        lr_decay: float = 0.0,
+        weight_decay: float = 0.0,
+        initial_accumulator_value: float = 0.0,
+        eps: float = 1e-10,
+    ):
+        self.initial = float(initial_accumulator_value)
+        defaults = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, eps=eps)
+        self.check(defaults)
+        super().__init__(params, defaults)
+
+    def check(self, group: dict[str, Any]) -> None:
+        checked_hyper(
+            "Adagrad",
+            learning_rate=(group["lr"], 0.0, np.inf),
+            lr_decay=(group["lr_decay"], 0.0, np.inf),
+            weight_decay=(group["weight_decay"], 0.0, np.inf),
+            epsilon=(group["eps"], 0.0, np.inf),
+            initial_accumulator_value=(self.initial, 0.0, np.inf),
+        )
+
+    def init(self, value: jax.Array, group: dict[str, Any]) -> Any:
+        return jnp.full_like(value, self.initial)
+
+    def rule(self, p, g, total, step, lr, lr_decay, weight_decay, eps):
+        g = g + weight_decay * p
+        clr = lr / (1 + (step.astype(p.dtype) - 1) * lr_decay)
+        total = total + g * g
+        return p - clr * g / (jnp.sqrt(total) + eps), total
 
 
 class from_optax:  # a function's name: sg.optim.from_optax(tx, params)
@@ -353,6 +564,8 @@ __all__ = [
     "AdamW",
     "RMSProp",
     "RMSprop",
+    "Adadelta",
+    "Adagrad",
     "from_optax",
     "zero_grad",
 ]

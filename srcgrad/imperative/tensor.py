@@ -24,6 +24,8 @@ from ..base import dtypes
 from ..core import habits
 from ..base.errors import SrcgradError, user_location
 from ..base.hooks import Hook
+from ..base.traceback_filter import api_boundary
+from .devices import parse_to, placed
 from ..ir.array_methods import ArrayMethods
 
 GRAD_REQS = ("write", "add", "null")
@@ -196,7 +198,11 @@ class Tensor(ArrayMethods):
                 f"assign: a value of shape {tuple(new.shape)} for a tensor of shape {self.shape}",
                 loc=user_location(),
             )
-        self._value = new.astype(self.dtype)
+        old = self._v
+        new = new.astype(self.dtype)
+        if isinstance(old, jax.Array) and getattr(old, "committed", False):
+            new = jax.device_put(new, old.sharding)  # (model.to(device) placed it)
+        self._value = new
         self._tape = self._num = None
 
     @property
@@ -234,10 +240,60 @@ class Tensor(ArrayMethods):
         """`t[index] = value`: `t` takes the functional update `t.at[index].set(value)`."""
         SETITEM(self, index, value)
 
+    # ------------------------------------------------------------ devices and dtypes
+    def to(self, *args: Any, **kwargs: Any) -> "Tensor":
+        """PyTorch's `t.to(device)`, `t.to(dtype)`, `t.to(device, dtype)`, `t.to(other)`: a
+        Tensor on that JAX device (see srcgrad/imperative/devices.py) and of that dtype; this
+        Tensor itself when nothing changes. The cast is recorded (differentiable); moving a
+        Tensor that the recording in progress differentiates is an error: move the data and
+        the model (`model.to(device)`) before recording."""
+        device, dtype = parse_to(args, dict(kwargs))
+        out = self
+        if dtype is not None and dtype != self.dtype:
+            out = out.astype(dtype)
+        if device is not None and device not in out._value.devices():
+            if out._differentiated():
+                raise SrcgradError(
+                    f".to({device}): this tensor is being differentiated by the recording in "
+                    "progress; move the inputs and the model (model.to(device)) before "
+                    "record()",
+                    loc=user_location(),
+                )
+            out = Tensor(placed(out._value, device), self.name)
+        return out
+
+    def cuda(self, device: int | None = None) -> "Tensor":
+        """`to("cuda")` (`device` k: "cuda:k"); an error naming JAX's devices without a GPU."""
+        return self.to("cuda" if device is None else f"cuda:{device}")
+
+    def cpu(self) -> "Tensor":
+        return self.to("cpu")
+
+    @property
+    def device(self) -> Any:
+        """The JAX device holding the array."""
+        return next(iter(self._value.devices()))
+
+    def relocate(self, device: Any, dtype: Any) -> None:
+        """Move this Tensor (and its `.grad`) to `device` and cast it to `dtype` if it is
+        floating, in place (`Module.to`): the same Tensor, attached as before."""
+        CHECK_UPDATE(self, ".to(...)")
+        for holder in (self, self.grad):
+            if holder is None:
+                continue
+            v = holder._value
+            if dtype is not None and dtypes.is_float(holder.dtype) and v.dtype != dtype:
+                v = v.astype(dtype)
+            if device is not None:
+                v = placed(v, device)
+            holder._value = v
+            holder._tape = holder._num = None
+
     def detach(self) -> "Tensor":
         """The same array as a new Tensor that is not recorded."""
         return Tensor(self._value, self.name)
 
+    @api_boundary
     def backward(
         self, head_grad: Any = None, retain_graph: bool = False, create_graph: bool = False
     ) -> None:

@@ -17,7 +17,9 @@ import jax
 import numpy as np
 
 from ..core.builder import active_program, as_var, emit
-from ..base.errors import SrcgradError, user_location
+from ..base.errors import SrcgradError, TraceError, user_location
+from ..base.traceback_filter import api_boundary
+from ..ir.program import current_program
 from ..ir.program import Op, Variable
 from ..base.hooks import Hook
 from ..core.registry import GradFn, OutType, register
@@ -29,6 +31,20 @@ from .blocks import check_max_iters, new_params, trace_block, type_list, build_w
 BOOL = np.dtype(bool)
 
 
+def _needs_program(name: str) -> None:
+    """Refuse a loop called outside a trace, saying what to write instead (imperative mode
+    records each op as it runs, so a Python loop is its loop)."""
+    if current_program() is None:
+        raise TraceError(
+            f"sg.{name} builds a loop into a traced program: call it inside a function "
+            f"passed to sg.grad / sg.jit / sg.trace. Outside one (on sg.Tensors, under "
+            f"sg.autograd.record(), or on arrays) write a Python loop instead: `while "
+            f"cond(c): c = body(c)` / `for i in range(n): c = body(i, c)`",
+            loc=user_location(),
+        )
+
+
+@api_boundary
 def while_loop(
     cond_fun: Callable[[Any], Any],
     body_fun: Callable[[Any], Any],
@@ -39,6 +55,7 @@ def while_loop(
 ) -> Any:
     """lax.while_loop over srcgrad values; `max_iters` bounds the trip count; `checkpoints=k`
     makes the gradient keep k snapshots of the carried state and recompute the rest."""
+    _needs_program("while_loop")
     loc = user_location()
     max_iters = check_max_iters(max_iters, "while", loc)
     leaves, tree = jax.tree_util.tree_flatten(init_val)
@@ -55,6 +72,7 @@ def while_loop(
     return jax.tree_util.tree_unflatten(tree, out[: len(leaves)])
 
 
+@api_boundary
 def fori_loop(
     lower: Any,
     upper: Any,
@@ -69,6 +87,7 @@ def fori_loop(
     `max_iters` bounds the trip count of a loop with traced bounds (as for `while_loop`);
     `checkpoints=k` as for `while_loop`.
     """
+    _needs_program("fori_loop")
     loc = user_location()
     max_iters = check_max_iters(max_iters, "fori_loop", loc)
     leaves, tree = jax.tree_util.tree_flatten(init_val)

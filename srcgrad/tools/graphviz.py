@@ -21,6 +21,7 @@ import shutil
 import subprocess
 
 from ..base.errors import SrcgradError, user_location
+from ..base.traceback_filter import api_boundary
 from ..ir.program import Block, Op, Program, Variable
 
 _FORMATS = ("svg", "png", "pdf")
@@ -172,9 +173,15 @@ def _values_in(block: Block, made: dict[Variable, str]) -> list[Variable]:
     return list(seen)
 
 
+@api_boundary
 def render(program: Program, path: str | os.PathLike, format: str | None = None) -> str:
     """Write a picture of `program` to `path` (SVG, PNG or PDF, from `format` or the file's
     suffix) with Graphviz's `dot` program; returns the path."""
+    if not isinstance(program, Program):
+        raise SrcgradError(
+            f"sg.render draws a Program (sg.trace(f, *args)), got {type(program).__name__}",
+            loc=user_location(),
+        )
     path = os.fspath(path)
     fmt = (format or os.path.splitext(path)[1].lstrip(".") or "svg").lower()
     if fmt not in _FORMATS:

@@ -66,6 +66,27 @@ def test_no_convert_keeps_the_error() -> None:
         sg.grad(f)(1.0)
 
 
+def test_no_convert_and_clear_caches_reach_an_existing_grad() -> None:
+    """`sg.grad(f)` made and called before (fast path and cached slots both warm) traces
+    again after `sg.clear_caches()`, and unconverted after `sg.no_convert(f)`."""
+    traces = []
+
+    def f(x):
+        traces.append(1)
+        if x > 0:
+            return x * x
+        return -x
+
+    g = sg.grad(f)
+    assert g(np.float32(2.0)) == g(np.float32(2.0)) == 4.0
+    seen = len(traces)
+    sg.clear_caches()
+    assert g(np.float32(2.0)) == 4.0 and len(traces) > seen
+    sg.no_convert(f)
+    with pytest.raises(sg.TraceError, match="no Python truth value"):
+        g(np.float32(2.0))
+
+
 def newton(a):
     x = a
     while abs(x * x - a) > 1e-12:

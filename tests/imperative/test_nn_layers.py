@@ -139,8 +139,9 @@ def test_dropout():
     np.testing.assert_array_equal(xt.grad.numpy(), out.numpy())  # mask / (1 - p)
     drop.eval()
     assert drop(x) is x
-    with pytest.raises(sg.SrcgradError, match=r"p must be in \[0, 1\)"):
-        sg.nn.Dropout(1.0)
+    with pytest.raises(sg.SrcgradError, match=r"p must be in \[0, 1\]"):
+        sg.nn.Dropout(1.5)
+    assert np.all(sg.nn.Dropout(1.0)(x).numpy() == 0)  # PyTorch's p=1: all dropped
 
 
 class Block(sg.nn.Module):

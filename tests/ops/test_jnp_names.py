@@ -16,8 +16,6 @@ EXCLUDED = {
     "get_printoptions": "printing options",
     "set_printoptions": "printing options",
     "printoptions": "printing options",
-    "load": "file I/O",
-    "save": "file I/O",
     "savez": "file I/O",
     "fromfile": "file I/O",
     "frombuffer": "construction from raw bytes (I/O)",
