@@ -10,10 +10,11 @@ the JAX comparisons still run. Rows, each the median of interleaved samples:
   + SGD, each against PyTorch; srcgrad against the jitted JAX step;
 - the first training step of a fresh model (shapes never seen by any cache in the process),
   and that model's building (layers and optimizer from the weights) with its first step;
-- an Elman RNN over a sentence (one embedding row per word, a tanh cell per word): a warm-up
-  of four long sentences (its own row), then on lengths never seen before (each step a new
-  length), on each length's second and third sightings, and on one length trained on 40
-  times (the last 20 timed: srcgrad has compiled that structure's whole backward);
+- define-by-run on structures never seen (benchmarks/imperative_dynamic.py): a tree
+  network over new trees, an Elman RNN over sentences of new lengths with no warm-up that
+  PyTorch does not also get, a fresh RNN's whole first epoch (2,000 steps of lengths 5..50,
+  compiles included), the first step of an LSTM cell unrolled over 1,000 time steps, and
+  the resident set over `--steps` steps of new trees;
 - recording one op (`tanh` of a 64x64 Tensor, 200 in a row in an open `record()` scope)
   against `jnp.tanh` of the same array and PyTorch's `tanh` of a tensor that requires grad;
 - memory (Python heap by tracemalloc, and the process's resident set) after `--steps`
@@ -41,6 +42,7 @@ import numpy as np
 
 import srcgrad as sg
 
+from . import imperative_dynamic as dynamic
 from .harness import Row, block, interleaved
 from .report import text_table
 
@@ -140,65 +142,6 @@ def torch_mlp(weights: list, x: np.ndarray) -> Callable[[], Any]:
     return step
 
 
-# ---------------------------------------------------------------- the RNN, two ways
-
-
-class SgRNN:
-    def __init__(self, vocab: int, dim: int, seed: int):
-        rng = np.random.default_rng(seed)
-        self.emb = sg.tensor((rng.standard_normal((vocab, dim)) * 0.3).astype(np.float32))
-        self.wh = sg.tensor((rng.standard_normal((dim, dim)) / np.sqrt(dim)).astype(np.float32))
-        self.params = [self.emb, self.wh]
-        for p in self.params:
-            p.attach_grad()
-        self.sgd = sg.optim.SGD(LR)
-
-    def step(self, words: list[int]) -> Any:
-        with sg.autograd.record():
-            h = sg.zeros(self.wh.shape[0])
-            for k in words:
-                h = sg.tanh(h @ self.wh + self.emb[k])
-            loss = sg.sum(h * h)
-        loss.backward()
-        self.sgd(self.params)
-        return loss.value()
-
-
-class TorchRNN:
-    def __init__(self, vocab: int, dim: int, seed: int):
-        rng = np.random.default_rng(seed)
-        self.emb = torch.tensor(
-            (rng.standard_normal((vocab, dim)) * 0.3).astype(np.float32), requires_grad=True
-        )
-        self.wh = torch.tensor(
-            (rng.standard_normal((dim, dim)) / np.sqrt(dim)).astype(np.float32), requires_grad=True
-        )
-        self.opt = torch.optim.SGD([self.emb, self.wh], lr=LR)
-
-    def step(self, words: list[int]) -> Any:
-        self.opt.zero_grad()
-        h = torch.zeros(self.wh.shape[0])
-        for k in words:
-            h = torch.tanh(h @ self.wh + self.emb[k])
-        loss = torch.sum(h * h)
-        loss.backward()
-        self.opt.step()
-        return loss.detach().numpy()
-
-
-def _sentences(lengths: list[int], vocab: int, seed: int) -> list[list[int]]:
-    rng = np.random.default_rng(seed)
-    return [[int(k) for k in rng.integers(0, vocab, n)] for n in lengths]
-
-
-def _time_each(fn: Callable[[Any], Any], inputs: list) -> float:
-    """Seconds per call of `fn` over `inputs`, each call blocked until ready."""
-    t0 = time.perf_counter()
-    for a in inputs:
-        block(fn(a))
-    return (time.perf_counter() - t0) / len(inputs)
-
-
 # ---------------------------------------------------------------- rows
 
 
@@ -246,7 +189,8 @@ def steady_rows(
 
 def first_step_rows(reps: int) -> list[Row]:
     """The first step of a model whose shapes no cache in the process has seen; and that
-    model's building (its layers and optimizer, from the weights) and first step."""
+    model's building (its layers and optimizer, from the weights) and first step, the figure
+    a user feels (its target: no slower than jax.jit's)."""
     names = ["srcgrad", "jax.jit"] + (["pytorch"] if torch is not None else [])
     step_s: dict[str, list[float]] = {name: [] for name in names}
     built_s: dict[str, list[float]] = {name: [] for name in names}
@@ -267,59 +211,10 @@ def first_step_rows(reps: int) -> list[Row]:
         ("first step of a fresh model", step_s),
         ("fresh model: building it and its first step", built_s),
     ):
-        rows.append(_pair(fig, "srcgrad", "jax.jit", s, 1.0 if s is step_s else None))
+        rows.append(_pair(fig, "srcgrad", "jax.jit", s, 1.0 if s is built_s else None))
         if torch is not None:
             rows.append(_pair(fig, "srcgrad", "pytorch", s))
     return rows
-
-
-def rnn_rows(reps: int, vocab: int = 50, dim: int = 32) -> list[Row]:
-    """Per model: a warm-up over four sentences of lengths 60..63 (timed, a row of its own:
-    the ops' programs, and srcgrad's chunks of recurring windows), then passes over
-    sentences of lengths 5..50: every length new; every length seen once; every length seen
-    twice; and last, one sentence of 27 words trained on 40 times (srcgrad compiles its
-    whole backward on the 16th), timing the last 20."""
-    lengths = list(range(5, 51))
-    warmup = "warm-up, 4 sentences of 60..63 words"
-    passes = ["new lengths 5..50", "lengths seen once", "lengths seen twice"]
-    fixed = "one length (27) seen 20+ times: compiled whole"
-    samples: dict[str, dict[str, list[float]]] = {
-        p: {"srcgrad": [], "pytorch": []} for p in [warmup, *passes, fixed]
-    }
-    for r in range(reps):
-        models = {"srcgrad": SgRNN(vocab, dim + r, r)}  # a new hidden size per rep
-        if torch is not None:
-            models["pytorch"] = TorchRNN(vocab, dim + r, r)
-        warm, sentences = _sentences([60, 61, 62, 63], vocab, r), _sentences(lengths, vocab, r)
-        one = _sentences([27], vocab, r) * 20
-        for p in [warmup, *passes, fixed]:
-            names = list(models) if r % 2 == 0 else list(models)[::-1]
-            for name in names:
-                if p == fixed:
-                    _time_each(models[name].step, one)  # sightings 1..20 (srcgrad compiles)
-                samples[p][name].append(
-                    _time_each(
-                        models[name].step, warm if p == warmup else one if p == fixed else sentences
-                    )
-                )
-    rows = [warmup, *passes, fixed]
-    if torch is None:
-        return [
-            Row(
-                "imperative",
-                f"RNN step, {p}",
-                "ms",
-                float(np.median(samples[p]["srcgrad"])) * 1e3,
-                float("nan"),
-                "srcgrad",
-                "-",
-            )
-            for p in rows
-        ]
-    return [
-        _pair(f"RNN step, {p}", "srcgrad", "pytorch", samples[p], 2.0 if p == passes[0] else None)
-        for p in rows
-    ]
 
 
 def record_rows(reps: int, n: int = 200) -> list[Row]:
@@ -409,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions")
     ap.add_argument("--reps", type=int, default=11, help="samples per variant")
-    ap.add_argument("--steps", type=int, default=20_000, help="steps of the memory row")
+    ap.add_argument("--steps", type=int, default=20_000, help="steps of the memory rows")
     args = ap.parse_args(argv)
     reps, sample_s = (2, 0.0) if args.quick else (args.reps, 0.2)
     if torch is None:
@@ -418,9 +313,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quick:
         rows += steady_rows("medium", [512, 512, 512, 10], 256, reps, sample_s, 1.1)
     rows += first_step_rows(2 if args.quick else 5)
-    rows += rnn_rows(1 if args.quick else 3)
+    rows += dynamic.tree_rows(1 if args.quick else 3, new=5 if args.quick else 20)
+    rows += dynamic.rnn_rows(1 if args.quick else 3)
+    rows += dynamic.epoch_rows(200 if args.quick else 2000)
+    rows += dynamic.lstm_rows(1 if args.quick else 3, steps=100 if args.quick else 1000)
     rows += record_rows(reps)
     rows += memory_rows(200 if args.quick else args.steps)
+    rows += dynamic.memory_rows(200 if args.quick else args.steps, warm=50 if args.quick else 500)
     print(text_table(rows))
     return 0
 

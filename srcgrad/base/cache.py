@@ -140,11 +140,6 @@ class BoundedCache:
                 self._data.popitem(last=False)
             return value
 
-    def replace(self, key: Any, value: Any) -> None:
-        """Store `value` in place of what `key` holds (a program after its first call)."""
-        with self._lock:
-            self._data[key] = value
-
     def clear(self) -> None:
         with self._lock:
             self._data.clear()

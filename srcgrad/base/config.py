@@ -21,16 +21,19 @@ class Config:
         srcgrad's own frames (as JAX's traceback filtering), showing the user's lines only.
         Default True; the environment variable SRCGRAD_TRACEBACK_FILTERING=off (read at
         import) makes it False.
-    tape_compile_after: imperative mode differentiates a tape whose structure it has seen
-        fewer times than this op by op, from per-op gradient programs cached by op, shapes
-        and dtypes (nothing new to compile for a new structure of known ops); from this
-        many sightings on it compiles the structure's whole backward once and reuses it
-        (eight times as many for a tape mostly run as compiled chunks of recurring windows:
-        srcgrad/imperative/backward_chunks.py). 1 compiles every structure at once. Default 2.
-    tape_compile_cold: whether a structure is also compiled whole at first sight when at
-        least half of its recorded calls are of one-op programs that have never run (a
-        fresh model's first step): op by op would compile one program per call and one per
-        vjp kernel, where the whole backward is one. Default True.
+    tape_compile_after: None (the default) lets imperative mode compile by its cost rule: a
+        tape's structure (its whole backward) or a recurring window of it (a chunk) is
+        compiled once the time spent running it op by op, with what this backward would
+        spend so, reaches what its compile is expected to cost, all measured as the program
+        runs (srcgrad/imperative/cost_rule.py, docs/imperative.md). An int n is the fixed
+        rule instead, deterministic: a structure is differentiated op by op on its first
+        n - 1 sightings and compiled whole from the n-th on (a window runs as a chunk from
+        its second sighting); 1 compiles every structure at once.
+    tape_compile_cold: whether a cold tape (recorded calls of one-op programs that have
+        never run: a fresh model's first step) may be compiled whole at first sight, since
+        op by op would compile one program per such call and one per vjp kernel. Under the
+        cost rule those compiles count as what op by op would spend now; under the fixed
+        rule a tape at least half of whose calls are such is compiled at once. Default True.
     """
 
     __slots__ = (
@@ -45,7 +48,7 @@ class Config:
         self._traceback_filtering = os.environ.get(
             "SRCGRAD_TRACEBACK_FILTERING", "on"
         ).strip().lower() not in ("off", "0", "false", "no")
-        self._tape_compile_after = 2
+        self._tape_compile_after: int | None = None
         self._tape_compile_cold = True
 
     @property
@@ -71,13 +74,18 @@ class Config:
         self._traceback_filtering = value
 
     @property
-    def tape_compile_after(self) -> int:
+    def tape_compile_after(self) -> int | None:
         return self._tape_compile_after
 
     @tape_compile_after.setter
     def tape_compile_after(self, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"sg.config.tape_compile_after must be an int >= 1, got {value!r}")
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise ValueError(
+                "sg.config.tape_compile_after must be None (the cost rule) or an "
+                f"int >= 1, got {value!r}"
+            )
         self._tape_compile_after = value
 
     @property

@@ -15,7 +15,7 @@ Layer L5 (compiled): see docs/design.md.
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 import jax
 import numpy as np
@@ -30,16 +30,44 @@ from ..ir.program import Program, Variable, program_guard
 PROGRAMS = register("eager", BoundedCache(4096))
 
 
-class _Program(NamedTuple):
-    run: Callable[..., Any]
-    out_tree: Any
-    #: Per lifted weak input, in input order: the index of its Weak among the call's, and
-    #: the dtype it was given.
-    weak: tuple[tuple[int, np.dtype], ...]
-    #: The arrays the traced code captured (an op's index constants), fed after the rest.
-    captured: tuple[Any, ...]
-    #: The result leaves' shapes and dtypes.
-    avals: tuple[jax.ShapeDtypeStruct, ...] = ()
+class OpProgram:
+    """A compiled one-call program: `run(*arrays, *lifted weak numbers, *captured)` gives
+    `(result leaves, _)`. Until its first call `run` is the jit wrapper that compiles it
+    (`ran` is False); from then on JAX's jitted function itself. `kernels` holds what a
+    caller derives from the program per signature (imperative mode's vjp kernels), so it
+    lives and goes with the program."""
+
+    __slots__ = ("run", "ran", "out_tree", "weak", "captured", "avals", "kernels")
+
+    def __init__(
+        self,
+        run: Callable[..., Any],
+        out_tree: Any,
+        weak: tuple[tuple[int, np.dtype], ...],
+        captured: tuple[Any, ...],
+        avals: tuple[jax.ShapeDtypeStruct, ...],
+    ):
+        self.run = run
+        #: Whether the program has run (is compiled).
+        self.ran = False
+        self.out_tree = out_tree
+        #: Per lifted weak input, in input order: the index of its Weak among the call's,
+        #: and the dtype it was given.
+        self.weak = weak
+        #: The arrays the traced code captured (an op's index constants), fed after the rest.
+        self.captured = captured
+        #: The result leaves' shapes and dtypes.
+        self.avals = avals
+        self.kernels: dict[Any, Any] = {}
+
+    def first_call(self, *args: Any) -> Any:
+        """`run` for the first time (the compile), then JAX's jitted function from now on."""
+        run = self.run
+        outs = run(*args)
+        if not self.ran:
+            self.run = getattr(run, "jitted", run)
+            self.ran = True
+        return outs
 
 
 def is_array(x: Any) -> bool:
@@ -73,34 +101,27 @@ def evaluate(
 ) -> tuple[Any, Any, list[tuple[int, np.dtype, jax.Array]]]:
     """`fn` on leaves whose `signature` is given: its result leaves, their tree, and each
     weak number the program lifted (its index among the weak ones, dtype and device value)."""
-    key = (fn, tree, parts, dtypes.x64())
-    prog = _program(key, fn, leaves, tree)
-    first = hasattr(prog.run, "jitted")  # the first call's wrapper (lowered, never run)
+    prog = _program((fn, tree, parts, dtypes.x64()), fn, leaves, tree)
     if prog.weak:
         lifted = [(i, dt, on_device(weak[i], dt)) for i, dt in prog.weak]
         fed = [arr for _, _, arr in lifted]
     else:
         lifted = fed = []
-    outs, _ = prog.run(*arrays, *fed, *prog.captured)
-    if first:  # compiled: later calls go to jax.jit's dispatch directly
-        PROGRAMS.replace(key, prog._replace(run=prog.run.jitted))  # type: ignore[attr-defined]
+    if prog.ran:
+        outs, _ = prog.run(*arrays, *fed, *prog.captured)
+    else:
+        outs, _ = prog.first_call(*arrays, *fed, *prog.captured)
     return outs, prog.out_tree, lifted
 
 
-def program(fn: Callable[..., Any], leaves: list, tree: Any, parts: tuple) -> _Program:
+def program(fn: Callable[..., Any], leaves: list, tree: Any, parts: tuple) -> OpProgram:
     """The program of a call whose `signature` is `parts`, lowered now if it is new, not run
     (an array leaf may be a jax.ShapeDtypeStruct): the results' shapes and dtypes, and the
     errors of a bad call, without computing anything."""
     return _program((fn, tree, parts, dtypes.x64()), fn, leaves, tree)
 
 
-def has_run(fn: Callable[..., Any], tree: Any, parts: tuple) -> bool:
-    """Whether the program of a call whose `signature` is `parts` has run (is compiled)."""
-    prog = PROGRAMS.get((fn, tree, parts, dtypes.x64()))
-    return prog is not None and not hasattr(prog.run, "jitted")
-
-
-def _program(key: tuple, fn: Callable[..., Any], leaves: list, tree: Any) -> _Program:
+def _program(key: tuple, fn: Callable[..., Any], leaves: list, tree: Any) -> OpProgram:
     """The cached program of `key`, lowered and stored now if there is none."""
     prog = PROGRAMS.get(key)
     if prog is None:
@@ -108,7 +129,7 @@ def _program(key: tuple, fn: Callable[..., Any], leaves: list, tree: Any) -> _Pr
     return prog
 
 
-def _lower(fn: Callable[..., Any], leaves: list, tree: Any) -> _Program:
+def _lower(fn: Callable[..., Any], leaves: list, tree: Any) -> OpProgram:
     """Trace `fn` on fresh inputs in place of the array leaves and lower the one-call Program."""
     from ..transforms.lower_jax import lower_program
 
@@ -153,4 +174,4 @@ def _lower(fn: Callable[..., Any], leaves: list, tree: Any) -> _Program:
         for v, value in zip(prog.captures, prog.capture_values)
     )
     prog.dispose()
-    return _Program(lowered.jitted(), out_tree, tuple(lifted), captured, avals)
+    return OpProgram(lowered.jitted(), out_tree, tuple(lifted), captured, avals)

@@ -48,7 +48,8 @@ from ..ir.program import Program
 from ..ops import methods
 from .tape import Tape
 from .backward_whole import FED, compile_count, key_of, run_whole
-from .backward_chunks import compile_after, run_op_by_op, windows
+from .backward_chunks import run_op_by_op, windows
+from .cost_rule import RULE
 from .tensor import Tensor
 from ..core.verify import checks_enabled
 
@@ -334,24 +335,48 @@ def run_backward(
 def _gradients(
     tape: Tape, heads: list[int], seeds: list, xs: list[int | None], retain: bool
 ) -> list[Any]:
-    """The gradients' values, by the tier the tape's structure is in: compiled whole once
-    it has been seen `config.tape_compile_after` times (more if most of it runs as chunks:
-    `compile_after`; at once if the tape is `cold` and `config.tape_compile_cold`), op by
-    op before. A whole backward of a tape not computed yet computes its forward too,
-    returning the results live Tensors hold (every one if the tape is `retain`ed). With
-    SRCGRAD_ENABLE_CHECKS the other tier runs too and must agree."""
+    """The gradients' values, by the tier the cost rule picks for the tape's structure
+    (srcgrad/imperative/cost_rule.py): its compiled whole backward once compiling has paid
+    (at once if the tape is cold: op by op would compile a program per call), op by op
+    before (chunks where recurring windows have paid). With `config.tape_compile_after` set,
+    the fixed rule instead: whole from that sighting on (at once if the tape is `cold` and
+    `config.tape_compile_cold`). A whole backward of a tape not computed yet computes its
+    forward too, returning the results live Tensors hold (every one if the tape is
+    `retain`ed). With SRCGRAD_ENABLE_CHECKS the other tier runs too and must agree."""
     forward = tape.wanted(retain) if tape.lazy else FED
-    slot, seen = tape.structure.trie.visit(key_of(tape, heads, seeds, xs, forward))
-    whole = slot.entry is not None or (config.tape_compile_cold and tape.cold())
-    plan = None
-    if not whole:
+    slot, paid = tape.structure.trie.visit(key_of(tape, heads, seeds, xs, forward))
+    n = len(tape.entries)
+    fixed = config.tape_compile_after
+    if fixed is not None:
+        whole = (
+            slot.entry is not None
+            or paid.runs + 1 >= fixed
+            or (config.tape_compile_cold and tape.cold())
+        )
+        paid.runs += 1
+        got = (
+            run_whole(tape, heads, seeds, xs, slot, forward)
+            if whole
+            else run_op_by_op(tape, heads, seeds, xs)
+        )
+    elif slot.entry is not None or RULE.whole(paid, n, tape.never_run, config.tape_compile_cold):
+        whole = True
+        run = lambda: run_whole(tape, heads, seeds, xs, slot, forward)
+        if slot.entry is None:
+            got = RULE.compiled(RULE.whole_compile, n, run)
+        else:
+            got, slower = RULE.fast_run(paid, run)
+            if slower:
+                slot.entry = None  # the compiled program ran slower: op by op from now on
+    else:
+        whole = False
         plan = windows(tape)
-        whole = seen + 1 >= compile_after(plan)
-    got = (
-        run_whole(tape, heads, seeds, xs, slot, forward)
-        if whole
-        else run_op_by_op(tape, heads, seeds, xs, plan=plan)
-    )
+        got = RULE.op_by_op(
+            paid,
+            n,
+            lambda: run_op_by_op(tape, heads, seeds, xs, plan=plan),
+            any(w.chunk is not None for w in plan),
+        )
     if checks_enabled():
         other = (
             run_op_by_op(tape, heads, seeds, xs)

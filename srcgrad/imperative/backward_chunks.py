@@ -8,12 +8,12 @@ into windows of `CHUNK` entries from the first (the rest into windows of a quart
 that), and each window is keyed by its *local structure*: its entries' ops, signatures and
 wiring, with the values it reads from before it numbered by first read and its own results
 in order. The windows of a cell repeated over a sentence share that key, whatever the
-sentence's length. A window whose key was seen before (earlier in this tape, or in an
-earlier one) runs as a *chunk*: one jitted program computes its results, and one its vjp.
-Both are made of the very per-op programs and vjp kernels the entry-by-entry path calls,
-traced together, so the gradients are the same; a structure never seen costs one compile
-per recurring window, not per tape. The first window of its kind and the last few entries
-run entry by entry.
+sentence's length. A window whose local structure has paid for its compile (the cost rule,
+srcgrad/imperative/cost_rule.py: its windows' op-by-op time, in earlier tapes and this one,
+reaches the expected compile of its programs) runs as a *chunk*: one jitted program
+computes its results, and one its vjp. Both are made of the very per-op programs and vjp
+kernels the entry-by-entry path calls, traced together, so the gradients are the same. The
+other windows and the last few entries run entry by entry.
 
 Layer L6 (front ends): see docs/design.md.
 """
@@ -28,24 +28,27 @@ from ..base import dtypes
 from ..compiled import eager
 from ..base.cache import BoundedCache, register
 from ..base.config import config
-from .tape import Entry, Ref, Tape, WeakRef, entry_leaves
-from .backward_op_by_op import active_values, eager_runner, recording_runner, reverse, seeded
+from .tape import Entry, Ref, Tape, WeakRef, entry_leaves, feed_of
+from .backward_op_by_op import (
+    active_values,
+    eager_runner,
+    kernel,
+    recording_runner,
+    reverse,
+    seeded,
+)
+from .cost_rule import RULE, Paid
 from .tensor import PENDING
 from ..core.verify import checks_enabled
 
 #: Entries per window; 0 runs every entry on its own.
 CHUNK = 16
-#: A window runs as a chunk once its key was seen this many times before.
+#: Under the fixed rule (`sg.config.tape_compile_after` an int): a window runs as a chunk
+#: once its key was seen this many times before. Otherwise the cost rule decides.
 CHUNK_AFTER = 1
-#: A structure at least half of whose entries run as chunks is compiled whole on its
-#: (`WHOLE_AFTER` x `sg.config.tape_compile_after`)-th sighting: its whole backward costs a
-#: compile per structure (about 0.8 s for an RNN over 30 words here) to save about a third
-#: of a chunked step, so it pays only for a structure that keeps recurring (fixed-length
-#: batches), not for each length of variable-length data.
-WHOLE_AFTER = 8
-#: How many windows of each local structure were differentiated; dropped whole past
-#: `_SEEN_LIMIT` keys.
-_SEEN: dict[tuple, int] = register("tape_chunk_keys", {})
+#: Per local structure: its account (the cost rule's rent; the fixed rule's sightings);
+#: dropped whole past `_SEEN_LIMIT` keys.
+_SEEN: dict[tuple, Paid] = register("tape_chunk_keys", {})
 _SEEN_LIMIT = 1 << 12
 
 
@@ -68,6 +71,16 @@ class Chunk:
         self.broken = False
         self._forward: Callable[..., Any] | None = None
         self._backward: dict[tuple, tuple[Callable[..., Any], list[int]]] = {}
+        #: The programs called so far (a first call is a compile, timed by the cost rule).
+        self._ran: set[Any] = set()
+
+    def call(self, fn: Callable[..., Any], args: list) -> Any:
+        """`fn(*args)`, one of this chunk's programs; its first call timed (its compile)."""
+        if fn in self._ran:
+            return fn(*args)
+        out = RULE.compiled(RULE.chunk_compile, len(self.template), lambda: fn(*args))
+        self._ran.add(fn)
+        return out
 
     def forward(self) -> Callable[..., Any]:
         """`(*reads) -> results`, jitted."""
@@ -105,7 +118,7 @@ class Chunk:
                 template,
                 active_values(template, values, act),
                 cts,
-                lambda e, fn, tree, extra: _call(e, fn, tree, values, extra),
+                lambda e, pattern, extra: _call(e, *kernel(e, pattern), values, extra),
             )
             returned[:] = [k for k in act if k in cts]
             return tuple(cts[k] for k in returned)
@@ -114,8 +127,16 @@ class Chunk:
         return hit
 
 
+#: How many chunks are kept (the earliest made go first). A chunk's programs (its forward
+#: and a vjp or two) hold about 7 MiB here, and a network over random trees keeps buying
+#: chunks of window structures that recur across trees (58 by 20,000 steps, 86 by 50,000,
+#: fewer and fewer): the bound caps what they can hold (about 900 MiB) above that working
+#: set. Kept to 32 they churned (56 made by 20,000 steps), each rebuy a compile, and the
+#: memory of dropped chunks did not all go back to the system. A dropped chunk pays again before
+#: it is compiled again.
+CHUNK_LIMIT = 128
 #: Chunks by local structure.
-_CHUNKS = register("tape_chunks", BoundedCache(512))
+_CHUNKS = register("tape_chunks", BoundedCache(CHUNK_LIMIT))
 
 
 class Window(NamedTuple):
@@ -145,35 +166,64 @@ def _cuts(n: int) -> list[tuple[int, int, bool]]:
 
 
 def windows(tape: Tape) -> list[Window]:
-    """The tape's entries cut into windows, each with its chunk if its key was seen before."""
+    """The tape's entries cut into windows, each with its chunk if the rule runs its local
+    structure as one: the cost rule (srcgrad/imperative/cost_rule.py), or under
+    `sg.config.tape_compile_after` the fixed rule (`CHUNK_AFTER` sightings before)."""
     entries = tape.entries
-    out = []
+    cuts = []
     for a, b, may in _cuts(len(entries)):
-        chunk, reads = None, ()
-        if may:
-            key, reads = _local_at(tape, a, b)
-            if key is not None:
-                seen = _SEEN.get(key, 0)
-                if seen == 0 and len(_SEEN) >= _SEEN_LIMIT:
-                    _SEEN.clear()
-                _SEEN[key] = seen + 1
-                if seen >= CHUNK_AFTER:
-                    chunk = _CHUNKS.get(key)
-                    if chunk is None:
-                        chunk = _CHUNKS.put(key, Chunk(_template(entries, a, b, reads), len(reads)))
-                    if chunk.broken:
-                        chunk = None
+        key, reads = _local_at(tape, a, b) if may else (None, ())
+        cuts.append((a, b, key, reads))
+    chosen = _by_cost(cuts) if config.tape_compile_after is None else _by_count(cuts)
+    out = []
+    for (a, b, key, reads), chunked in zip(cuts, chosen):
+        chunk = None
+        if chunked:
+            chunk = _CHUNKS.get(key)
+            if chunk is None:
+                chunk = _CHUNKS.put(key, Chunk(_template(entries, a, b, reads), len(reads)))
+            if chunk.broken:
+                chunk = None
         out.append(Window(a, b, chunk, reads))
     return out
 
 
-def compile_after(plan: list[Window]) -> int:
-    """The sighting on which the planned tape's structure is compiled whole:
-    `sg.config.tape_compile_after`, `WHOLE_AFTER` times later if at least half of its
-    entries run as chunks."""
-    chunked = sum(w.stop - w.start for w in plan if w.chunk is not None)
-    mostly = plan and 2 * chunked >= plan[-1].stop
-    return config.tape_compile_after * (WHOLE_AFTER if mostly else 1)
+def _account(key: tuple) -> Paid:
+    paid = _SEEN.get(key)
+    if paid is None:
+        if len(_SEEN) >= _SEEN_LIMIT:
+            _SEEN.clear()
+        paid = _SEEN[key] = Paid()
+    return paid
+
+
+def _by_count(cuts: list[tuple]) -> list[bool]:
+    """The fixed rule: a window whose key was seen `CHUNK_AFTER` times before is a chunk."""
+    out = []
+    for _, _, key, _ in cuts:
+        if key is None:
+            out.append(False)
+            continue
+        paid = _account(key)
+        out.append(paid.runs >= CHUNK_AFTER)
+        paid.runs += 1
+    return out
+
+
+def _by_cost(cuts: list[tuple]) -> list[bool]:
+    """The cost rule, once per local structure of this tape (its windows all count): a
+    structure already compiled runs as its chunk; another once it has paid for it."""
+    counts: dict[tuple, int] = {}
+    for _, _, key, _ in cuts:
+        if key is not None:
+            counts[key] = counts.get(key, 0) + 1
+    chosen = {}
+    for key, count in counts.items():
+        compiled = _CHUNKS.get(key)
+        chosen[key] = (compiled is not None and not compiled.broken) or RULE.chunk(
+            _account(key), len(key[0]), count
+        )
+    return [key is not None and chosen[key] for _, _, key, _ in cuts]
 
 
 def _local_at(tape: Tape, a: int, b: int) -> tuple[tuple | None, tuple[int, ...]]:
@@ -239,7 +289,16 @@ def _template(entries: list[Entry], a: int, b: int, reads: tuple[int, ...]) -> l
         for o in e.outs:
             local[o] = len(local)
         out.append(
-            Entry(e.fn, e.tree, tuple(leaves), tuple(local[o] for o in e.outs), None, e.parts)
+            Entry(
+                e.fn,
+                e.tree,
+                tuple(leaves),
+                tuple(local[o] for o in e.outs),
+                None,
+                e.parts,
+                e.prog,
+                feed_of(leaves, e.prog),
+            )
         )
     return out
 
@@ -272,7 +331,7 @@ def _compute(tape: Tape, plan: list[Window]) -> None:
             type(values[e.outs[0]]) is PENDING for e in entries[w.start : w.stop]
         ):
             try:
-                outs = w.chunk.forward()(*[values[n] for n in w.reads])
+                outs = w.chunk.call(w.chunk.forward(), [values[n] for n in w.reads])
             except _Unchunkable:
                 w.chunk.broken = True
             else:
@@ -292,11 +351,14 @@ def _backward(tape: Tape, w: Window, active: set[int], cts: dict[int, Any]) -> b
     acc = tuple(k for k in act if reads[k] in cts)
     fn, returned = w.chunk.backward(seeds, act, acc)
     try:
-        outs = fn(
-            *[values[n] for n in reads],
-            *[values[o] for o in own],
-            *[cts[own[j]] for j in seeds],
-            *[cts[reads[k]] for k in acc],
+        outs = w.chunk.call(
+            fn,
+            [
+                *[values[n] for n in reads],
+                *[values[o] for o in own],
+                *[cts[own[j]] for j in seeds],
+                *[cts[reads[k]] for k in acc],
+            ],
         )
     except _Unchunkable:
         w.chunk.broken = True
@@ -338,4 +400,4 @@ def run_op_by_op(
     return [None if x is None else cts.get(x) for x in xs]
 
 
-__all__ = ["CHUNK", "WHOLE_AFTER", "Chunk", "Window", "compile_after", "run_op_by_op", "windows"]
+__all__ = ["CHUNK", "CHUNK_AFTER", "Chunk", "Window", "run_op_by_op", "windows"]

@@ -26,35 +26,37 @@ from ..base import dtypes
 from ..compiled import eager
 from ..core.builder import as_var
 from ..base.cache import register
-from ..core.dispatch import Weak
+from ..core.dispatch import Weak, on_device
 from ..ops.creation import zeros_like
 from ..ops.elementwise import add
 from ..ops.grad_helpers import assign
+from . import cost_rule
 from .tape import Entry, Ref, Tape, WeakRef
 from .tensor import Tensor
 from ..transforms.backward import gradients
 
-#: Kernels by (op front, argument tree, differentiated reads, seeded results, sums).
+#: Kernels by (op front, argument tree, number of leaves, pattern).
 _KERNELS: dict[tuple, tuple[Callable[..., Any], Any]] = register("tape_vjp", {})
 
+#: What backward asks of one entry: the groups of leaf positions that read one active tape
+#: value each, the results seeded with a cotangent, and per group whether a cotangent was
+#: gathered for its value so far.
+Pattern = tuple[tuple[tuple[int, ...], ...], tuple[int, ...], tuple[bool, ...]]
 
-def kernel(
-    fn: Callable[..., Any],
-    tree: Any,
-    n_leaves: int,
-    groups: tuple[tuple[int, ...], ...],
-    outs: tuple[int, ...],
-    acc: tuple[bool, ...],
-) -> tuple[Callable[..., Any], Any]:
-    """The vjp kernel of `fn` and the tree of its arguments: the call's leaves, one cotangent
-    per seeded result (`outs`), then the cotangent gathered so far of each group whose `acc`
-    is set. A group is the leaf positions that read one tape value (`x * x` reads one value
-    twice); the kernel returns one cotangent per group, the sum of its reads' partials plus
-    what was gathered, so the backward adds nothing outside the kernels."""
-    key = (fn, tree, groups, outs, acc)
+
+def kernel(e: Entry, pattern: Pattern) -> tuple[Callable[..., Any], Any]:
+    """The vjp kernel of entry `e`'s op for `pattern` and the tree of its arguments: the
+    call's leaves, one cotangent per seeded result, then the cotangent gathered so far of
+    each group whose flag is set. A group is the leaf positions that read one tape value
+    (`x * x` reads one value twice); the kernel returns one cotangent per group, the sum of
+    its reads' partials plus what was gathered, so the backward adds nothing outside the
+    kernels. Keyed by the op and the pattern, never by the entry's place on a tape."""
+    fn, tree, n_leaves = e.fn, e.tree, len(e.leaves)
+    key = (fn, tree, n_leaves, pattern)
     hit = _KERNELS.get(key)
     if hit is not None:
         return hit
+    groups, outs, acc = pattern
     n_outs = len(outs)
 
     def vjp(*xs: Any) -> tuple:
@@ -101,9 +103,9 @@ def active_values(
     return active
 
 
-#: Runs one entry's vjp kernel: (entry, kernel, its argument tree, the cotangents it takes
-#: after the entry's leaves) -> the cotangents of the groups it reads.
-KernelRunner = Callable[[Entry, Callable[..., Any], Any, list], Sequence[Any]]
+#: Runs one entry's vjp kernel: (entry, pattern, the cotangents it takes after the
+#: entry's leaves) -> the cotangents of the groups it reads.
+KernelRunner = Callable[[Entry, Pattern, list], Sequence[Any]]
 
 
 def reverse(
@@ -112,24 +114,36 @@ def reverse(
     """Carry the cotangents `cts` (by number) back through `entries`, newest first: each
     entry with a cotangent on some result runs its vjp kernel (by `run`), which returns the
     cotangents of the active values it read, each with what was gathered so far added."""
+    pop = cts.pop
     for e in reversed(entries):
-        outs = tuple(i for i, o in enumerate(e.outs) if o in cts)
-        if not outs:
-            continue
-        by_num: dict[int, list[int]] = {}
-        for i, r in enumerate(e.leaves):
+        eo = e.outs
+        if len(eo) == 1:
+            if eo[0] not in cts:
+                continue
+            outs: tuple[int, ...] = _FIRST
+            extra = [pop(eo[0])]
+        else:
+            outs = tuple([i for i, o in enumerate(eo) if o in cts])
+            if not outs:
+                continue
+            extra = [pop(eo[i]) for i in outs]
+        by_num: dict[int, Any] = {}
+        i = 0
+        for r in e.leaves:
             if type(r) is Ref and r.num in active:
-                by_num.setdefault(r.num, []).append(i)
+                n = r.num
+                g = by_num.get(n)
+                by_num[n] = (i,) if g is None else g + (i,)
+            i += 1
         if by_num:
-            nums = list(by_num)
-            acc = tuple(n in cts for n in nums)
-            fn, ktree = kernel(
-                e.fn, e.tree, len(e.leaves), tuple(map(tuple, by_num.values())), outs, acc
-            )
-            extra = [cts[e.outs[i]] for i in outs] + [cts[n] for n, has in zip(nums, acc) if has]
-            cts.update(zip(nums, run(e, fn, ktree, extra)))
-        for i in outs:
-            del cts[e.outs[i]]
+            acc = tuple([n in cts for n in by_num])
+            if True in acc:
+                extra += [cts[n] for n, has in zip(by_num, acc) if has]
+            cts.update(zip(by_num, run(e, (tuple(by_num.values()), outs, acc), extra)))
+
+
+#: The pattern's seeded results of an entry with one result.
+_FIRST = (0,)
 
 
 def seeded(tape: Tape, heads: list[int], seeds: list, create_graph: bool) -> dict[int, Any]:
@@ -144,30 +158,53 @@ def seeded(tape: Tape, heads: list[int], seeds: list, create_graph: bool) -> dic
 def recording_runner(tape: Tape) -> KernelRunner:
     """Kernels recorded onto `tape` (create_graph): their results are Tensors there."""
 
-    def run(e: Entry, fn: Callable[..., Any], tree: Any, extra: list) -> Sequence[Any]:
+    def run(e: Entry, pattern: Pattern, extra: list) -> Sequence[Any]:
+        fn, tree = kernel(e, pattern)
         return tape.record(fn, [_leaf(tape, r) for r in e.leaves] + extra, tree)
 
     return run
 
 
 def eager_runner(tape: Tape) -> KernelRunner:
-    """Kernels run by the eager interpreter on the tape's recorded values."""
+    """Kernels run by their programs on the tape's recorded values: each entry's kernel
+    program hangs on its one-op program (`kernels`, by pattern), so it is found without
+    building a key of the call's signature."""
+    values = tape.values
 
-    def run(e: Entry, fn: Callable[..., Any], tree: Any, extra: list) -> Sequence[Any]:
-        return _run_kernel(tape, e, fn, tree, extra)
+    def run(e: Entry, pattern: Pattern, extra: list) -> Sequence[Any]:
+        prog = e.prog
+        kp = prog.kernels.get(pattern)
+        if kp is None:
+            kp = prog.kernels[pattern] = _kernel_program(tape, e, pattern, extra)
+        feed = e.feed
+        args = [values[n] for n in (feed[: len(feed) - len(prog.weak)] if prog.weak else feed)]
+        args += extra
+        if kp.weak:
+            args += _lifted(e, kp.weak, values)
+        if kp.ran:
+            return kp.run(*args, *kp.captured)[0]
+        return cost_rule.first_call(kp, args + list(kp.captured))[0]
 
     return run
 
 
-def _run_kernel(tape: Tape, e: Entry, fn: Callable[..., Any], tree: Any, extra: list) -> list:
-    """The kernel `fn` on the entry's recorded leaves and the cotangents `extra`, by the eager
-    interpreter; the entry's signature was taken when it was recorded."""
-    leaves, arrays, weak = tape.call_leaves(e)
-    parts, more, more_weak = eager.signature(extra)
-    outs, _, _ = eager.evaluate(
-        fn, leaves + extra, tree, e.parts + parts, arrays + more, weak + more_weak
-    )
-    return outs
+def _kernel_program(tape: Tape, e: Entry, pattern: Pattern, extra: list) -> Any:
+    """The program of entry `e`'s kernel for `pattern` (lowered, not run)."""
+    fn, tree = kernel(e, pattern)
+    leaves, _, _ = tape.call_leaves(e)
+    parts, _, _ = eager.signature(extra)
+    return eager.program(fn, leaves + extra, tree, e.parts + parts)
+
+
+def _lifted(e: Entry, lifts: tuple, values: list) -> list:
+    """The values of the weak numbers a kernel lifts: those the recording lifted at the
+    same dtype are tape values, the others are put on the device."""
+    weak = [r for r in e.leaves if type(r) is WeakRef]
+    out = []
+    for i, dt in lifts:
+        n = weak[i].nums.get(dt)
+        out.append(values[n] if n is not None else on_device(weak[i].value, dt))
+    return out
 
 
 def _add(a: Any, b: Any) -> Any:
@@ -194,6 +231,7 @@ def _seed(tape: Tape, head: int, seed: Any, create_graph: bool) -> Any:
 
 __all__ = [
     "KernelRunner",
+    "Pattern",
     "active_values",
     "eager_runner",
     "kernel",

@@ -4,8 +4,8 @@ The key of a tape is its structure, never its values: the ops' fronts, how each 
 inputs are wired to earlier values, shapes, dtypes, static arguments. It is built while
 recording: each entry is keyed once, as a step from the tape's node in a trie of the
 structures seen, so equal recordings end on the same node and backward looks its compiled
-program up by that node and the heads, in O(1). A structure is compiled once it has been
-seen `sg.config.tape_compile_after` times; before that its backward runs op by op
+program up by that node and the heads, in O(1). A structure is compiled when the cost rule
+says so (srcgrad/imperative/cost_rule.py); before that its backward runs op by op
 (srcgrad/imperative/backward_op_by_op.py).
 
 Layer L6 (front ends): see docs/design.md.
@@ -24,6 +24,7 @@ from ..base.cache import Slot, register
 from ..ir.program import Op, Program, Variable
 from ..transforms.backward import gradients
 from ..transforms.lower_jax import lower_program
+from .cost_rule import Paid
 
 _compiles = 0
 _compiles_lock = threading.Lock()
@@ -93,24 +94,23 @@ class Node:
 
 class Trie:
     """The structures recorded so far, as paths of steps (the ops, inputs and values that
-    one recorded call added), and the compiled backwards per node."""
+    one recorded call added), and per backward key its compiled backward and its account
+    (srcgrad/imperative/cost_rule.py)."""
 
     def __init__(self) -> None:
         self.root = Node()
         self.size = 1
         self.entries: dict[tuple, Slot] = {}
-        #: How many backwards each key has run.
-        self.seen: dict[tuple, int] = {}
+        self.paid: dict[tuple, Paid] = {}
 
-    def visit(self, key: tuple) -> tuple[Slot, int]:
+    def visit(self, key: tuple) -> tuple[Slot, Paid]:
         """The compiled backward's slot for `key` (a node and what backward asks of it), and
-        how many backwards of that key ran before this one."""
+        its account (`runs`: the backwards of that key before this one)."""
         slot = self.entries.get(key)
         if slot is None:
             slot = self.entries.setdefault(key, Slot())
-        seen = self.seen.get(key, 0)
-        self.seen[key] = seen + 1
-        return slot, seen
+            self.paid[key] = Paid()
+        return slot, self.paid[key]
 
 
 #: The trie new tapes enter; replaced (not grown) past `TRIE_LIMIT` nodes, so recordings
@@ -127,7 +127,7 @@ def _forget() -> None:
     for slot in list(old.entries.values()):
         slot.entry = None
     old.entries.clear()
-    old.seen.clear()
+    old.paid.clear()
 
 
 class _Backwards:

@@ -34,7 +34,7 @@ from ..ir.program import Variable
 from .devices import parse_to
 from .functional import dropout_with
 from .seeds import KeyStream, seeded_rng
-from .tensor import Tensor, tensor
+from .tensor import Tensor, tensor, zeros_like
 
 
 def new_parameter(value: Any, name: str, dtype: Any = None) -> Tensor:
@@ -165,7 +165,7 @@ class Module:
         """Set the parameters' `.grad` to zeros."""
         for p in self.parameters():
             if p.grad is not None:
-                p.grad = Tensor(jnp.zeros_like(p.value()))
+                p.grad = Tensor(zeros_like(p.value()))
 
     def train(self, mode: bool = True) -> "Module":
         """Training mode (Dropout drops) for this module and those below it."""

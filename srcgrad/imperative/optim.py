@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..base.errors import SrcgradError, user_location
-from .tensor import Tensor
+from .tensor import Tensor, zeros_like
 
 
 class HyperparameterError(SrcgradError, ValueError):
@@ -231,7 +231,7 @@ def zero_grad(params: Iterable[Tensor]) -> None:
     """Set each Tensor's `.grad` to zeros (the Tensors without a `.grad` keep None)."""
     for p in params:
         if p.grad is not None:
-            p.grad = Tensor(jnp.zeros_like(p._value))
+            p.grad = Tensor(zeros_like(p._value))
 
 
 def _hyper_key(value: Any) -> Any:

@@ -33,6 +33,7 @@ from ..base.cache import static_key
 from ..core.dispatch import Weak, on_device
 from ..base.errors import SrcgradError, user_location
 from ..ir.program import Program, Variable, program_guard
+from . import cost_rule
 from .backward_whole import Structure
 from .tensor import PENDING, Tensor
 
@@ -69,6 +70,11 @@ class Entry(NamedTuple):
     loc: Any
     #: The call's signature, as `eager.signature` gives it (the vjp kernel's starts so).
     parts: tuple = ()
+    #: The call's one-op program (`eager.program` of the signature): its kernels hang on it.
+    prog: Any = None
+    #: The numbers of the values the call reads (its `Ref` leaves, in order), then those of
+    #: the weak numbers its program lifts: the program's inputs before its captured arrays.
+    feed: tuple[int, ...] = ()
 
 
 class Tape:
@@ -150,6 +156,7 @@ class Tape:
         args: list[Any] = []
         parts: list[Any] = []
         weak: list[Any] = []
+        feed: list[int] = []
         for leaf in leaves:
             t = type(leaf)
             if t is Tensor:
@@ -175,14 +182,26 @@ class Tape:
             args.append(value)
             parts.append((value.shape, value.dtype))
             key.append(n)
+            feed.append(n)
         sig = tuple(parts)
         prog = eager.program(fn, args, tree, sig)  # checks the call; computes nothing
         if prog.weak:
             weak_refs = [r for r in refs if type(r) is WeakRef]
             for i, dt in prog.weak:
-                weak_refs[i].nums[dt] = self.input(on_device(weak[i], dt), "data", "c", keyed=False)
+                n = weak_refs[i].nums[dt] = self.input(
+                    on_device(weak[i], dt), "data", "c", keyed=False
+                )
+                feed.append(n)
         nums = self.add(
-            fn, tree, tuple(refs), list(prog.avals), (fn, tree, tuple(key)), user_location(), sig
+            fn,
+            tree,
+            tuple(refs),
+            list(prog.avals),
+            (fn, tree, tuple(key)),
+            user_location(),
+            sig,
+            prog,
+            tuple(feed),
         )
         pending = self.pending
         outs = []
@@ -212,17 +231,33 @@ class Tape:
                         if type(r) is Ref and type(values[r.num]) is PENDING
                     )
             for e in sorted(need):
-                self._evaluate(self.entries[e])
+                self.compute(e, e + 1)
         return values[num]
 
     def compute(self, start: int = 0, stop: int | None = None) -> None:
         """Compute the recorded calls not computed yet (of entries `start:stop`), in
         recording order."""
-        if self.uncomputed:
-            values = self.values
-            for e in self.entries[start:stop]:
-                if e.outs and type(values[e.outs[0]]) is PENDING:
-                    self._evaluate(e)
+        if not self.uncomputed:
+            return
+        values = self.values
+        done = 0
+        for e in self.entries[start:stop]:
+            outs = e.outs
+            if outs and type(values[outs[0]]) is PENDING:
+                prog = e.prog
+                if prog.ran:
+                    got = prog.run(*[values[n] for n in e.feed], *prog.captured)[0]
+                else:
+                    got = cost_rule.first_call(
+                        prog, [values[n] for n in e.feed] + list(prog.captured)
+                    )[0]
+                if len(outs) == 1:
+                    values[outs[0]] = got[0]
+                else:
+                    for n, v in zip(outs, got):
+                        values[n] = v
+                done += 1
+        self.uncomputed -= done
 
     def fill_window(self, start: int, stop: int, outs: Any) -> None:
         """The results of entries `start:stop`, none computed yet, computed elsewhere (a
@@ -233,15 +268,6 @@ class Tape:
             for n in e.outs:
                 values[n] = next(it)
         self.uncomputed -= stop - start
-
-    def _evaluate(self, e: Entry) -> None:
-        """One recorded call by the eager interpreter, on computed values."""
-        leaves, arrays, weak = self.call_leaves(e)
-        outs, _, _ = eager.evaluate(e.fn, leaves, e.tree, e.parts, arrays, weak)
-        values = self.values
-        for n, v in zip(e.outs, outs):
-            values[n] = v
-        self.uncomputed -= 1
 
     def call_leaves(self, e: Entry) -> tuple[list, list, list]:
         """The leaves of an entry's call (values, weak numbers, static values), its arrays
@@ -279,15 +305,25 @@ class Tape:
         """True when at least half of the entries call distinct one-op programs that have
         never run: differentiating op by op would compile about two programs per entry."""
         n, ran = len(self.entries), 0
-        never: set[tuple] = set()
+        never: set[Any] = set()
         for e in self.entries:
-            if eager.has_run(e.fn, e.tree, e.parts):
+            if e.prog.ran:
                 ran += 1
                 if 2 * ran > n:
                     return False
             else:
-                never.add((e.fn, e.tree, e.parts))
+                never.add(e.prog)
         return 2 * len(never) >= n > 0
+
+    def never_run(self) -> int:
+        """How many one-op programs that have never run the entries call, each once (a
+        program called again on the tape is a loop's body, a cell over a sentence's words:
+        its compile serves every later structure made of that body, whatever its length)."""
+        calls: dict[Any, int] = {}
+        for e in self.entries:
+            if not e.prog.ran:
+                calls[e.prog] = calls.get(e.prog, 0) + 1
+        return sum(1 for k in calls.values() if k == 1)
 
     @property
     def lazy(self) -> bool:
@@ -301,8 +337,10 @@ class Tape:
         refs: tuple,
         outs: list,
         key: tuple,
-        loc: Any = None,
-        parts: tuple = (),
+        loc: Any,
+        parts: tuple,
+        prog: Any,
+        feed: tuple[int, ...],
     ) -> range:
         """Append an entry computing `outs` (their values) and step the structure by `key`."""
         start = len(self.values)
@@ -315,7 +353,7 @@ class Tape:
         producer = self.producer
         for n in nums:
             producer[n] = index
-        self.entries.append(Entry(fn, tree, refs, tuple(nums), loc, parts))
+        self.entries.append(Entry(fn, tree, refs, tuple(nums), loc, parts, prog, feed))
         if outs and type(outs[0]) is PENDING:
             self.uncomputed += 1
         self.nodes.append(self.structure.step(key))
@@ -370,6 +408,8 @@ class Tape:
                 (entry.fn, entry.tree, tuple(key)),
                 entry.loc,
                 entry.parts,
+                entry.prog,
+                feed_of(refs, entry.prog),
             )
             mapped.update(zip(entry.outs, nums))
         return mapped[num]
@@ -499,9 +539,18 @@ def entry_leaves(e: Entry, values: Any) -> tuple[list, list, list[WeakRef]]:
     return leaves, arrays, weak
 
 
+def feed_of(refs: Any, prog: Any) -> tuple[int, ...]:
+    """An entry's `feed` from its leaves and its program: the numbers read, then those of
+    the weak numbers the program lifts."""
+    weak = [r for r in refs if type(r) is WeakRef]
+    return tuple(r.num for r in refs if type(r) is Ref) + tuple(
+        weak[i].nums[dt] for i, dt in prog.weak
+    )
+
+
 def _base(name: str) -> str:
     """`tanh` for `tanh_3`: the base that a copied Variable is named after."""
     return _SUFFIX.sub("", name) or name
 
 
-__all__ = ["Entry", "Ref", "Tape", "WeakRef", "entry_leaves"]
+__all__ = ["Entry", "Ref", "Tape", "WeakRef", "entry_leaves", "feed_of"]

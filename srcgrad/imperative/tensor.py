@@ -182,7 +182,7 @@ class Tensor(ArrayMethods):
                 loc=user_location(),
             )
         self.grad_req = grad_req
-        self.grad = None if grad_req == "null" else Tensor(_zeros_like(self._value))
+        self.grad = None if grad_req == "null" else Tensor(zeros_like(self._value))
         FORGET(self)
 
     def assign(self, value: Any) -> None:
@@ -301,15 +301,25 @@ class Tensor(ArrayMethods):
         BACKWARD([self], [head_grad], None, retain_graph, create_graph)
 
 
-def _zeros_like(value: Any) -> Any:
-    """Zeros shaped, typed and placed as `value`, made on the host: `jnp.zeros_like` compiles
-    a program per new shape, which a fresh model's parameters all are."""
+def zeros_like(value: Any) -> Any:
+    """Zeros shaped, typed and placed as `value`, made on the host once per shape, dtype and
+    placement and then shared (a jax.Array is immutable): `jnp.zeros_like` compiles a
+    program per new shape, which a fresh model's parameters all are, and costs a call per
+    parameter per step (`zero_grad`)."""
     if isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer):
         committed = getattr(value, "committed", getattr(value, "_committed", True))
-        return jax.device_put(
-            np.zeros(value.shape, value.dtype), value.sharding if committed else None
-        )
+        key = (value.shape, value.dtype, value.sharding if committed else None)
+        zeros = _ZEROS.get(key)
+        if zeros is None:
+            if len(_ZEROS) >= 256:
+                _ZEROS.clear()
+            zeros = _ZEROS[key] = jax.device_put(np.zeros(value.shape, value.dtype), key[2])
+        return zeros
     return jnp.zeros_like(value)
+
+
+#: Shared zeros by shape, dtype and placement (None: uncommitted), the last 256 kept.
+_ZEROS: dict[tuple, jax.Array] = {}
 
 
 def _as_array(value: Any, dtype: Any) -> Any:

@@ -10,6 +10,7 @@ import builtins
 import inspect
 from typing import Any, Sequence
 
+import jax
 import numpy as np
 from jax import lax
 
@@ -321,9 +322,28 @@ def one_hot(x: Any, num_classes: int, dtype: Any = None) -> Emitted:
 
 # ---------------------------------------------------------------- NumPy indexing
 
-#: An index item after `expand_index`: None, a slice, a Python int, a NumPy integer array or a
-#: traced integer value (0-d or an array).
+#: An index item after `expand_index`: None, a slice, a `SliceAt`, a Python int, a NumPy
+#: integer array or a traced integer value (0-d or an array).
 Item = Any
+
+
+@jax.tree_util.register_pytree_node_class
+class SliceAt:
+    """A slice of `size` elements from a runtime `start` (a concrete array's `x[i:i + n]`:
+    the int is a runtime value, so one program serves every `i`). `start` is an int32 scalar
+    in range, `start + size` at most the axis' size: methods.py makes it from a checked slice."""
+
+    __slots__ = ("start", "size")
+
+    def __init__(self, start: Any, size: int):
+        self.start, self.size = start, size
+
+    def tree_flatten(self) -> tuple[tuple[Any], int]:
+        return (self.start,), self.size
+
+    @classmethod
+    def tree_unflatten(cls, size: int, children: tuple[Any]) -> "SliceAt":
+        return cls(children[0], size)
 
 
 def has_traced(index: Any) -> bool:
@@ -380,7 +400,7 @@ def expand_index(x: Variable, index: Any) -> list[Item]:
                 )
             if it.dtype.kind not in "iu":
                 raise ShapeError(f"indices must be integers, got {it.type_str()}", op="getitem")
-        elif not (it is None or it is Ellipsis or isinstance(it, (int, builtins.slice))):
+        elif not (it is None or it is Ellipsis or isinstance(it, (int, builtins.slice, SliceAt))):
             raise ShapeError(f"cannot index with a {type(it).__name__}", op="getitem")
         items.append(it)
     ellipses = [k for k, i in enumerate(items) if i is Ellipsis]
@@ -423,13 +443,18 @@ def index_or_sentinel(x: Variable, index: Any, sentinel: int | None) -> Variable
     layout: list[str] = []  # per item: "new", "slice" or "adv" (int, traced or array)
     adv: list[tuple[int, Any]] = []  # (axis, index) of each advanced item
     sliced: list[int] = []  # the size of each sliced axis
+    at: list[tuple[int, SliceAt]] = []  # (axis, item) of each slice from a runtime start
     axis = 0
     for it in items:
         if it is None:
             layout.append("new")
             continue
         d = x.shape[axis]
-        if isinstance(it, builtins.slice):
+        if type(it) is SliceAt:
+            at.append((axis, it))
+            layout.append("slice")
+            sliced.append(it.size)
+        elif isinstance(it, builtins.slice):
             lo, hi, st = it.indices(d)
             n = len(range(lo, hi, st))
             if st < 0:
@@ -461,6 +486,12 @@ def index_or_sentinel(x: Variable, index: Any, sentinel: int | None) -> Variable
         v = slice(v, start, limit, strides)
     if reversed_axes:
         v = rev(v, reversed_axes)
+    for a, it in at:
+        v = dynamic_slice(
+            v,
+            [it.start if k == a else 0 for k in range(v.ndim)],
+            [it.size if k == a else n for k, n in enumerate(v.shape)],
+        )
     if not general:
         for a, i in reversed(adv):
             if isinstance(i, Variable):

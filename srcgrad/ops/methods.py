@@ -111,9 +111,11 @@ _getitem_op = dispatch.dispatched(indexing.getitem)
 
 
 def _getitem(x: Any, index: Any) -> Any:
-    """`x[index]`. Traced, an int index is static (a slice of the program); on a concrete
-    array (eager, or a Tensor) it is checked against the shape now and passed as a runtime
-    int32, so `xs[t]` in a Python loop compiles one program for every `t`, not one per `t`."""
+    """`x[index]`. Traced, an int index and a slice's bounds are static (a slice of the
+    program); on a concrete array (eager, or a Tensor) they are checked against the shape now
+    and passed as runtime int32 values, so `xs[t]` and `xs[t:t + n]` in a Python loop compile
+    one program for every `t`, not one per `t` (a slice keeps its size static: it is the
+    result's shape)."""
     if current_program() is None and type(x) is not Variable:
         index = _runtime_ints(x, index)
     return _getitem_op(x, index)
@@ -128,12 +130,15 @@ _INT32 = np.dtype(np.int32)
 
 def _runtime_ints(x: Any, index: Any) -> Any:
     """The int items of a plain index (ints and slices only) as int32 device arrays, in
-    range (the last ones seen are kept: a loop over words transfers nothing per call)."""
+    range (the last ones seen are kept: a loop over words transfers nothing per call); a
+    slice of step 1 that takes part of its axis as a `SliceAt` of its size from a runtime
+    start."""
     items = index if type(index) is tuple else (index,)
     shape = getattr(x, "shape", None)
-    if shape is None or len(items) > len(shape) or not any(map(_is_int, items)):
+    if shape is None or len(items) > len(shape):
         return index
-    out = []
+    out: list[Any] = []
+    changed = False
     for axis, (i, d) in enumerate(zip(items, shape)):
         if _is_int(i):
             i = int(i)
@@ -144,11 +149,30 @@ def _runtime_ints(x: Any, index: Any) -> Any:
                     loc=user_location(),
                 )
             out.append(dispatch.on_device(i % d, _INT32))
+            changed = True
         elif type(i) is slice:
-            out.append(i)
+            part = _part(i, d)
+            out.append(i if part is None else part)
+            changed = changed or part is not None
         else:
             return index
+    if not changed:
+        return index
     return tuple(out) if type(index) is tuple else out[0]
+
+
+def _part(s: slice, d: int) -> indexing.SliceAt | None:
+    """A slice of step 1 taking 1 to d - 1 elements of an axis of size `d` as a `SliceAt`;
+    None for any other slice (kept static)."""
+    if s.step not in (None, 1) or (s.start is None and s.stop is None):
+        return None
+    if not (s.start is None or _is_int(s.start)) or not (s.stop is None or _is_int(s.stop)):
+        return None
+    lo, hi, _ = s.indices(d)
+    n = hi - lo
+    if not 0 < n < d:
+        return None
+    return indexing.SliceAt(dispatch.on_device(lo, _INT32), n)
 
 
 def _reflected(fn: Callable[..., Any]) -> Callable[[Any, Any], Any]:
