@@ -6,9 +6,9 @@ interpreter must); a snippet may use the names of the snippets above it on the s
 snippet that cannot run here (it needs a package srcgrad does not depend on, or it shows
 generated source) says so in an HTML comment on the line above its fence: `<!-- not run:
 the reason -->`. A line `print(...)  # 0.1666` (a comment that starts with a value) states
-what the print shows: the numbers of that value must be the ones printed. Every snippet
-compiles in the default run; README.md's run there too, every other page's under `-m slow`
-(api.md's and imperative.md's take about ten seconds each).
+what the print shows: the numbers of that value must be the ones printed. Every page runs
+in the default run (about 12 s for all of them on one core): a page run only under
+`-m slow` let a snippet without its import through.
 """
 
 from __future__ import annotations
@@ -25,8 +25,6 @@ from typing import Any
 import pytest
 
 import srcgrad as sg
-
-from support.util import sliced
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -58,11 +56,7 @@ def test_every_snippet_compiles() -> None:
             compile(code, f"{page.name}:{line}", "exec")
 
 
-@pytest.mark.parametrize(
-    "page",
-    sliced([p for p in PAGES if snippets(p)], 99, name=lambda p: p.name),
-    ids=lambda p: p.name,
-)
+@pytest.mark.parametrize("page", [p for p in PAGES if snippets(p)], ids=lambda p: p.name)
 def test_snippets_run(
     page: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
