@@ -33,7 +33,7 @@ from ..base.cache import static_key
 from ..core.dispatch import Weak, on_device
 from ..base.errors import SrcgradError, user_location
 from ..ir.program import Program, Variable, program_guard
-from . import cost_rule
+from . import cost_rule, gc_pacing
 from .backward_whole import Structure
 from .tensor import PENDING, Tensor
 
@@ -110,6 +110,8 @@ class Tape:
         #: The input numbers, and (once freed) their shapes and dtypes.
         self._inputs: list[int] = []
         self._avals: dict[int, tuple] = {}
+        #: Fewer garbage collections until the tape is freed (gc_pacing.py).
+        self._paced = gc_pacing.hold(self)
 
     # ------------------------------------------------------------ numbers
     def num_of(self, t: Tensor) -> int:
@@ -516,6 +518,7 @@ class Tape:
         self.leaves.clear()
         self.params = []
         self.imported.clear()
+        self._paced()
 
 
 def entry_leaves(e: Entry, values: Any) -> tuple[list, list, list[WeakRef]]:
