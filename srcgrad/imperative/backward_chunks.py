@@ -46,9 +46,11 @@ CHUNK = 16
 #: Under the fixed rule (`sg.config.tape_compile_after` an int): a window runs as a chunk
 #: once its key was seen this many times before. Otherwise the cost rule decides.
 CHUNK_AFTER = 1
-#: Per local structure: its account (the cost rule's rent; the fixed rule's sightings);
-#: dropped whole past `_SEEN_LIMIT` keys.
-_SEEN: dict[tuple, Paid] = register("tape_chunk_keys", {})
+#: Per local structure, by its hash: its account (the cost rule's rent; the fixed rule's
+#: sightings); dropped whole past `_SEEN_LIMIT` keys. Two structures of one hash share an
+#: account, which only moves when they are compiled (each is compiled as itself: chunks
+#: are kept by their whole key); a hash keeps no objects for the garbage collector to walk.
+_SEEN: dict[int, Paid] = register("tape_chunk_keys", {})
 _SEEN_LIMIT = 1 << 12
 
 
@@ -189,11 +191,12 @@ def windows(tape: Tape) -> list[Window]:
 
 
 def _account(key: tuple) -> Paid:
-    paid = _SEEN.get(key)
+    h = hash(key)
+    paid = _SEEN.get(h)
     if paid is None:
         if len(_SEEN) >= _SEEN_LIMIT:
             _SEEN.clear()
-        paid = _SEEN[key] = Paid()
+        paid = _SEEN[h] = Paid()
     return paid
 
 
@@ -227,14 +230,16 @@ def _by_cost(cuts: list[tuple]) -> list[bool]:
 
 
 def _local_at(tape: Tape, a: int, b: int) -> tuple[tuple | None, tuple[int, ...]]:
-    """`_local` of entries `a:b`, kept on the trie node of entry `b - 1`: equal recordings
-    reach equal nodes and number their values alike (the numbers a call reads are part of
-    its step), so the window's key and reads are the node's. SRCGRAD_ENABLE_CHECKS
-    recomputes them and compares."""
+    """`_local` of entries `a:b`, kept on the trie node of entry `b - 1` from the second
+    time it is asked for: equal recordings reach equal nodes and number their values alike
+    (the numbers a call reads are part of its step), so the window's key and reads are the
+    node's. (A node reached once, the usual case of structures never seen before, keeps
+    nothing: each object kept is walked by the garbage collector again and again.)
+    SRCGRAD_ENABLE_CHECKS recomputes them and compares."""
     node = tape.nodes[b - 1]
     tag = (a, CHUNK, dtypes.x64())
     hit = node.window
-    if hit is not None and hit[0] == tag:
+    if hit is not None and hit is not _ONCE and hit[0] == tag:
         got = hit[1]
         if checks_enabled() and got != _local(tape.entries, a, b):
             raise AssertionError(
@@ -242,8 +247,12 @@ def _local_at(tape: Tape, a: int, b: int) -> tuple[tuple | None, tuple[int, ...]
             )
         return got
     got = _local(tape.entries, a, b)
-    node.window = (tag, got)
+    node.window = _ONCE if hit is None else (tag, got)
     return got
+
+
+#: What a trie node keeps the first time its window's structure is asked for.
+_ONCE = ("once",)
 
 
 def _local(entries: list[Entry], a: int, b: int) -> tuple[tuple | None, tuple[int, ...]]:

@@ -81,15 +81,47 @@ def emit(
 
 class Node:
     """A structure prefix in the trie of recorded structures: equal recordings reach the
-    same node, so the node itself (hashed by identity) is the key of what led to it."""
+    same node, so the node itself (hashed by identity) is the key of what led to it.
 
-    __slots__ = ("children", "window")
+    The first child is held inline (`key`, `child`), the others in `more`: most nodes are on
+    one path only (a structure recorded once), and each object a recording keeps alive is
+    walked by the garbage collector again and again (srcgrad/imperative/gc_pacing.py)."""
+
+    __slots__ = ("key", "child", "more", "window")
 
     def __init__(self) -> None:
-        self.children: dict[tuple, Node] = {}
+        self.key: tuple | None = None
+        self.child: Node | None = None
+        self.more: dict[tuple, Node] | None = None
         #: The local structure of a window of entries ending here, kept by
         #: srcgrad/imperative/backward_chunks.py (equal recordings number their values alike).
         self.window: Any = None
+
+    @property
+    def children(self) -> dict[tuple, Node]:
+        """Every child, by the step that leads to it."""
+        out = {} if self.child is None else {self.key: self.child}
+        if self.more:
+            out.update(self.more)
+        return out
+
+    def get(self, key: tuple) -> Node | None:
+        """The child that `key` leads to, if any."""
+        if self.key == key:
+            return self.child
+        more = self.more
+        return None if more is None else more.get(key)
+
+    def add(self, key: tuple) -> Node:
+        """A new child for `key` (not a child yet)."""
+        child = Node()
+        if self.child is None:
+            self.key, self.child = key, child
+        else:
+            if self.more is None:
+                self.more = {}
+            self.more[key] = child
+        return child
 
 
 class Trie:
@@ -173,13 +205,13 @@ class Structure:
         if self.pending:
             key = (tuple(self.pending), key)
             self.pending.clear()
-        children = self.node.children
-        child = children.get(key)
+        node = self.node
+        child = node.get(key)
         if child is None:
             trie = self.trie
             if trie is _trie and trie.size >= TRIE_LIMIT:
                 _renew()
-            child = children.setdefault(key, Node())
+            child = node.add(key)
             trie.size += 1
         self.node = child
         return child
