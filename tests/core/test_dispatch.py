@@ -305,6 +305,29 @@ def test_a_closed_over_jax_tracer_is_lifted_as_an_input() -> None:
     )
 
 
+@pytest.mark.parametrize("transform", ["jit", "grad", "vmap"])
+def test_a_python_number_first_met_inside_a_jax_transform_is_kept_concrete(
+    transform: str,
+) -> None:
+    """A Python number an sg op meets first inside the user's jax.jit (or grad, vmap) is put
+    on the device outside the trace: the number is kept for later calls, and a tracer kept
+    there made the next eager call with that number fail (UnexpectedTracerError)."""
+    c = 2.71875 + {"jit": 0.0, "grad": 1.0, "vmap": 2.0}[transform]
+    x = jnp.arange(3.0, dtype=jnp.float32)
+    if transform == "jit":
+        np.testing.assert_allclose(jax.jit(lambda x: sg.multiply(x, c))(x), x * c)
+    elif transform == "grad":
+        np.testing.assert_allclose(jax.grad(lambda x: sg.sum(sg.multiply(x, c)))(x), [c] * 3)
+    else:
+        np.testing.assert_allclose(jax.vmap(lambda x: sg.multiply(x, c))(x), x * c)
+    np.testing.assert_allclose(sg.multiply(x, c), x * c)
+    t = sg.tensor(x, requires_grad=True)
+    with sg.autograd.record():
+        loss = sg.sum(t * c)
+    loss.backward()
+    np.testing.assert_allclose(t.grad.numpy(), [c] * 3)
+
+
 def test_static_arguments_are_keyed_by_type_and_value() -> None:
     def f(x: Any, flag: Any) -> Any:
         return x * (2.0 if isinstance(flag, bool) else 3.0 if isinstance(flag, int) else 4.0)
