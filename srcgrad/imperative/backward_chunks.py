@@ -1,19 +1,20 @@
 """The op-by-op tier of imperative backward, with its recurring runs of entries compiled.
 
 A tape whose structure has not been seen before is differentiated entry by entry, by the
-per-op programs and vjp kernels of srcgrad/imperative/backward_op_by_op.py. Define-by-run code
-repeats itself,
-though: an RNN cell over a sentence, a layer over a tree's nodes. So the entries are cut
-into windows of `CHUNK` entries from the first (the rest into windows of a quarter of
-that), and each window is keyed by its *local structure*: its entries' ops, signatures and
-wiring, with the values it reads from before it numbered by first read and its own results
-in order. The windows of a cell repeated over a sentence share that key, whatever the
-sentence's length. A window whose local structure has paid for its compile (the cost rule,
-srcgrad/imperative/cost_rule.py: its windows' op-by-op time, in earlier tapes and this one,
-reaches the expected compile of its programs) runs as a *chunk*: one jitted program
-computes its results, and one its vjp. Both are made of the very per-op programs and vjp
-kernels the entry-by-entry path calls, traced together, so the gradients are the same. The
-other windows and the last few entries run entry by entry.
+per-op programs and vjp kernels of srcgrad/imperative/backward_op_by_op.py. Define-by-run
+code repeats itself, though: an RNN cell over a sentence, a layer over a tree's nodes. So
+the entries are cut into windows of `CHUNK` entries from the first (the rest into windows
+of a quarter of that), or of whole units where the tape repeats a unit that `CHUNK` would
+cut at different places (`_periodic_cuts`), and each window is keyed by its *local
+structure*: its entries' ops, signatures and wiring, with the values it reads from before
+it numbered by first read and its own results in order. The windows of a cell repeated
+over a sentence share that key, whatever the sentence's length. A window whose local
+structure has paid for its compile (the cost rule, srcgrad/imperative/cost_rule.py: its
+windows' op-by-op time, in earlier tapes and this one, reaches the expected compile of its
+programs) runs as a *chunk*: one jitted program computes its results, and one its vjp.
+Both are made of the very per-op programs and vjp kernels the entry-by-entry path calls,
+traced together, so the gradients are the same. The other windows and the last few
+entries run entry by entry.
 
 Layer L6 (front ends): see docs/design.md.
 """
@@ -151,19 +152,68 @@ class Window(NamedTuple):
     reads: tuple[int, ...]
 
 
-def _cuts(n: int) -> list[tuple[int, int, bool]]:
-    """Entries `0:n` as windows `(start, stop, may be a chunk)`: of `CHUNK` entries from the
-    first, then the rest in windows of a quarter of that (an RNN's last cells), then what is
-    left. A tape shorter than `CHUNK` is one window, never a chunk."""
+def _cuts(n: int, at: int = 0) -> list[tuple[int, int, bool]]:
+    """Entries `at:at + n` as windows `(start, stop, may be a chunk)`: of `CHUNK` entries
+    from the first, then the rest in windows of a quarter of that (an RNN's last cells),
+    then what is left. Fewer than `CHUNK` entries are one window, never a chunk."""
     if not CHUNK or n < CHUNK:
-        return [(0, n, False)] if n else []
+        return [(at, at + n, False)] if n else []
     full = n - n % CHUNK
     small = max(CHUNK // 4, 1)
     rest = n - (n - full) % small
     return (
-        [(a, a + CHUNK, True) for a in range(0, full, CHUNK)]
-        + [(a, a + small, True) for a in range(full, rest, small)]
-        + ([(rest, n, False)] if rest < n else [])
+        [(at + a, at + a + CHUNK, True) for a in range(0, full, CHUNK)]
+        + [(at + a, at + a + small, True) for a in range(full, rest, small)]
+        + ([(at + rest, at + n, False)] if rest < n else [])
+    )
+
+
+#: The longest recurring unit (entries) `_period` looks for.
+MAX_PERIOD = 256
+
+
+def _period(progs: list[Any]) -> tuple[int, int, int] | None:
+    """The recurring unit in the middle of a tape whose entries call the programs `progs`
+    (a cell unrolled over time steps): its length `p` (the least that repeats there) and
+    the stretch `start:stop` around the middle where every entry calls the program the
+    entry `p` after it calls, except the last `p`; None if there is none."""
+    n = len(progs)
+    mid = n // 2
+    for p in range(1, min(MAX_PERIOD, n // 3) + 1):
+        if all(progs[i] is progs[i + p] for i in range(mid, mid + p)):
+            break
+    else:
+        return None
+    start = mid
+    while start > 0 and progs[start - 1] is progs[start - 1 + p]:
+        start -= 1
+    stop = mid + p
+    while stop + p <= n - 1 and progs[stop] is progs[stop + p]:
+        stop += 1
+    return p, start, stop + p
+
+
+def _periodic_cuts(entries: list[Entry]) -> list[tuple[int, int, bool]]:
+    """The tape's windows (`_cuts`), aligned to its recurring unit where windows of
+    `CHUNK` entries would not be: a unit of `p` entries that `CHUNK` is not a multiple of,
+    nor `p` of `CHUNK` (an LSTM cell of 24 entries), puts the windows of `CHUNK` entries
+    over its stretch at different places in the unit, so they would have `p / gcd(p,
+    CHUNK)` structures where one would do. There the windows are of whole units (the
+    least number of them with at least `CHUNK` entries); before and after, `_cuts`."""
+    n = len(entries)
+    found = _period([e.prog for e in entries]) if CHUNK and n >= 2 * CHUNK else None
+    if found is None:
+        return _cuts(n)
+    p, start, stop = found
+    if p % CHUNK == 0 or CHUNK % p == 0:
+        return _cuts(n)
+    size = p * -(-CHUNK // p)
+    k = (stop - start) // size
+    if k < 2:
+        return _cuts(n)
+    end = start + k * size
+    return (
+        _cuts(start) + [(a, a + size, True) for a in range(start, end, size)] + _cuts(n - end, end)
     )
 
 
@@ -173,7 +223,7 @@ def windows(tape: Tape) -> list[Window]:
     `sg.config.tape_compile_after` the fixed rule (`CHUNK_AFTER` sightings before)."""
     entries = tape.entries
     cuts = []
-    for a, b, may in _cuts(len(entries)):
+    for a, b, may in _periodic_cuts(entries):
         key, reads = _local_at(tape, a, b) if may else (None, ())
         cuts.append((a, b, key, reads))
     chosen = _by_cost(cuts) if config.tape_compile_after is None else _by_count(cuts)

@@ -177,6 +177,34 @@ def test_a_chunk_is_fed_the_python_numbers_of_each_call(monkeypatch: pytest.Monk
     assert len(tape_chunks._CHUNKS) > 0
 
 
+def test_windows_are_aligned_to_a_cell_whose_length_chunk_does_not_divide(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A cell of six entries unrolled over time steps, with windows of four: cut from the
+    first entry, the windows would fall at three places in the cell (three structures, each
+    a third as often); cut at the cell's period they are whole cells (the fewest cells with
+    at least four entries: one), one structure, one chunk, with the gradients of jax.grad."""
+    monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
+    monkeypatch.setattr(config, "_tape_compile_after", 10**9)  # never whole
+    monkeypatch.setattr(config, "_tape_compile_cold", False)
+    monkeypatch.setattr(tape_chunks, "CHUNK", 4)
+    monkeypatch.setattr(tape_chunks, "CHUNK_AFTER", 0)
+    _fresh_chunks(monkeypatch)
+    w, u = RNG.standard_normal((3, 3)) * 0.5, RNG.standard_normal((3, 3)) * 0.5
+
+    def f(np_: Any, w: Any, u: Any) -> Any:
+        h = np_.ones(3)
+        for _ in range(12):  # six entries a step: matmul, tanh, matmul, sin, multiply, add
+            h = np_.tanh(w @ h) * np_.sin(u @ h) + h
+        return np_.sum(h * h)
+
+    got = _imperative(f, (w, u))
+    want = jax.grad(lambda w, u: f(jnp, w, u), argnums=(0, 1))(w, u)
+    for g, wg in zip(got, want):
+        np.testing.assert_allclose(g, wg, rtol=1e-10)
+    assert len(tape_chunks._CHUNKS) == 1
+
+
 def test_a_chunk_that_cannot_be_compiled_runs_entry_by_entry(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
