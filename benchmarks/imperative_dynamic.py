@@ -13,8 +13,9 @@
   what a user's first step costs, compiles included).
 
 Every model exists twice, the same ops on the same weights: `sg` and `torch`. Each figure
-is taken side by side in one process; ratios are medians of per-round ratios (the epoch:
-its total over the blocks). Process CPU time is reported beside wall time where the two
+is taken side by side in one process, the trees and sentences alternating between the
+sides one by one; ratios are medians of per-round ratios (the epoch: its total over the
+blocks). Process CPU time is reported beside wall time where the two
 sides are timed in alternation, since the machine may be shared.
 """
 
@@ -206,6 +207,20 @@ def _sides(make: Callable[[Any], Any]) -> dict[str, Any]:
     return out
 
 
+def _alternated(models: dict[str, Any], inputs: list, first: int) -> dict[str, tuple]:
+    """Wall and CPU seconds per side over `inputs`, the sides taking turns input by input
+    (side `first` first, then the other first, ...): a machine whose speed drifts, as a
+    shared one does, slows both sides alike."""
+    names = list(models)
+    total = {name: [0.0, 0.0] for name in names}
+    for i, a in enumerate(inputs):
+        for name in names if (i + first) % 2 == 0 else names[::-1]:
+            w, c = _timed(models[name].step, [a])
+            total[name][0] += w
+            total[name][1] += c
+    return {name: (w, c) for name, (w, c) in total.items()}
+
+
 def _rows(
     figure: str,
     samples: dict[str, list[tuple[float, float]]],
@@ -249,28 +264,32 @@ def _rows(
 
 
 def tree_rows(reps: int, new: int = 20, dim: int = 48) -> list[Row]:
-    """Per round a fresh model (both sides): three trees, then `new` trees, each new."""
+    """Per round a fresh model (both sides): three trees, then `new` trees, each new, the
+    sides taking turns tree by tree."""
     samples: dict[str, list] = {"srcgrad": [], "pytorch": []}
     for r in range(reps):
         models = _sides(lambda lib: TreeNet(lib, _tree_weights(100, dim, r)))
         warm, timed = trees(3, 100 + r), trees(new, 200 + r)
-        for name in list(models) if r % 2 == 0 else list(models)[::-1]:
+        for name in models:
             _timed(models[name].step, warm)
-            samples[name].append(_timed(models[name].step, timed))
+        for name, t in _alternated(models, timed, r).items():
+            samples[name].append(t)
     return _rows(f"tree network, {new} new trees of 5..30 leaves (width {dim})", samples, new, 2.0)
 
 
 def rnn_rows(reps: int, vocab: int = 50, dim: int = 32) -> list[Row]:
     """Per round a fresh model of a new width (both sides): one sentence of four words, then
-    sentences of lengths 5..50 in a shuffled order, each a length never seen."""
+    sentences of lengths 5..50 in a shuffled order, each a length never seen, the sides
+    taking turns sentence by sentence."""
     samples: dict[str, list] = {"srcgrad": [], "pytorch": []}
     lengths = list(np.random.default_rng(7).permutation(np.arange(5, 51)))
     for r in range(reps):
         models = _sides(lambda lib: RNN(lib, _rnn_weights(vocab, dim + r, r)))
         first, timed = sentences([4], vocab, r), sentences(lengths, vocab, r)
-        for name in list(models) if r % 2 == 0 else list(models)[::-1]:
+        for name in models:
             _timed(models[name].step, first)
-            samples[name].append(_timed(models[name].step, timed))
+        for name, t in _alternated(models, timed, r).items():
+            samples[name].append(t)
     return _rows("RNN step, every length new (5..50), no warm-up", samples, len(lengths), 2.0)
 
 

@@ -1,6 +1,6 @@
 """Imperative mode against PyTorch eager (and jax.jit), one CPU thread each, side by side.
 
-    python -m benchmarks.imperative_torch [--quick] [--reps N] [--steps N]
+    python -m benchmarks.imperative_torch [--quick] [--reps N] [--steps N] [--sync-dispatch]
 
 PyTorch is optional (`pip install torch`); without it the PyTorch columns are left out and
 the JAX comparisons still run. Rows, each the median of interleaved samples:
@@ -19,6 +19,11 @@ the JAX comparisons still run. Rows, each the median of interleaved samples:
   against `jnp.tanh` of the same array and PyTorch's `tanh` of a tensor that requires grad;
 - memory (Python heap by tracemalloc, and the process's resident set) after `--steps`
   recorded steps with a new learning rate each, past a warm-up.
+
+JAX runs CPU programs on a thread of its own by default (asynchronous dispatch), so each
+tiny program of the op-by-op tier is handed from thread to thread. `--sync-dispatch` runs
+them on the calling thread (`jax_cpu_enable_async_dispatch=False`, which must be set before
+JAX makes its first array), as PyTorch runs its ops: one thread each side, for every row.
 """
 
 from __future__ import annotations
@@ -29,14 +34,19 @@ os.environ.setdefault(
     "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 )
 
+import sys
+
+import jax
+
+if "--sync-dispatch" in sys.argv:  # before the first array: `import srcgrad` makes one
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
+
 import argparse
 import gc
-import sys
 import time
 import tracemalloc
 from typing import Any, Callable
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -305,6 +315,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions")
     ap.add_argument("--reps", type=int, default=11, help="samples per variant")
     ap.add_argument("--steps", type=int, default=20_000, help="steps of the memory rows")
+    ap.add_argument(
+        "--sync-dispatch",
+        action="store_true",
+        help="run JAX's CPU programs on the calling thread (read before the imports)",
+    )
     args = ap.parse_args(argv)
     reps, sample_s = (2, 0.0) if args.quick else (args.reps, 0.2)
     if torch is None:

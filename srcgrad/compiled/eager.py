@@ -37,7 +37,7 @@ class OpProgram:
     caller derives from the program per signature (imperative mode's vjp kernels), so it
     lives and goes with the program."""
 
-    __slots__ = ("run", "ran", "out_tree", "weak", "captured", "avals", "kernels")
+    __slots__ = ("run", "ran", "out_tree", "weak", "captured", "avals", "inexact", "kernels")
 
     def __init__(
         self,
@@ -56,8 +56,9 @@ class OpProgram:
         self.weak = weak
         #: The arrays the traced code captured (an op's index constants), fed after the rest.
         self.captured = captured
-        #: The result leaves' shapes and dtypes.
+        #: The result leaves' shapes and dtypes, and per result whether it is inexact.
         self.avals = avals
+        self.inexact = tuple(dtypes.is_inexact(a.dtype) for a in avals)
         self.kernels: dict[Any, Any] = {}
 
     def first_call(self, *args: Any) -> Any:

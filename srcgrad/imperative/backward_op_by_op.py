@@ -22,7 +22,6 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
-from ..base import dtypes
 from ..compiled import eager
 from ..core.builder import as_var
 from ..base.cache import register
@@ -98,7 +97,9 @@ def active_values(
     for e in entries:
         for r in e.leaves:
             if type(r) is Ref and r.num in active:
-                active.update(o for o in e.outs if dtypes.is_inexact(values[o].dtype))
+                for o, inexact in zip(e.outs, e.prog.inexact):
+                    if inexact:
+                        active.add(o)
                 break
     return active
 

@@ -110,6 +110,8 @@ class Tape:
         #: The input numbers, and (once freed) their shapes and dtypes.
         self._inputs: list[int] = []
         self._avals: dict[int, tuple] = {}
+        #: One `Ref` per value read (an entry's leaves share it).
+        self._refs: dict[int, Ref] = {}
         #: Fewer garbage collections until the tape is freed (gc_pacing.py).
         self._paced = gc_pacing.hold(self)
 
@@ -159,6 +161,7 @@ class Tape:
         parts: list[Any] = []
         weak: list[Any] = []
         feed: list[int] = []
+        interned = self._refs
         for leaf in leaves:
             t = type(leaf)
             if t is Tensor:
@@ -180,7 +183,10 @@ class Tape:
                 parts.append(static_key(leaf))
                 key.append(parts[-1])
                 continue
-            refs.append(Ref(n))
+            ref = interned.get(n)
+            if ref is None:
+                ref = interned[n] = Ref(n)
+            refs.append(ref)
             args.append(value)
             parts.append((value.shape, value.dtype))
             key.append(n)
@@ -518,6 +524,7 @@ class Tape:
         self.leaves.clear()
         self.params = []
         self.imported.clear()
+        self._refs = {}
         self._paced()
 
 
