@@ -37,7 +37,17 @@ class OpProgram:
     caller derives from the program per signature (imperative mode's vjp kernels), so it
     lives and goes with the program."""
 
-    __slots__ = ("run", "ran", "out_tree", "weak", "captured", "avals", "inexact", "kernels")
+    __slots__ = (
+        "run",
+        "ran",
+        "charged",
+        "out_tree",
+        "weak",
+        "captured",
+        "avals",
+        "inexact",
+        "kernels",
+    )
 
     def __init__(
         self,
@@ -50,6 +60,9 @@ class OpProgram:
         self.run = run
         #: Whether the program has run (is compiled).
         self.ran = False
+        #: Whether a compile of a whole tape was bought on account of this program's compile
+        #: (imperative mode's cost rule counts that once: srcgrad/imperative/tape.py).
+        self.charged = False
         self.out_tree = out_tree
         #: Per lifted weak input, in input order: the index of its Weak among the call's,
         #: and the dtype it was given.

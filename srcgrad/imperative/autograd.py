@@ -364,6 +364,7 @@ def _gradients(
         run = lambda: run_whole(tape, heads, seeds, xs, slot, forward)
         if slot.entry is None:
             got = RULE.compiled(RULE.whole_compile, n, run)
+            tape.charge()
         else:
             got, slower = RULE.fast_run(paid, run)
             if slower:

@@ -326,12 +326,24 @@ class Tape:
     def never_run(self) -> int:
         """How many one-op programs that have never run the entries call, each once (a
         program called again on the tape is a loop's body, a cell over a sentence's words:
-        its compile serves every later structure made of that body, whatever its length)."""
+        its compile serves every later structure made of that body, whatever its length),
+        and that no whole compile was bought on account of yet (`charge`)."""
         calls: dict[Any, int] = {}
         for e in self.entries:
-            if not e.prog.ran:
-                calls[e.prog] = calls.get(e.prog, 0) + 1
+            prog = e.prog
+            if not prog.ran and not prog.charged:
+                calls[prog] = calls.get(prog, 0) + 1
         return sum(1 for k in calls.values() if k == 1)
+
+    def charge(self) -> None:
+        """A whole compile was bought for this tape: the programs it calls that never ran
+        are not counted again (`never_run`). A compiled tape runs none of them, so without
+        this every later tape of another structure made of the same ops (a sentence of a
+        new length, a fresh model's next step of another shape) would be cold too, and be
+        compiled whole on their account again and again."""
+        for e in self.entries:
+            if not e.prog.ran:
+                e.prog.charged = True
 
     @property
     def lazy(self) -> bool:
