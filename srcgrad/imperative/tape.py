@@ -311,16 +311,18 @@ class Tape:
 
     def cold(self) -> bool:
         """True when at least half of the entries call distinct one-op programs that have
-        never run: differentiating op by op would compile about two programs per entry."""
+        never run and were not charged to a whole compile yet (`charge`): differentiating
+        op by op would compile about two programs per entry."""
         n, ran = len(self.entries), 0
         never: set[Any] = set()
         for e in self.entries:
-            if e.prog.ran:
+            prog = e.prog
+            if prog.ran or prog.charged:
                 ran += 1
                 if 2 * ran > n:
                     return False
             else:
-                never.add(e.prog)
+                never.add(prog)
         return 2 * len(never) >= n > 0
 
     def never_run(self) -> int:

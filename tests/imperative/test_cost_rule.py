@@ -240,9 +240,24 @@ def test_programs_that_never_ran_buy_one_whole_compile_not_one_per_structure(
     estimated at 0.15 s) was compiled whole at about 0.5 s a step."""
     rule.program = cost_rule.Estimate(0.0, 0.05)
     rule.whole_compile = cost_rule.Estimate(0.1, 0.01)
+    _three_reductions(59)
+
+
+def test_under_the_fixed_rule_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sg.config.tape_compile_after` set: a cold tape is compiled whole at first sight, and
+    its programs are charged there as well."""
+    monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
+    monkeypatch.setattr(config, "_tape_compile_after", 2)
+    monkeypatch.setattr(config, "_tape_compile_cold", True)
+    _three_reductions(61)
+
+
+def _three_reductions(n: int) -> None:
+    """Three tapes of the same two layers (shapes no other test uses: their programs never
+    ran) with another reduction each: one whole compile, for the first."""
     before = sg.autograd.compile_count()
-    a, b = RNG.standard_normal((59, 60)) * 0.3, RNG.standard_normal((60, 2)) * 0.3
-    x = RNG.standard_normal((3, 59))
+    a, b = RNG.standard_normal((n, n + 1)) * 0.3, RNG.standard_normal((n + 1, 2)) * 0.3
+    x = RNG.standard_normal((3, n))
     for reduce in ("mean", "sum", "max"):
 
         def loss(np_: Any, a: Any, b: Any, _: Any) -> Any:
