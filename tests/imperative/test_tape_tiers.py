@@ -132,6 +132,16 @@ def _fresh_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tape_chunks, "_SEEN", {})
 
 
+def _every_window_a_chunk(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    """Never a whole backward; windows of `chunk` entries, each a chunk at first sight."""
+    monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
+    monkeypatch.setattr(config, "_tape_compile_after", 10**9)
+    monkeypatch.setattr(config, "_tape_compile_cold", False)
+    monkeypatch.setattr(tape_chunks, "CHUNK", chunk)
+    monkeypatch.setattr(tape_chunks, "CHUNK_AFTER", 0)
+    _fresh_chunks(monkeypatch)
+
+
 def test_sentences_of_new_lengths_compile_only_their_chunks(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -157,12 +167,7 @@ def test_sentences_of_new_lengths_compile_only_their_chunks(
 def test_a_chunk_is_fed_the_python_numbers_of_each_call(monkeypatch: pytest.MonkeyPatch) -> None:
     """A chunk compiled on one tape serves the next with other Python numbers in it (they
     are its inputs, never its constants)."""
-    monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
-    monkeypatch.setattr(config, "_tape_compile_after", 10**9)  # never whole
-    monkeypatch.setattr(config, "_tape_compile_cold", False)
-    monkeypatch.setattr(tape_chunks, "CHUNK", 4)
-    monkeypatch.setattr(tape_chunks, "CHUNK_AFTER", 0)
-    _fresh_chunks(monkeypatch)
+    _every_window_a_chunk(monkeypatch, 4)
     w = RNG.standard_normal((3, 3)) * 0.5
 
     def f(np_: Any, w: Any, c: float) -> Any:
@@ -184,12 +189,7 @@ def test_windows_are_aligned_to_a_cell_whose_length_chunk_does_not_divide(
     first entry, the windows would fall at three places in the cell (three structures, each
     a third as often); cut at the cell's period they are whole cells (the fewest cells with
     at least four entries: one), one structure, one chunk, with the gradients of jax.grad."""
-    monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
-    monkeypatch.setattr(config, "_tape_compile_after", 10**9)  # never whole
-    monkeypatch.setattr(config, "_tape_compile_cold", False)
-    monkeypatch.setattr(tape_chunks, "CHUNK", 4)
-    monkeypatch.setattr(tape_chunks, "CHUNK_AFTER", 0)
-    _fresh_chunks(monkeypatch)
+    _every_window_a_chunk(monkeypatch, 4)
     w, u = RNG.standard_normal((3, 3)) * 0.5, RNG.standard_normal((3, 3)) * 0.5
 
     def f(np_: Any, w: Any, u: Any) -> Any:
@@ -210,12 +210,7 @@ def test_a_chunk_that_cannot_be_compiled_runs_entry_by_entry(
 ) -> None:
     """A kernel lifting a weak number at a dtype the recording did not lift it to (it would
     be a constant of the chunk) sends its windows back to the entry-by-entry path."""
-    monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
-    monkeypatch.setattr(config, "_tape_compile_after", 10**9)
-    monkeypatch.setattr(config, "_tape_compile_cold", False)
-    monkeypatch.setattr(tape_chunks, "CHUNK", 2)
-    monkeypatch.setattr(tape_chunks, "CHUNK_AFTER", 0)
-    _fresh_chunks(monkeypatch)
+    _every_window_a_chunk(monkeypatch, 2)
     real = tape_chunks.Chunk.__init__
 
     def lost_lifts(self: Any, template: list, n_reads: int) -> None:
