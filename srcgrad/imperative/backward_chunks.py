@@ -179,7 +179,7 @@ def _period(progs: list[Any]) -> tuple[int, int, int] | None:
     entry `p` after it calls, except the last `p`; None if there is none."""
     n = len(progs)
     mid = n // 2
-    for p in range(1, min(MAX_PERIOD, n // 3) + 1):
+    for p in range(1, min(MAX_PERIOD, (n - mid) // 2) + 1):  # two units from the middle
         if all(progs[i] is progs[i + p] for i in range(mid, mid + p)):
             break
     else:
