@@ -341,8 +341,8 @@ class Tape:
         """A whole compile was bought for this tape: the programs it calls that never ran
         are not counted again (`never_run`). A compiled tape runs none of them, so without
         this every later tape of another structure made of the same ops (a sentence of a
-        new length, a fresh model's next step of another shape) would be cold too, and be
-        compiled whole on their account again and again."""
+        new length, the same layers under another loss) would be cold too, and be compiled
+        whole on their account again and again."""
         for e in self.entries:
             if not e.prog.ran:
                 e.prog.charged = True
