@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Sequence
 
 import jax
 import numpy as np
@@ -204,7 +204,7 @@ class Tape:
             fn,
             tree,
             tuple(refs),
-            list(prog.avals),
+            prog.avals,
             (fn, tree, *key),
             user_location(),
             sig,
@@ -214,7 +214,8 @@ class Tape:
         pending = self.pending
         outs = []
         for v, n in zip(prog.avals, nums):
-            t = self.bind(v, n)
+            t = Tensor(v)
+            t._tape, t._num = self, n
             pending.append(weakref.ref(t))
             outs.append(t)
         if len(outs) == 1 and prog.out_tree.num_nodes == 1:  # one array: no tree to rebuild
@@ -357,25 +358,34 @@ class Tape:
         fn: Callable[..., Any],
         tree: Any,
         refs: tuple,
-        outs: list,
+        outs: Sequence[Any],
         key: tuple,
         loc: Any,
         parts: tuple,
         prog: Any,
         feed: tuple[int, ...],
-    ) -> range:
-        """Append an entry computing `outs` (their values) and step the structure by `key`."""
-        start = len(self.values)
-        nums = range(start, start + len(outs))
+    ) -> tuple[int, ...]:
+        """Append an entry computing `outs` (their values) and step the structure by `key`;
+        the results' numbers."""
+        values = self.values
+        start = len(values)
         index = len(self.entries)
-        self.values.extend(outs)
-        k = len(outs)
-        self.kinds.extend(("op",) * k)
-        self.names.extend((getattr(fn, "__name__", "op"),) * k)
-        producer = self.producer
-        for n in nums:
-            producer[n] = index
-        self.entries.append(Entry(fn, tree, refs, tuple(nums), loc, parts, prog, feed))
+        name = getattr(fn, "__name__", "op")
+        if len(outs) == 1:  # most ops: no ranges, no loops
+            values.append(outs[0])
+            self.kinds.append("op")
+            self.names.append(name)
+            self.producer[start] = index
+            nums: tuple[int, ...] = (start,)
+        else:
+            nums = tuple(range(start, start + len(outs)))
+            values.extend(outs)
+            self.kinds.extend(("op",) * len(outs))
+            self.names.extend((name,) * len(outs))
+            producer = self.producer
+            for n in nums:
+                producer[n] = index
+        self.entries.append(Entry(fn, tree, refs, nums, loc, parts, prog, feed))
         if outs and type(outs[0]) is PENDING:
             self.uncomputed += 1
         self.nodes.append(self.structure.step(key))
