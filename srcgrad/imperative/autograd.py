@@ -354,20 +354,16 @@ def _gradients(
             or (config.tape_compile_cold and tape.cold())
         )
         paid.runs += 1
-        compiles = whole and slot.entry is None
         got = (
             run_whole(tape, heads, seeds, xs, slot, forward)
             if whole
             else run_op_by_op(tape, heads, seeds, xs)
         )
-        if compiles:
-            tape.charge()
     elif slot.entry is not None or RULE.whole(paid, n, tape.never_run, config.tape_compile_cold):
         whole = True
         run = lambda: run_whole(tape, heads, seeds, xs, slot, forward)
         if slot.entry is None:
             got = RULE.compiled(RULE.whole_compile, n, run)
-            tape.charge()
         else:
             got, slower = RULE.fast_run(paid, run)
             if slower:

@@ -253,13 +253,15 @@ def run_whole(
     forward: tuple[int, ...] | str | None,
 ) -> list[Any]:
     """The gradients' values, from the backward compiled for the tape's structure and
-    `forward` (as `key_of`'s)."""
+    `forward` (as `key_of`'s). Compiling it charges the tape's programs that never ran
+    (`Tape.charge`): the compiled backward runs none of them."""
     entry = slot.entry
     if entry is None:
         with slot.lock:
             entry = slot.entry
             if entry is None:
                 entry = slot.entry = build(tape, heads, seeds, xs, forward)
+                tape.charge()
     values = tape.values
     fed = [values[i] for i in entry.feeds] + entry.consts + [s for s in seeds if s is not None]
     outs = iter(entry.fn(*fed))
