@@ -229,35 +229,23 @@ def _rows(
     unit: str = "ms",
     scale: float = 1e3,
 ) -> list[Row]:
-    """A row of wall time per item and one of CPU time, srcgrad against PyTorch."""
+    """A row of wall time per item and one of CPU time, srcgrad against PyTorch (without
+    PyTorch, srcgrad's figures alone)."""
     rows = []
     for k, what in ((0, ""), (1, " (CPU time)")):
         a = np.asarray([s[k] for s in samples["srcgrad"]]) / per
-        if torch is None:
-            rows.append(
-                Row(
-                    "imperative",
-                    figure + what,
-                    unit,
-                    float(np.median(a)) * scale,
-                    float("nan"),
-                    "srcgrad",
-                    "-",
-                )
-            )
-            continue
-        b = np.asarray([s[k] for s in samples["pytorch"]]) / per
+        b = np.asarray([s[k] for s in samples["pytorch"]]) / per if torch is not None else None
         rows.append(
             Row(
                 "imperative",
                 figure + what,
                 unit,
                 float(np.median(a)) * scale,
-                float(np.median(b)) * scale,
+                float(np.median(b)) * scale if b is not None else float("nan"),
                 "srcgrad",
-                "pytorch",
-                target if k == 0 else None,
-                paired_ratio=float(np.median(a / b)),
+                "pytorch" if b is not None else "-",
+                target if k == 0 and b is not None else None,
+                paired_ratio=float(np.median(a / b)) if b is not None else None,
             )
         )
     return rows
