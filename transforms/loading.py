@@ -52,6 +52,8 @@ class Source:
     name: str
     consts: list[Any]
     canonical: dict[int, Canonical] = field(default_factory=dict)
+    #: Per fetch of the function: the index of the feed it returns as it is, or None.
+    forwarded: tuple[int | None, ...] = ()
 
 
 _FULL_TRACEBACKS = getattr(
@@ -162,6 +164,8 @@ class Lowered:
     _jitted: Any = field(default=None, repr=False)
     nesting: int = 0  # how deep the program's blocks nest (JAX traces one call per level)
     nest_loc: Any = None  # the user's line of the outermost loop or branch of the deepest
+    #: Per fetch: the index of the feed it returns as it is, or None (`Source.forwarded`).
+    forwarded: tuple[int | None, ...] = ()
 
     def jitted(self) -> Callable[..., Any]:
         """`jax.jit(fn)`, made once (every caller shares its traces and compilations): the
@@ -290,7 +294,9 @@ def load(src: Source) -> Lowered:
     code = _compile_functions(src, filename)
     namespace = dict(names)
     _define(code, namespace)
-    lowered = Lowered(src.text, namespace[src.name], filename, code, names)
+    lowered = Lowered(
+        src.text, namespace[src.name], filename, code, names, forwarded=src.forwarded
+    )
     if not src.consts:
         with _loaded_lock:
             _loaded[src.text] = lowered

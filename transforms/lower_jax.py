@@ -530,7 +530,8 @@ def emit_program(
     """
     em = Emitter()
     fname = identifier(name, em.taken)
-    params = ", ".join(em.name(v) for v in feeds)
+    param_names = [em.name(v) for v in feeds]
+    params = ", ".join(param_names)
     body_start = len(em.lines)
     wanted = list(fetches) + list(checks)
     live = live_ops(program.global_block().ops if ops is None else ops, wanted)
@@ -543,7 +544,10 @@ def emit_program(
     body = em.lines[body_start:]
     functions = [[f"def {fname}({params}):"] + body] + [p for p, _ in parts] + em.functions
     canonical = {1 + k: c for k, (_, c) in enumerate(parts) if c is not None}
-    return Source("\n\n".join("\n".join(p) for p in functions) + "\n", fname, em.consts, canonical)
+    by_name = {n: i for i, n in enumerate(param_names)}
+    forwarded = tuple(by_name.get(em.names[v]) for v in fetches)
+    text = "\n\n".join("\n".join(p) for p in functions) + "\n"
+    return Source(text, fname, em.consts, canonical, forwarded)
 
 
 def lower_program(

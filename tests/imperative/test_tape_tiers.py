@@ -275,6 +275,37 @@ def test_a_cold_structure_compiles_whole_at_first_sight(monkeypatch: pytest.Monk
     assert np.diff(counts).tolist() == [0, 1, 0]
 
 
+def test_a_kernel_that_hands_its_cotangent_on_compiles_and_runs_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The vjp of `a + b` (shapes alike, nothing gathered yet) is its cotangent twice: it is
+    handed on as it is, with no program compiled or dispatched (a tree network's node adds:
+    a sixth of its kernels). Shapes of this test only: the forward add is its one compile."""
+    monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
+    monkeypatch.setattr(config, "_tape_compile_after", 10**9)
+    monkeypatch.setattr(config, "_tape_compile_cold", False)
+    a, b = (sg.tensor(RNG.standard_normal((7, 29)).astype(np.float32)) for _ in range(2))
+    a.attach_grad()
+    b.attach_grad()
+    seed = jnp.asarray(RNG.standard_normal((7, 29)), jnp.float32)
+    compiles = []
+
+    def listen(name: str, secs: float, **kw: Any) -> None:
+        if "backend_compile" in name:
+            compiles.append(name)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        with sg.autograd.record():
+            y = a + b
+        y.backward(seed)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert len(compiles) == 1
+    np.testing.assert_array_equal(a.grad.numpy(), seed)
+    np.testing.assert_array_equal(b.grad.numpy(), seed)
+
+
 def test_recording_keeps_memory_flat() -> None:
     layers = [sg.nn.Linear(8, 8, act="tanh", seed=i) for i in range(2)]
     params = [p for layer in layers for p in layer.params()]
