@@ -192,7 +192,18 @@ class Lowered:
                     first[0] = False
                     return jitted(*args)
 
+            def ahead(*avals: Any) -> bool:
+                """Compile for arguments of these shapes and dtypes now, without running (a
+                pool thread may call it: XLA's compile releases the GIL); False if the
+                program nests too deep for that (it compiles at its first call)."""
+                if levels:
+                    return False
+                with short_locations(), collection_paused():
+                    jitted.lower(*avals).compile()
+                return True
+
             call.jitted = jitted  # type: ignore[attr-defined]
+            call.ahead = ahead  # type: ignore[attr-defined]
             self._jitted = call
         return self._jitted
 
@@ -294,9 +305,7 @@ def load(src: Source) -> Lowered:
     code = _compile_functions(src, filename)
     namespace = dict(names)
     _define(code, namespace)
-    lowered = Lowered(
-        src.text, namespace[src.name], filename, code, names, forwarded=src.forwarded
-    )
+    lowered = Lowered(src.text, namespace[src.name], filename, code, names, forwarded=src.forwarded)
     if not src.consts:
         with _loaded_lock:
             _loaded[src.text] = lowered

@@ -40,6 +40,7 @@ class OpProgram:
     __slots__ = (
         "run",
         "ran",
+        "ahead",
         "charged",
         "out_tree",
         "weak",
@@ -60,6 +61,8 @@ class OpProgram:
         self.run = run
         #: Whether the program has run (is compiled).
         self.ran = False
+        #: Whether it was compiled before its first call (`compile_ahead`).
+        self.ahead = False
         #: Whether a compile of a whole tape was bought on account of this program's compile
         #: (imperative mode's cost rule counts that once: srcgrad/imperative/tape.py).
         self.charged = False
@@ -73,6 +76,14 @@ class OpProgram:
         self.avals = avals
         self.inexact = tuple(dtypes.is_inexact(a.dtype) for a in avals)
         self.kernels: dict[Any, Any] = {}
+
+    def compile_ahead(self, avals: list[jax.ShapeDtypeStruct]) -> None:
+        """Compile the program for arguments of these shapes and dtypes (its inputs, lifted
+        weak numbers and captured arrays, as `run` takes them) without running it; its first
+        call then only runs. Safe on a pool thread."""
+        ahead = getattr(self.run, "ahead", None)
+        if not self.ran and not self.ahead and ahead is not None and ahead(*avals):
+            self.ahead = True
 
     def first_call(self, *args: Any) -> Any:
         """`run` for the first time (the compile), then JAX's jitted function from now on."""
@@ -89,13 +100,14 @@ def is_array(x: Any) -> bool:
 
 
 def signature(leaves: list) -> tuple[tuple, list, list]:
-    """The key of the leaves, the arrays and the weak numbers' values, in order."""
+    """The key of the leaves, the arrays and the weak numbers' values, in order (an array
+    may be a jax.ShapeDtypeStruct: its shape and dtype key it alike)."""
     parts, arrays, weak = [], [], []
     for leaf in leaves:
         if type(leaf) is Weak:
             parts.append(type(leaf.value))
             weak.append(leaf.value)
-        elif is_array(leaf):
+        elif is_array(leaf) or type(leaf) is jax.ShapeDtypeStruct:
             parts.append((leaf.shape, leaf.dtype))
             arrays.append(leaf)
         else:
@@ -202,7 +214,7 @@ def _forwarding(picks: tuple[int | None, ...]) -> Callable[..., Any]:
     host array is put on the device, as the program's call would."""
 
     def run(*args: Any) -> tuple[tuple, tuple]:
-        return tuple([_device(args[i]) for i in picks]), ()  # type: ignore[index]
+        return tuple([_device(args[i]) for i in picks]), ()
 
     return run
 

@@ -38,6 +38,7 @@ from .backward_op_by_op import (
     reverse,
     seeded,
 )
+from .compile_ahead import compile_ahead
 from .cost_rule import RULE, Paid
 from .tensor import PENDING
 from ..core.verify import checks_enabled
@@ -449,6 +450,7 @@ def run_op_by_op(
     else:
         if plan is None:
             plan = windows(tape)
+        compile_ahead(tape, plan, heads, xs)
         _compute(tape, plan)
         active = active_values(tape.entries, tape.values, xs)
         cts = seeded(tape, heads, seeds, False)

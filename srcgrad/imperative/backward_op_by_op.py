@@ -176,7 +176,7 @@ def eager_runner(tape: Tape) -> KernelRunner:
         prog = e.prog
         kp = prog.kernels.get(pattern)
         if kp is None:
-            kp = prog.kernels[pattern] = _kernel_program(tape, e, pattern, extra)
+            kp = prog.kernels[pattern] = kernel_program(tape, e, pattern, extra)
         feed = e.feed
         args = [values[n] for n in (feed[: len(feed) - len(prog.weak)] if prog.weak else feed)]
         args += extra
@@ -189,8 +189,9 @@ def eager_runner(tape: Tape) -> KernelRunner:
     return run
 
 
-def _kernel_program(tape: Tape, e: Entry, pattern: Pattern, extra: list) -> Any:
-    """The program of entry `e`'s kernel for `pattern` (lowered, not run)."""
+def kernel_program(tape: Tape, e: Entry, pattern: Pattern, extra: list) -> Any:
+    """The program of entry `e`'s kernel for `pattern` and the cotangents `extra` (arrays,
+    or their shapes and dtypes), lowered, not run."""
     fn, tree = kernel(e, pattern)
     leaves, _, _ = tape.call_leaves(e)
     parts, _, _ = eager.signature(extra)
@@ -236,6 +237,7 @@ __all__ = [
     "active_values",
     "eager_runner",
     "kernel",
+    "kernel_program",
     "recording_runner",
     "reverse",
     "seeded",

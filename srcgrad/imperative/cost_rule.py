@@ -132,13 +132,27 @@ class Rule:
 
     # ------------------------------------------------------------ measurements
     def first_call(self, prog: Any, args: list) -> Any:
-        """A one-op program's (or a kernel's) first call, timed: its compile."""
+        """A one-op program's (or a kernel's) first call, timed: its compile (unless it was
+        compiled ahead: `ahead` timed that)."""
+        if prog.ahead:
+            return prog.first_call(*args)
         t0 = self.clock()
         out = prog.first_call(*args)
         dt = self.clock() - t0
         self.program.add(1, dt)
         self.compiling += dt
         return out
+
+    def ahead(self, n: int, compile_all: Callable[[], Any]) -> None:
+        """`compile_all()`, the compiles of `n` programs at once (on a pool of threads,
+        srcgrad/imperative/compile_ahead.py), timed: each program is charged its share of
+        the wall time, what compiling it cost this backward."""
+        t0 = self.clock()
+        compile_all()
+        dt = self.clock() - t0
+        for _ in range(n):
+            self.program.add(1, dt / n)
+        self.compiling += dt
 
     def compiled(self, estimate: Estimate, size: int, run: Callable[[], Any]) -> Any:
         """`run()`, the first call of a compiled unit (a whole backward's build and call, a

@@ -11,6 +11,7 @@ tests/conftest.py sets SRCGRAD_ENABLE_CHECKS.)"""
 from __future__ import annotations
 
 import gc
+import threading
 import tracemalloc
 from typing import Any, Callable, Iterator
 
@@ -22,6 +23,7 @@ import pytest
 import srcgrad as sg
 from srcgrad.compiled import eager
 from srcgrad.imperative import backward_chunks as tape_chunks, backward_op_by_op as tape_vjp
+from srcgrad.imperative import compile_ahead
 from srcgrad.base.cache import BoundedCache
 from srcgrad.base.config import config
 from srcgrad.imperative.tape import WeakRef
@@ -304,6 +306,39 @@ def test_a_kernel_that_hands_its_cotangent_on_compiles_and_runs_nothing(
     assert len(compiles) == 1
     np.testing.assert_array_equal(a.grad.numpy(), seed)
     np.testing.assert_array_equal(b.grad.numpy(), seed)
+
+
+def test_a_fresh_models_op_by_op_backward_compiles_its_programs_on_the_pool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A first backward op by op (shapes of this test only) compiles the one-op programs
+    and vjp kernels it needs on the pool's threads before it runs them: none compiles when
+    the backward calls it, and the gradients are jax.grad's."""
+    monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
+    monkeypatch.setattr(config, "_tape_compile_after", 10**9)
+    monkeypatch.setattr(config, "_tape_compile_cold", False)
+    monkeypatch.setattr(tape_chunks, "CHUNK", 0)
+    monkeypatch.setattr(compile_ahead, "WORKERS", 2)
+    x, a = RNG.standard_normal((3, 43)), RNG.standard_normal((43, 45)) * 0.2
+    f = lambda np_, a: np_.mean(np_.tanh(np_.sin(x @ a) * 1.5) ** 2)
+    threads = []
+
+    def listen(name: str, secs: float, **kw: Any) -> None:
+        if "backend_compile" in name:
+            threads.append(threading.current_thread().name)
+
+    t = sg.tensor(a)
+    t.attach_grad()
+    with sg.autograd.record():
+        loss = f(sg, t)
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        loss.backward()
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    np.testing.assert_allclose(t.grad.numpy(), jax.grad(lambda a: f(jnp, a))(a), rtol=1e-10)
+    assert len(threads) >= 10  # 5 one-op programs, 5 kernels (a mean's, at least)
+    assert all(name.startswith("srcgrad-compile") for name in threads), threads
 
 
 def test_recording_keeps_memory_flat() -> None:
