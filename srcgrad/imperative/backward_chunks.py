@@ -75,16 +75,24 @@ class Chunk:
         self.broken = False
         self._forward: Callable[..., Any] | None = None
         self._backward: dict[tuple, tuple[Callable[..., Any], list[int]]] = {}
-        #: The programs called so far (a first call is a compile, timed by the cost rule).
-        self._ran: set[Any] = set()
+        #: The programs compiled so far: called once (a first call is a compile, timed by
+        #: the cost rule), or compiled ahead.
+        self.compiled: set[Any] = set()
 
     def call(self, fn: Callable[..., Any], args: list) -> Any:
         """`fn(*args)`, one of this chunk's programs; its first call timed (its compile)."""
-        if fn in self._ran:
+        if fn in self.compiled:
             return fn(*args)
         out = RULE.compiled(RULE.chunk_compile, len(self.template), lambda: fn(*args))
-        self._ran.add(fn)
+        self.compiled.add(fn)
         return out
+
+    def compile_ahead(self, fn: Callable[..., Any], avals: list) -> None:
+        """Compile `fn`, one of this chunk's programs, for arguments of these shapes and
+        dtypes without running it (srcgrad/imperative/compile_ahead.py; safe on a pool
+        thread): its first call then only runs."""
+        fn.lower(*avals).compile()  # type: ignore[attr-defined]
+        self.compiled.add(fn)
 
     def forward(self) -> Callable[..., Any]:
         """`(*reads) -> results`, jitted."""

@@ -1,14 +1,15 @@
 """Compiling, several at once, the programs an op-by-op backward is about to call first.
 
 Op by op, each program a tape calls for the first time (an entry's one-op program, a vjp
-kernel for a pattern of cotangents) is an XLA compile of 30-60 ms here, and a fresh model's
-first step calls dozens (an LSTM cell: about 40). Which ones is known before the backward
-runs: the forward's programs are its entries', and the kernels follow from the tape's
-structure (the reverse loop run on shapes and dtypes, calling no program: `_kernel_jobs`).
-XLA's compile releases the GIL, so they are compiled on a pool of `WORKERS` threads before
-the backward runs them (JAX's trace and lowering of each still take turns on the GIL). The
-programs are the ones the backward would have compiled one by one, so the gradients are
-the same; a program the pool could not compile compiles at its first call, as before.
+kernel for a pattern of cotangents, a chunk's forward or vjp) is an XLA compile, of 30-60
+ms here for a one-op program, and a fresh model's first step calls dozens (an LSTM cell:
+about 40). Which ones is known before the backward runs: the forward's programs are its
+entries' and its chunks', and the vjps follow from the tape's structure (the reverse loop
+run on shapes and dtypes, calling no program: `_backward_jobs`). XLA's compile releases the
+GIL, so they are compiled on a pool of `WORKERS` threads before the backward runs them
+(JAX's trace and lowering of each still take turns on the GIL). The programs are the ones
+the backward would have compiled one by one, so the gradients are the same; a program the
+pool could not compile compiles at its first call, as before.
 
 Layer L6 (front ends): see docs/design.md.
 """
@@ -18,12 +19,13 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Sequence
+from functools import partial
+from typing import Any, Callable, Sequence
 
 import jax
 
 from .backward_op_by_op import Pattern, active_values, kernel_program, reverse
-from .cost_rule import RULE
+from .cost_rule import RULE, Estimate
 from .tape import Tape
 from .tensor import PENDING
 
@@ -37,42 +39,61 @@ _pool_lock = threading.Lock()
 def compile_ahead(tape: Tape, plan: Sequence[Any], heads: list[int], xs: list[int | None]) -> None:
     """Compile on the pool the programs that the op-by-op backward of `tape` by the windows
     `plan` (of `heads`, with respect to `xs`) would compile one by one: when some entry run
-    op by op calls a program that never ran or whose op has no kernel yet, and there are two
-    or more."""
+    op by op calls a program that never ran or whose op has no kernel yet, or a chunk is
+    new, and there are two or more."""
     if WORKERS < 2:
         return
     entries = tape.entries
-    ranges = [(w.start, w.stop) for w in plan if w.chunk is None]
-    if not any(not e.prog.ran or not e.prog.kernels for a, b in ranges for e in entries[a:b]):
+    if not any(
+        not e.prog.ran or not e.prog.kernels
+        if w.chunk is None
+        else w.chunk.forward() not in w.chunk.compiled
+        for w in plan
+        for e in entries[w.start : w.stop]
+    ):
         return
-    jobs: dict[Any, list] = {}
-    _forward_jobs(tape, ranges, jobs)
-    _kernel_jobs(tape, plan, heads, xs, jobs)
+    jobs: dict[Any, Job] = {}
+    _forward_jobs(tape, plan, jobs)
+    _backward_jobs(tape, plan, heads, xs, jobs)
     if len(jobs) >= 2:
-        RULE.ahead(len(jobs), lambda: list(_threads().map(_compile, jobs.items())))
+        RULE.ahead(
+            [(est, size) for _, est, size in jobs.values()],
+            lambda: list(_threads().map(_compile, [run for run, _, _ in jobs.values()])),
+        )
 
 
-def _forward_jobs(tape: Tape, ranges: list[tuple[int, int]], jobs: dict[Any, list]) -> None:
-    """The one-op programs that never ran of the entries to compute, with their arguments'
-    shapes and dtypes."""
-    values = tape.values
-    for a, b in ranges:
-        for e in tape.entries[a:b]:
+#: A compile to run on the pool, the estimate of its kind and its size (as `Estimate` takes).
+Job = tuple[Callable[[], None], Estimate, int]
+
+
+def _forward_jobs(tape: Tape, plan: Sequence[Any], jobs: dict[Any, Job]) -> None:
+    """The programs that never ran that computing the forward calls (the entries' one-op
+    programs, the chunks' forwards), with their arguments' shapes and dtypes."""
+    values, entries = tape.values, tape.entries
+    for w in plan:
+        chunk = w.chunk
+        window = entries[w.start : w.stop]
+        if chunk is not None and all(type(values[e.outs[0]]) is PENDING for e in window):
+            fn = chunk.forward()
+            if fn not in chunk.compiled and fn not in jobs:
+                run = partial(chunk.compile_ahead, fn, [_aval(values[n]) for n in w.reads])
+                jobs[fn] = (run, RULE.chunk_compile, len(window))
+            continue
+        for e in window:
             prog = e.prog
             if e.outs and type(values[e.outs[0]]) is PENDING and not prog.ran:
                 if not prog.ahead and prog not in jobs:
-                    jobs[prog] = [_aval(values[n]) for n in e.feed] + [
-                        _aval(c) for c in prog.captured
-                    ]
+                    avals = [_aval(values[n]) for n in e.feed] + [_aval(c) for c in prog.captured]
+                    jobs[prog] = (partial(prog.compile_ahead, avals), RULE.program, 1)
 
 
-def _kernel_jobs(
+def _backward_jobs(
     tape: Tape, plan: Sequence[Any], heads: list[int], xs: list[int | None], jobs: dict
 ) -> None:
-    """The vjp kernels that the backward will call for the first time: its reverse loop run
-    with the cotangents' shapes and dtypes in place of their values, calling no program. (A
-    chunk's window stands for its vjp: its results' cotangents are taken, and each active
-    value it reads is given one.)"""
+    """The vjp kernels and chunk vjps that the backward will call for the first time: its
+    reverse loop run with the cotangents' shapes and dtypes in place of their values,
+    calling no program. (A chunk's vjp is taken to give each active value it reads a
+    cotangent.)"""
     entries, values = tape.entries, tape.values
     active = active_values(entries, values, xs)
     cts: dict[int, Any] = {h: _aval(values[h]) for h in heads}
@@ -84,12 +105,13 @@ def _kernel_jobs(
             kp = prog.kernels[pattern] = kernel_program(tape, e, pattern, extra)
         if not kp.ran and not kp.ahead and kp not in jobs:
             reads = e.feed[: len(e.feed) - len(prog.weak)]
-            jobs[kp] = (
+            avals = (
                 [_aval(values[n]) for n in reads]
                 + list(extra)
                 + [jax.ShapeDtypeStruct((), dt) for _, dt in kp.weak]
                 + [_aval(c) for c in kp.captured]
             )
+            jobs[kp] = (partial(kp.compile_ahead, avals), RULE.program, 1)
         return [_aval(values[e.leaves[group[0]].num]) for group in pattern[0]]
 
     for w in reversed(plan):
@@ -97,18 +119,32 @@ def _kernel_jobs(
             reverse(entries[w.start : w.stop], active, cts, plan_kernel)
             continue
         own = [o for e in entries[w.start : w.stop] for o in e.outs]
-        if any(o in cts for o in own):
-            for o in own:
-                cts.pop(o, None)
-            cts.update((n, _aval(values[n])) for n in w.reads if n in active)
+        seeds = tuple(j for j, o in enumerate(own) if o in cts)
+        if not seeds:
+            continue
+        reads = w.reads
+        act = tuple(k for k, n in enumerate(reads) if n in active)
+        acc = tuple(k for k in act if reads[k] in cts)
+        fn, _ = w.chunk.backward(seeds, act, acc)
+        if fn not in w.chunk.compiled and fn not in jobs:
+            avals = (
+                [_aval(values[n]) for n in reads]
+                + [_aval(values[o]) for o in own]
+                + [_aval(values[own[j]]) for j in seeds]
+                + [_aval(values[reads[k]]) for k in acc]
+            )
+            size = w.stop - w.start
+            jobs[fn] = (partial(w.chunk.compile_ahead, fn, avals), RULE.chunk_compile, size)
+        for j in seeds:
+            del cts[own[j]]
+        cts.update((reads[k], _aval(values[reads[k]])) for k in act)
 
 
-def _compile(job: tuple[Any, list]) -> None:
+def _compile(run: Callable[[], None]) -> None:
     """One program compiled ahead (on a pool thread). A program that fails to compile here
     is left to its first call, which reports the error where the backward needs it."""
-    prog, avals = job
     try:
-        prog.compile_ahead(avals)
+        run()
     except Exception:  # the first call compiles it again and raises there
         pass
 

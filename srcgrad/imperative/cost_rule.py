@@ -143,15 +143,18 @@ class Rule:
         self.compiling += dt
         return out
 
-    def ahead(self, n: int, compile_all: Callable[[], Any]) -> None:
-        """`compile_all()`, the compiles of `n` programs at once (on a pool of threads,
-        srcgrad/imperative/compile_ahead.py), timed: each program is charged its share of
-        the wall time, what compiling it cost this backward."""
+    def ahead(self, jobs: list[tuple[Estimate, int]], compile_all: Callable[[], Any]) -> None:
+        """`compile_all()`, the compiles of programs of the kinds and sizes `jobs` at once (on
+        a pool of threads, srcgrad/imperative/compile_ahead.py), timed: each is charged its
+        share of the wall time (by what its estimate expected), what compiling it cost this
+        backward."""
         t0 = self.clock()
         compile_all()
         dt = self.clock() - t0
-        for _ in range(n):
-            self.program.add(1, dt / n)
+        expected = [estimate(size) for estimate, size in jobs]
+        total = sum(expected) or 1.0
+        for (estimate, size), e in zip(jobs, expected):
+            estimate.add(size, dt * e / total)
         self.compiling += dt
 
     def compiled(self, estimate: Estimate, size: int, run: Callable[[], Any]) -> Any:
