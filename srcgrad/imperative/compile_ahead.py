@@ -92,11 +92,14 @@ def _backward_jobs(
 ) -> None:
     """The vjp kernels and chunk vjps that the backward will call for the first time: its
     reverse loop run with the cotangents' shapes and dtypes in place of their values,
-    calling no program. (A chunk's vjp is taken to give each active value it reads a
-    cotangent.)"""
+    calling no program. (A chunk's window is run so too, for which values it gives a
+    cotangent: those its vjp returns.)"""
     entries, values = tape.entries, tape.values
     active = active_values(entries, values, xs)
     cts: dict[int, Any] = {h: _aval(values[h]) for h in heads}
+
+    def shapes(e: Any, pattern: Pattern, extra: list) -> list:
+        return [_aval(values[e.leaves[group[0]].num]) for group in pattern[0]]
 
     def plan_kernel(e: Any, pattern: Pattern, extra: list) -> list:
         prog = e.prog
@@ -112,7 +115,7 @@ def _backward_jobs(
                 + [_aval(c) for c in kp.captured]
             )
             jobs[kp] = (partial(kp.compile_ahead, avals), RULE.program, 1)
-        return [_aval(values[e.leaves[group[0]].num]) for group in pattern[0]]
+        return shapes(e, pattern, extra)
 
     for w in reversed(plan):
         if w.chunk is None:
@@ -135,18 +138,19 @@ def _backward_jobs(
             )
             size = w.stop - w.start
             jobs[fn] = (partial(w.chunk.compile_ahead, fn, avals), RULE.chunk_compile, size)
-        for j in seeds:
-            del cts[own[j]]
-        cts.update((reads[k], _aval(values[reads[k]])) for k in act)
+        reverse(entries[w.start : w.stop], active, cts, shapes)
 
 
-def _compile(run: Callable[[], None]) -> None:
-    """One program compiled ahead (on a pool thread). A program that fails to compile here
-    is left to its first call, which reports the error where the backward needs it."""
+def _compile(run: Callable[[], None]) -> float:
+    """One program compiled ahead (on a pool thread), and the seconds it took. A program
+    that fails to compile here is left to its first call, which reports the error where
+    the backward needs it."""
+    t0 = RULE.clock()
     try:
         run()
     except Exception:  # the first call compiles it again and raises there
         pass
+    return RULE.clock() - t0
 
 
 def _aval(x: Any) -> jax.ShapeDtypeStruct:

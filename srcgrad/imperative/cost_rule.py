@@ -143,19 +143,18 @@ class Rule:
         self.compiling += dt
         return out
 
-    def ahead(self, jobs: list[tuple[Estimate, int]], compile_all: Callable[[], Any]) -> None:
+    def ahead(
+        self, jobs: list[tuple[Estimate, int]], compile_all: Callable[[], list[float]]
+    ) -> None:
         """`compile_all()`, the compiles of programs of the kinds and sizes `jobs` at once (on
-        a pool of threads, srcgrad/imperative/compile_ahead.py), timed: each is charged its
-        share of the wall time (by what its estimate expected), what compiling it cost this
-        backward."""
+        a pool of threads, srcgrad/imperative/compile_ahead.py), which gives each one's
+        seconds (as its first call would have taken them, give or take the others sharing
+        the cores): those move the estimates, the wall time is what this backward spent."""
         t0 = self.clock()
-        compile_all()
-        dt = self.clock() - t0
-        expected = [estimate(size) for estimate, size in jobs]
-        total = sum(expected) or 1.0
-        for (estimate, size), e in zip(jobs, expected):
-            estimate.add(size, dt * e / total)
-        self.compiling += dt
+        seconds = compile_all()
+        self.compiling += self.clock() - t0
+        for (estimate, size), dt in zip(jobs, seconds):
+            estimate.add(size, dt)
 
     def compiled(self, estimate: Estimate, size: int, run: Callable[[], Any]) -> Any:
         """`run()`, the first call of a compiled unit (a whole backward's build and call, a

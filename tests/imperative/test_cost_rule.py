@@ -19,7 +19,7 @@ import srcgrad as sg
 from srcgrad.base.cache import BoundedCache
 from srcgrad.base.config import config
 from srcgrad.compiled import eager
-from srcgrad.imperative import backward_chunks, backward_whole, cost_rule
+from srcgrad.imperative import backward_chunks, backward_whole, compile_ahead, cost_rule
 
 RNG = np.random.default_rng(41)
 
@@ -46,8 +46,10 @@ class Fixed(cost_rule.Estimate):
 @pytest.fixture
 def rule(monkeypatch: pytest.MonkeyPatch) -> Iterator[cost_rule.Rule]:
     """The cost rule (no fixed count) with a fake clock, its priors and fresh accounts; checks
-    off (they would compile the other tier)."""
+    off (they would compile the other tier); no compiles on the pool (its threads would read
+    the clock in no fixed order)."""
     monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
+    monkeypatch.setattr(compile_ahead, "WORKERS", 1)
     monkeypatch.setattr(config, "_tape_compile_after", None)
     rule, fresh = cost_rule.RULE, cost_rule.Rule(Clock())
     for name in ("clock", "program", "entry", "whole_compile", "chunk_compile", "compiling"):
@@ -338,3 +340,18 @@ def test_tape_compile_after_takes_none_or_a_positive_int(monkeypatch: pytest.Mon
     for bad in (0, -1, True, 2.0, "2"):
         with pytest.raises(ValueError, match="tape_compile_after"):
             sg.config.tape_compile_after = bad
+
+
+def test_compiles_on_the_pool_move_the_estimates_by_their_own_seconds(
+    rule: cost_rule.Rule,
+) -> None:
+    """Programs compiled ahead together (srcgrad/imperative/compile_ahead.py) each move their
+    kind's estimate by the seconds they took, as their first calls would have; the batch's
+    wall time is what the backward spent compiling."""
+    program, chunk = rule.program.per, rule.chunk_compile.per
+    before = rule.compiling
+    rule.ahead([(rule.program, 1), (rule.chunk_compile, 16)], lambda: [0.5, 0.05 + 16 * 0.1])
+    w = cost_rule.WEIGHT
+    assert rule.program.per == pytest.approx(program + (0.5 - program) * w)
+    assert rule.chunk_compile.per == pytest.approx(chunk + (0.1 - chunk) * w)
+    assert rule.compiling - before == pytest.approx(rule.clock.step)  # type: ignore[attr-defined]
