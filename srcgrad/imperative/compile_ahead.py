@@ -43,14 +43,7 @@ def compile_ahead(tape: Tape, plan: Sequence[Any], heads: list[int], xs: list[in
     new, and there are two or more."""
     if WORKERS < 2:
         return
-    entries = tape.entries
-    if not any(
-        not e.prog.ran or not e.prog.kernels
-        if w.chunk is None
-        else w.chunk.forward() not in w.chunk.compiled
-        for w in plan
-        for e in entries[w.start : w.stop]
-    ):
+    if not _new_programs(tape, plan):
         return
     jobs: dict[Any, Job] = {}
     _forward_jobs(tape, plan, jobs)
@@ -60,6 +53,18 @@ def compile_ahead(tape: Tape, plan: Sequence[Any], heads: list[int], xs: list[in
             [(est, size) for _, est, size in jobs.values()],
             lambda: list(_threads().map(_compile, [run for run, _, _ in jobs.values()])),
         )
+
+
+def _new_programs(tape: Tape, plan: Sequence[Any]) -> bool:
+    """Whether the backward calls a program that never ran: an entry's one-op program, a
+    kernel of an op that has none yet, a chunk's forward."""
+    for w in plan:
+        if w.chunk is not None:
+            if w.chunk.forward() not in w.chunk.compiled:
+                return True
+        elif any(not e.prog.ran or not e.prog.kernels for e in tape.entries[w.start : w.stop]):
+            return True
+    return False
 
 
 #: A compile to run on the pool, the estimate of its kind and its size (as `Estimate` takes).
