@@ -159,9 +159,11 @@ def _compile(run: Callable[[], None]) -> float:
 
 
 def _aval(x: Any) -> jax.ShapeDtypeStruct:
+    """A tape value's shape and dtype (its results are never weakly typed: each program's
+    results have the dtypes of its Program's variables)."""
     if type(x) is PENDING:
         return x
-    return jax.ShapeDtypeStruct(x.shape, x.dtype, weak_type=getattr(x, "weak_type", False))
+    return jax.ShapeDtypeStruct(x.shape, x.dtype)
 
 
 def _threads() -> ThreadPoolExecutor:

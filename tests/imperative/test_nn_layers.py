@@ -9,6 +9,7 @@ import pytest
 from jax import lax
 
 import srcgrad as sg
+from support.util import compile_threads
 
 
 def _grads_of(model, x, loss=lambda y: sg.sum(y * y)):
@@ -285,22 +286,13 @@ def test_building_layers_compiles_nothing():
     program per new shape (0.2-0.9 s each), most of the time to a first training step. The
     draws follow the seed and the documented scales (LeCun normal; N(0, 1) rows; PyTorch's
     uniform bound for convolutions), in the dtype asked for."""
-    compiles = []
-
-    def listen(name, secs, **kw):
-        if "backend_compile" in name:
-            compiles.append(name)
-
-    jax.monitoring.register_event_duration_secs_listener(listen)
-    try:
+    with compile_threads() as compiles:
         layers = [
             sg.nn.Linear(301, 203, act="tanh", seed=4),
             sg.nn.Embedding(307, 211, seed=4),
             sg.nn.Conv2d(5, 209, 3, seed=4),
             sg.nn.Linear(301, 203, dtype="bfloat16"),
         ]
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listen)
     assert compiles == []
     assert layers[3].weight.dtype == jnp.bfloat16
     lin, emb, conv, half = (np.asarray(layer.weight.numpy(), np.float64) for layer in layers)

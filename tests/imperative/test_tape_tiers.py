@@ -11,7 +11,6 @@ tests/conftest.py sets SRCGRAD_ENABLE_CHECKS.)"""
 from __future__ import annotations
 
 import gc
-import threading
 import tracemalloc
 from typing import Any, Callable, Iterator
 
@@ -27,6 +26,7 @@ from srcgrad.imperative import compile_ahead
 from srcgrad.base.cache import BoundedCache
 from srcgrad.base.config import config
 from srcgrad.imperative.tape import WeakRef
+from support.util import compile_threads
 
 RNG = np.random.default_rng(11)
 
@@ -290,19 +290,10 @@ def test_a_kernel_that_hands_its_cotangent_on_compiles_and_runs_nothing(
     a.attach_grad()
     b.attach_grad()
     seed = jnp.asarray(RNG.standard_normal((7, 29)), jnp.float32)
-    compiles = []
-
-    def listen(name: str, secs: float, **kw: Any) -> None:
-        if "backend_compile" in name:
-            compiles.append(name)
-
-    jax.monitoring.register_event_duration_secs_listener(listen)
-    try:
+    with compile_threads() as compiles:
         with sg.autograd.record():
             y = a + b
         y.backward(seed)
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listen)
     assert len(compiles) == 1
     np.testing.assert_array_equal(a.grad.numpy(), seed)
     np.testing.assert_array_equal(b.grad.numpy(), seed)
@@ -324,21 +315,12 @@ def test_a_fresh_models_op_by_op_backward_compiles_its_programs_on_the_pool(
     monkeypatch.setattr(compile_ahead, "WORKERS", 2)
     x, a = RNG.standard_normal((3, 43 + chunk)), RNG.standard_normal((43 + chunk, 45)) * 0.2
     f = lambda np_, a: np_.mean(np_.tanh(np_.sin(x @ a) * 1.5) ** 2)
-    threads = []
-
-    def listen(name: str, secs: float, **kw: Any) -> None:
-        if "backend_compile" in name:
-            threads.append(threading.current_thread().name)
-
     t = sg.tensor(a)
     t.attach_grad()
     with sg.autograd.record():
         loss = f(sg, t)
-    jax.monitoring.register_event_duration_secs_listener(listen)
-    try:
+    with compile_threads() as threads:
         loss.backward()
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listen)
     np.testing.assert_allclose(t.grad.numpy(), jax.grad(lambda a: f(jnp, a))(a), rtol=1e-10)
     assert len(threads) >= (3 if chunk else 10)  # op by op: 5 programs, 5 kernels at least
     assert all(name.startswith("srcgrad-compile") for name in threads), threads

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import contextlib
+import threading
+from typing import Any, Callable, Iterator
 
 import jax
 import numpy as np
@@ -45,3 +47,26 @@ def sliced(cases: list, every: int, name: Callable[[Any], str] = str, unpack: bo
         c if i % every == 0 else pytest.param(c, marks=pytest.mark.slow, id=name(c))
         for i, c in enumerate(cases)
     ]
+
+
+@contextlib.contextmanager
+def compile_threads() -> Iterator[list[str]]:
+    """`with compile_threads() as names:` the name of the thread that ran each XLA compile in
+    the body (jax.monitoring's backend-compile events). JAX 0.4.30, the floor, has no public
+    way to remove a listener; its private one is used there."""
+
+    def listen(name: str, secs: float, **kw: Any) -> None:
+        if "backend_compile" in name:
+            names.append(threading.current_thread().name)
+
+    names: list[str] = []
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        yield names
+    finally:
+        unregister = getattr(jax.monitoring, "unregister_event_duration_listener", None)
+        if unregister is None:
+            from jax._src import monitoring
+
+            unregister = monitoring._unregister_event_duration_listener_by_callback
+        unregister(listen)
