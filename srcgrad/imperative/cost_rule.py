@@ -147,14 +147,18 @@ class Rule:
         self, jobs: list[tuple[Estimate, int]], compile_all: Callable[[], list[float]]
     ) -> None:
         """`compile_all()`, the compiles of programs of the kinds and sizes `jobs` at once (on
-        a pool of threads, srcgrad/imperative/compile_ahead.py), which gives each one's
-        seconds (as its first call would have taken them, give or take the others sharing
-        the cores): those move the estimates, the wall time is what this backward spent."""
+        a pool of threads, srcgrad/imperative/compile_ahead.py), which gives the seconds each
+        took on its thread: the batch's wall time is what this backward spent, and each
+        compile is charged its part of it (by its own seconds), as what compiling it cost
+        where it was compiled. (Its own seconds, stretched by the others sharing the cores,
+        would make a cold tape's op-by-op backward look dearer than it is.)"""
         t0 = self.clock()
         seconds = compile_all()
-        self.compiling += self.clock() - t0
+        wall = self.clock() - t0
+        self.compiling += wall
+        total = sum(seconds) or 1.0
         for (estimate, size), dt in zip(jobs, seconds):
-            estimate.add(size, dt)
+            estimate.add(size, wall * dt / total)
 
     def compiled(self, estimate: Estimate, size: int, run: Callable[[], Any]) -> Any:
         """`run()`, the first call of a compiled unit (a whole backward's build and call, a

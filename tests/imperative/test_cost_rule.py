@@ -342,16 +342,18 @@ def test_tape_compile_after_takes_none_or_a_positive_int(monkeypatch: pytest.Mon
             sg.config.tape_compile_after = bad
 
 
-def test_compiles_on_the_pool_move_the_estimates_by_their_own_seconds(
+def test_compiles_on_the_pool_are_charged_their_part_of_its_wall_time(
     rule: cost_rule.Rule,
 ) -> None:
-    """Programs compiled ahead together (srcgrad/imperative/compile_ahead.py) each move their
-    kind's estimate by the seconds they took, as their first calls would have; the batch's
-    wall time is what the backward spent compiling."""
+    """Programs compiled ahead together (srcgrad/imperative/compile_ahead.py): the batch's
+    wall time is what the backward spent compiling, and each program's estimate moves by its
+    part of it, in proportion to the seconds it took on its thread."""
     program, chunk = rule.program.per, rule.chunk_compile.per
     before = rule.compiling
-    rule.ahead([(rule.program, 1), (rule.chunk_compile, 16)], lambda: [0.5, 0.05 + 16 * 0.1])
+    rule.ahead([(rule.program, 1), (rule.chunk_compile, 16)], lambda: [1.0, 3.0])
+    wall = rule.clock.step  # type: ignore[attr-defined]  # two reads of the clock
     w = cost_rule.WEIGHT
-    assert rule.program.per == pytest.approx(program + (0.5 - program) * w)
-    assert rule.chunk_compile.per == pytest.approx(chunk + (0.1 - chunk) * w)
-    assert rule.compiling - before == pytest.approx(rule.clock.step)  # type: ignore[attr-defined]
+    assert rule.compiling - before == pytest.approx(wall)
+    assert rule.program.per == pytest.approx(program + (wall / 4 - program) * w)
+    per = (max(wall * 3 / 4 - rule.chunk_compile.base, 0.0) / 16 - chunk) * w
+    assert rule.chunk_compile.per == pytest.approx(chunk + per)
