@@ -458,9 +458,9 @@ def run_op_by_op(
     else:
         if plan is None:
             plan = windows(tape)
-        compile_ahead(tape, plan, heads, xs)
-        _compute(tape, plan)
         active = active_values(tape.entries, tape.values, xs)
+        compile_ahead(tape, plan, heads, active)
+        _compute(tape, plan)
         cts = seeded(tape, heads, seeds, False)
         run = eager_runner(tape)
         for w in reversed(plan):

@@ -24,9 +24,9 @@ from typing import Any, Callable, Sequence
 
 import jax
 
-from .backward_op_by_op import Pattern, active_values, kernel_program, reverse
+from .backward_op_by_op import Pattern, kernel_program, reverse
 from .cost_rule import RULE, Estimate
-from .tape import Tape
+from .tape import Ref, Tape
 from .tensor import PENDING
 
 #: Threads compiling at once (one per core, up to 8); below 2 nothing is compiled ahead.
@@ -36,18 +36,16 @@ _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
-def compile_ahead(tape: Tape, plan: Sequence[Any], heads: list[int], xs: list[int | None]) -> None:
+def compile_ahead(tape: Tape, plan: Sequence[Any], heads: list[int], active: set[int]) -> None:
     """Compile on the pool the programs that the op-by-op backward of `tape` by the windows
-    `plan` (of `heads`, with respect to `xs`) would compile one by one: when some entry run
-    op by op calls a program that never ran or whose op has no kernel yet, or a chunk is
-    new, and there are two or more."""
-    if WORKERS < 2:
-        return
-    if not _new_programs(tape, plan):
+    `plan` (of `heads`; `active`: the values that carry cotangents) would compile one by
+    one: when some entry run op by op calls a program that never ran or, reading an active
+    value, of an op that has no kernel yet, or a chunk is new; and there are two or more."""
+    if WORKERS < 2 or not _new_programs(tape, plan, active):
         return
     jobs: dict[Any, Job] = {}
     _forward_jobs(tape, plan, jobs)
-    _backward_jobs(tape, plan, heads, xs, jobs)
+    _backward_jobs(tape, plan, heads, active, jobs)
     if len(jobs) >= 2:
         RULE.ahead(
             [(est, size) for _, est, size in jobs.values()],
@@ -55,15 +53,22 @@ def compile_ahead(tape: Tape, plan: Sequence[Any], heads: list[int], xs: list[in
         )
 
 
-def _new_programs(tape: Tape, plan: Sequence[Any]) -> bool:
-    """Whether the backward calls a program that never ran: an entry's one-op program, a
-    kernel of an op that has none yet, a chunk's forward."""
+def _new_programs(tape: Tape, plan: Sequence[Any], active: set[int]) -> bool:
+    """Whether the backward calls a program that never ran: an entry's one-op program, the
+    kernel of an entry that reads an active value and whose op has none yet (an op on data
+    alone never has one), a chunk's forward."""
     for w in plan:
         if w.chunk is not None:
             if w.chunk.forward() not in w.chunk.compiled:
                 return True
-        elif any(not e.prog.ran or not e.prog.kernels for e in tape.entries[w.start : w.stop]):
-            return True
+            continue
+        for e in tape.entries[w.start : w.stop]:
+            if not e.prog.ran:
+                return True
+            if not e.prog.kernels:
+                for r in e.leaves:
+                    if type(r) is Ref and r.num in active:
+                        return True
     return False
 
 
@@ -93,14 +98,13 @@ def _forward_jobs(tape: Tape, plan: Sequence[Any], jobs: dict[Any, Job]) -> None
 
 
 def _backward_jobs(
-    tape: Tape, plan: Sequence[Any], heads: list[int], xs: list[int | None], jobs: dict
+    tape: Tape, plan: Sequence[Any], heads: list[int], active: set[int], jobs: dict
 ) -> None:
     """The vjp kernels and chunk vjps that the backward will call for the first time: its
     reverse loop run with the cotangents' shapes and dtypes in place of their values,
     calling no program. (A chunk's window is run so too, for which values it gives a
     cotangent: those its vjp returns.)"""
     entries, values = tape.entries, tape.values
-    active = active_values(entries, values, xs)
     cts: dict[int, Any] = {h: _aval(values[h]) for h in heads}
 
     def shapes(e: Any, pattern: Pattern, extra: list) -> list:

@@ -326,6 +326,34 @@ def test_a_fresh_models_op_by_op_backward_compiles_its_programs_on_the_pool(
     assert all(name.startswith("srcgrad-compile") for name in threads), threads
 
 
+def test_a_backward_whose_programs_all_ran_plans_no_compiles(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once a structure's programs have run, its op-by-op backwards look for nothing to
+    compile ahead (the dry run of the reverse loop costs about what the loop does), also
+    when an entry reads data alone and so never has a kernel (an LSTM's `x[:, t]`)."""
+    monkeypatch.setenv("SRCGRAD_ENABLE_CHECKS", "0")
+    monkeypatch.setattr(config, "_tape_compile_after", 10**9)
+    monkeypatch.setattr(config, "_tape_compile_cold", False)
+    monkeypatch.setattr(tape_chunks, "CHUNK", 0)
+    monkeypatch.setattr(compile_ahead, "WORKERS", 2)
+    planned = []
+    plan = compile_ahead._forward_jobs
+    monkeypatch.setattr(compile_ahead, "_forward_jobs", lambda *a: planned.append(plan(*a)))
+    xs = sg.tensor(RNG.standard_normal((6, 47)))
+    w = sg.tensor(RNG.standard_normal(47), requires_grad=True)
+    for t in range(4):
+        with sg.autograd.record():
+            loss = sg.sum(sg.tanh(xs[t] * w) ** 2)
+        loss.backward()
+        np.testing.assert_allclose(
+            w.grad.numpy(),
+            jax.grad(lambda w: jnp.sum(jnp.tanh(xs.numpy()[t] * w) ** 2))(w.numpy()),
+            rtol=1e-10,
+        )
+    assert len(planned) == 1
+
+
 def test_recording_keeps_memory_flat() -> None:
     layers = [sg.nn.Linear(8, 8, act="tanh", seed=i) for i in range(2)]
     params = [p for layer in layers for p in layer.params()]
