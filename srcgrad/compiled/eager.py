@@ -64,7 +64,7 @@ class OpProgram:
         #: Whether it was compiled before its first call (`compile_ahead`).
         self.ahead = False
         #: Whether a compile of a whole tape was bought on account of this program's compile
-        #: (imperative mode's cost rule counts that once: srcgrad/imperative/tape.py).
+        #: (imperative mode's cost rule counts that once: srcgrad/imperative/cost_rule.py).
         self.charged = False
         self.out_tree = out_tree
         #: Per lifted weak input, in input order: the index of its Weak among the call's,

@@ -49,6 +49,7 @@ from ..ops import methods
 from .tape import Tape
 from .backward_whole import FED, compile_count, key_of, run_whole
 from .backward_chunks import run_op_by_op, windows
+from . import cost_rule
 from .cost_rule import RULE
 from .tensor import Tensor
 from ..core.verify import checks_enabled
@@ -351,7 +352,7 @@ def _gradients(
         whole = (
             slot.entry is not None
             or paid.runs + 1 >= fixed
-            or (config.tape_compile_cold and tape.cold())
+            or (config.tape_compile_cold and cost_rule.cold(tape.entries))
         )
         paid.runs += 1
         got = (
@@ -359,7 +360,9 @@ def _gradients(
             if whole
             else run_op_by_op(tape, heads, seeds, xs)
         )
-    elif slot.entry is not None or RULE.whole(paid, n, tape.never_run, config.tape_compile_cold):
+    elif slot.entry is not None or RULE.whole(
+        paid, n, lambda: cost_rule.never_run(tape.entries), config.tape_compile_cold
+    ):
         whole = True
         run = lambda: run_whole(tape, heads, seeds, xs, slot, forward)
         if slot.entry is None:

@@ -24,6 +24,7 @@ from ..base.cache import Slot, register
 from ..ir.program import Op, Program, Variable
 from ..transforms.backward import gradients
 from ..transforms.lower_jax import lower_program
+from . import cost_rule
 from .cost_rule import Paid
 
 _compiles = 0
@@ -254,14 +255,14 @@ def run_whole(
 ) -> list[Any]:
     """The gradients' values, from the backward compiled for the tape's structure and
     `forward` (as `key_of`'s). Compiling it charges the tape's programs that never ran
-    (`Tape.charge`): the compiled backward runs none of them."""
+    (`cost_rule.charge`): the compiled backward runs none of them."""
     entry = slot.entry
     if entry is None:
         with slot.lock:
             entry = slot.entry
             if entry is None:
                 entry = slot.entry = build(tape, heads, seeds, xs, forward)
-                tape.charge()
+                cost_rule.charge(tape.entries)
     values = tape.values
     fed = [values[i] for i in entry.feeds] + entry.consts + [s for s in seeds if s is not None]
     outs = iter(entry.fn(*fed))

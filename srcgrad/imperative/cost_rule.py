@@ -34,7 +34,7 @@ Layer L6 (front ends): see docs/design.md.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import jax
 
@@ -207,6 +207,50 @@ class Rule:
 RULE = Rule()
 
 
+# ---------------------------------------------------------------- a tape's programs
+
+
+def cold(entries: Sequence[Any]) -> bool:
+    """True when at least half of a tape's entries call distinct one-op programs that have
+    never run and were not charged to a whole compile yet (`charge`): differentiating op by
+    op would compile about two programs per entry."""
+    n, ran = len(entries), 0
+    never: set[Any] = set()
+    for e in entries:
+        prog = e.prog
+        if prog.ran or prog.charged:
+            ran += 1
+            if 2 * ran > n:
+                return False
+        else:
+            never.add(prog)
+    return 2 * len(never) >= n > 0
+
+
+def never_run(entries: Sequence[Any]) -> int:
+    """How many one-op programs that have never run a tape's entries call, each once (a
+    program called again on the tape is a loop's body, a cell over a sentence's words: its
+    compile serves every later structure made of that body, whatever its length), and that
+    no whole compile was bought on account of yet (`charge`)."""
+    calls: dict[Any, int] = {}
+    for e in entries:
+        prog = e.prog
+        if not prog.ran and not prog.charged:
+            calls[prog] = calls.get(prog, 0) + 1
+    return sum(1 for k in calls.values() if k == 1)
+
+
+def charge(entries: Sequence[Any]) -> None:
+    """A whole compile was bought for a tape of these entries: the programs they call that
+    never ran are not counted again (`never_run`). A compiled tape runs none of them, so
+    without this every later tape of another structure made of the same ops (a sentence of
+    a new length, the same layers under another loss) would be cold too, and be compiled
+    whole on their account again and again."""
+    for e in entries:
+        if not e.prog.ran:
+            e.prog.charged = True
+
+
 def first_call(prog: Any, args: list) -> Any:
     """`RULE.first_call`: a program's first call, timed."""
     return RULE.first_call(prog, args)
@@ -220,5 +264,8 @@ __all__ = [
     "Estimate",
     "Paid",
     "Rule",
+    "charge",
+    "cold",
     "first_call",
+    "never_run",
 ]

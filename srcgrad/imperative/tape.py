@@ -310,44 +310,6 @@ class Tape:
         }
         return tuple(n for e in sorted(live) for n in entries[e].outs)
 
-    def cold(self) -> bool:
-        """True when at least half of the entries call distinct one-op programs that have
-        never run and were not charged to a whole compile yet (`charge`): differentiating
-        op by op would compile about two programs per entry."""
-        n, ran = len(self.entries), 0
-        never: set[Any] = set()
-        for e in self.entries:
-            prog = e.prog
-            if prog.ran or prog.charged:
-                ran += 1
-                if 2 * ran > n:
-                    return False
-            else:
-                never.add(prog)
-        return 2 * len(never) >= n > 0
-
-    def never_run(self) -> int:
-        """How many one-op programs that have never run the entries call, each once (a
-        program called again on the tape is a loop's body, a cell over a sentence's words:
-        its compile serves every later structure made of that body, whatever its length),
-        and that no whole compile was bought on account of yet (`charge`)."""
-        calls: dict[Any, int] = {}
-        for e in self.entries:
-            prog = e.prog
-            if not prog.ran and not prog.charged:
-                calls[prog] = calls.get(prog, 0) + 1
-        return sum(1 for k in calls.values() if k == 1)
-
-    def charge(self) -> None:
-        """A whole compile was bought for this tape: the programs it calls that never ran
-        are not counted again (`never_run`). A compiled tape runs none of them, so without
-        this every later tape of another structure made of the same ops (a sentence of a
-        new length, the same layers under another loss) would be cold too, and be compiled
-        whole on their account again and again."""
-        for e in self.entries:
-            if not e.prog.ran:
-                e.prog.charged = True
-
     @property
     def lazy(self) -> bool:
         """True while some recorded call has not been computed."""
