@@ -160,6 +160,39 @@ class Window(NamedTuple):
     chunk: Chunk | None
     reads: tuple[int, ...]
 
+    def uncomputed(self, tape: Tape) -> bool:
+        """Whether none of its entries is computed yet (its chunk's forward computes them)."""
+        values = tape.values
+        return all(type(values[e.outs[0]]) is PENDING for e in tape.entries[self.start : self.stop])
+
+    def vjp(self, tape: Tape, active: set[int], cts: dict[int, Any]) -> ChunkVjp | None:
+        """Its chunk's vjp for the cotangents gathered so far (`cts`; `active`: the values
+        that carry one), or None when none of its results has one."""
+        own = [o for e in tape.entries[self.start : self.stop] for o in e.outs]
+        seeds = tuple(j for j, o in enumerate(own) if o in cts)
+        if not seeds:
+            return None
+        reads = self.reads
+        act = tuple(k for k, n in enumerate(reads) if n in active)
+        acc = tuple(k for k in act if reads[k] in cts)
+        fn, returned = self.chunk.backward(seeds, act, acc)
+        return ChunkVjp(fn, returned, own, [own[j] for j in seeds], [reads[k] for k in acc])
+
+
+class ChunkVjp(NamedTuple):
+    """A window's chunk vjp as called: `fn(*values of the reads, *values of own, *cotangents
+    of seeded, *cotangents of gathered)` gives the cotangents of the read slots `returned`
+    (filled at its first trace)."""
+
+    fn: Callable[..., Any]
+    returned: list[int]
+    #: The window's results, by number.
+    own: list[int]
+    #: Those of them with a cotangent.
+    seeded: list[int]
+    #: The reads with a cotangent gathered so far.
+    gathered: list[int]
+
 
 def _cuts(n: int, at: int = 0) -> list[tuple[int, int, bool]]:
     """Entries `at:at + n` as windows `(start, stop, may be a chunk)`: of `CHUNK` entries
@@ -393,11 +426,9 @@ def _compute(tape: Tape, plan: list[Window]) -> None:
     by its forward program, the others entry by entry."""
     if not tape.uncomputed:
         return
-    values, entries = tape.values, tape.entries
+    values = tape.values
     for w in plan:
-        if w.chunk is not None and all(
-            type(values[e.outs[0]]) is PENDING for e in entries[w.start : w.stop]
-        ):
+        if w.chunk is not None and w.uncomputed(tape):
             try:
                 outs = w.chunk.call(w.chunk.forward(), [values[n] for n in w.reads])
             except _Unchunkable:
@@ -410,30 +441,22 @@ def _compute(tape: Tape, plan: list[Window]) -> None:
 
 def _backward(tape: Tape, w: Window, active: set[int], cts: dict[int, Any]) -> bool:
     """Window `w`'s vjp by its chunk; False if it must run entry by entry."""
-    own = [o for e in tape.entries[w.start : w.stop] for o in e.outs]
-    seeds = tuple(j for j, o in enumerate(own) if o in cts)
-    if not seeds:
+    vjp = w.vjp(tape, active, cts)
+    if vjp is None:
         return True
-    reads, values = w.reads, tape.values
-    act = tuple(k for k, n in enumerate(reads) if n in active)
-    acc = tuple(k for k in act if reads[k] in cts)
-    fn, returned = w.chunk.backward(seeds, act, acc)
+    values = tape.values
     try:
         outs = w.chunk.call(
-            fn,
-            [
-                *[values[n] for n in reads],
-                *[values[o] for o in own],
-                *[cts[own[j]] for j in seeds],
-                *[cts[reads[k]] for k in acc],
-            ],
+            vjp.fn,
+            [values[n] for n in (*w.reads, *vjp.own)]
+            + [cts[n] for n in (*vjp.seeded, *vjp.gathered)],
         )
     except _Unchunkable:
         w.chunk.broken = True
         return False
-    for j in seeds:
-        del cts[own[j]]
-    cts.update((reads[k], g) for k, g in zip(returned, outs))
+    for n in vjp.seeded:
+        del cts[n]
+    cts.update((w.reads[k], g) for k, g in zip(vjp.returned, outs))
     return True
 
 

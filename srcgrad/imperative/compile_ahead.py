@@ -82,14 +82,13 @@ def _forward_jobs(tape: Tape, plan: Sequence[Any], jobs: dict[Any, Job]) -> None
     values, entries = tape.values, tape.entries
     for w in plan:
         chunk = w.chunk
-        window = entries[w.start : w.stop]
-        if chunk is not None and all(type(values[e.outs[0]]) is PENDING for e in window):
+        if chunk is not None and w.uncomputed(tape):
             fn = chunk.forward()
             if fn not in chunk.compiled and fn not in jobs:
                 run = partial(chunk.compile_ahead, fn, [_aval(values[n]) for n in w.reads])
-                jobs[fn] = (run, RULE.chunk_compile, len(window))
+                jobs[fn] = (run, RULE.chunk_compile, w.stop - w.start)
             continue
-        for e in window:
+        for e in entries[w.start : w.stop]:
             prog = e.prog
             if e.outs and type(values[e.outs[0]]) is PENDING and not prog.ran:
                 if not prog.ahead and prog not in jobs:
@@ -130,23 +129,13 @@ def _backward_jobs(
         if w.chunk is None:
             reverse(entries[w.start : w.stop], active, cts, plan_kernel)
             continue
-        own = [o for e in entries[w.start : w.stop] for o in e.outs]
-        seeds = tuple(j for j, o in enumerate(own) if o in cts)
-        if not seeds:
+        vjp = w.vjp(tape, active, cts)
+        if vjp is None:
             continue
-        reads = w.reads
-        act = tuple(k for k, n in enumerate(reads) if n in active)
-        acc = tuple(k for k in act if reads[k] in cts)
-        fn, _ = w.chunk.backward(seeds, act, acc)
-        if fn not in w.chunk.compiled and fn not in jobs:
-            avals = (
-                [_aval(values[n]) for n in reads]
-                + [_aval(values[o]) for o in own]
-                + [_aval(values[own[j]]) for j in seeds]
-                + [_aval(values[reads[k]]) for k in acc]
-            )
-            size = w.stop - w.start
-            jobs[fn] = (partial(w.chunk.compile_ahead, fn, avals), RULE.chunk_compile, size)
+        if vjp.fn not in w.chunk.compiled and vjp.fn not in jobs:  # a cotangent: its value's shape
+            numbers = (*w.reads, *vjp.own, *vjp.seeded, *vjp.gathered)
+            run = partial(w.chunk.compile_ahead, vjp.fn, [_aval(values[n]) for n in numbers])
+            jobs[vjp.fn] = (run, RULE.chunk_compile, w.stop - w.start)
         reverse(entries[w.start : w.stop], active, cts, shapes)
 
 
