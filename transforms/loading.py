@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import inspect
 import itertools
 import linecache
 import sys
@@ -161,27 +162,42 @@ class Lowered:
     filename: str
     code: tuple[types.CodeType, ...] = ()  # each top-level function's code, in source order
     namespace: dict[str, Any] = field(default_factory=dict)
-    _jitted: Any = field(default=None, repr=False)
+    _jitted: dict[bool, Any] = field(default_factory=dict, repr=False)
     nesting: int = 0  # how deep the program's blocks nest (JAX traces one call per level)
     nest_loc: Any = None  # the user's line of the outermost loop or branch of the deepest
     #: Per fetch: the index of the feed it returns as it is, or None (`Source.forwarded`).
     forwarded: tuple[int | None, ...] = ()
 
-    def jitted(self) -> Callable[..., Any]:
+    def jitted(self, quick: bool = False) -> Callable[..., Any]:
         """`jax.jit(fn)`, made once (every caller shares its traces and compilations): the
         one jit wrapper of srcgrad's compiled code. Its first call (JAX's trace, lowering and
         compile) runs under `short_locations` and `collection_paused`; later calls go
-        straight to JAX's dispatch (neither context is part of JAX's cache key)."""
-        if self._jitted is None:
-            jitted = jax.jit(self.fn)
+        straight to JAX's dispatch (neither context is part of JAX's cache key). `quick`:
+        compiled with `quick_options()`; JAX refuses such a wrapper inside a trace
+        (`nested_options`), where the plain one serves."""
+        options = quick_options() if quick else None
+        hit = self._jitted.get(options is not None)
+        if hit is None:
+            jitted = [jax.jit(self.fn, compiler_options=options) if options else jax.jit(self.fn)]
             first = [True]
 
             levels = self.nesting if self.nesting > SHALLOW_NESTING else 0
 
+            def compiled(run: Callable[[Any], Any]) -> Any:
+                """`run(jitted)`, once more with XLA's defaults if XLA does not know one of
+                the options (an older jaxlib)."""
+                try:
+                    return run(jitted[0])
+                except Exception as e:
+                    if not options or not refused_options(e):
+                        raise
+                    jitted[0] = call.jitted = jax.jit(self.fn)  # type: ignore[attr-defined]
+                    return run(jitted[0])
+
             @functools.wraps(self.fn)
             def call(*args: Any) -> Any:
                 if not first[0]:
-                    return jitted(*args)
+                    return jitted[0](*args)
                 if levels > MAX_COMPILED_NESTING and not jax.config.jax_disable_jit:  # type: ignore[attr-defined]
                     raise self._too_deep()
                 with (
@@ -189,8 +205,9 @@ class Lowered:
                     collection_paused(),
                     recursion_room(levels) if levels else _NOTHING,
                 ):
-                    first[0] = False
-                    return jitted(*args)
+                    out = compiled(lambda fn: fn(*args))
+                first[0] = False
+                return out
 
             def ahead(*avals: Any) -> bool:
                 """Compile for arguments of these shapes and dtypes now, without running (a
@@ -199,13 +216,13 @@ class Lowered:
                 if levels:
                     return False
                 with short_locations(), collection_paused():
-                    jitted.lower(*avals).compile()
+                    compiled(lambda fn: fn.lower(*avals).compile())
                 return True
 
-            call.jitted = jitted  # type: ignore[attr-defined]
+            call.jitted = jitted[0]  # type: ignore[attr-defined]
             call.ahead = ahead  # type: ignore[attr-defined]
-            self._jitted = call
-        return self._jitted
+            hit = self._jitted[options is not None] = call
+        return hit
 
     def inline(self, *args: Any) -> Any:
         """`fn` called inside a JAX trace (its ops join the caller's jaxpr), with the nesting
@@ -268,6 +285,38 @@ def recursion_room(levels: int) -> Iterator[None]:
     finally:
         if sys.getrecursionlimit() == need:
             sys.setrecursionlimit(old)
+
+
+#: XLA's compile options for programs whose compile counts for more than their speed: a
+#: single op's (imperative mode's one-op programs and vjp kernels). XLA's CPU compiler
+#: then uses its older fusion emitters: an elementwise program compiles in about 60% of the
+#: time here (an `add` of two 97x52 arrays: 16-22 against 27-37 ms) and runs as fast, but a program of many fused ops runs 5-12% slower (an MLP's whole backward: its
+#: steady step went from 1.11-1.14x to 1.22x jax.jit's; an LSTM cell's chunk), so srcgrad's
+#: other programs keep XLA's defaults.
+QUICK_OPTIONS: dict[str, Any] = {"xla_cpu_use_fusion_emitters": False}
+#: Whether XLA took QUICK_OPTIONS so far (False once it refused one: an older jaxlib).
+_QUICK_TAKEN = [True]
+_JIT_TAKES_OPTIONS = "compiler_options" in inspect.signature(jax.jit).parameters
+
+
+def quick_options() -> dict[str, Any] | None:
+    """QUICK_OPTIONS, or None where JAX's jit takes no compile options or XLA refused them."""
+    return QUICK_OPTIONS if _QUICK_TAKEN[0] and _JIT_TAKES_OPTIONS else None
+
+
+def nested_options(e: Exception) -> bool:
+    """Whether JAX refused a call of a wrapper with compile options because it was made
+    inside a trace: JAX takes compile options at the top level only."""
+    return isinstance(e, ValueError) and "compiler_options" in str(e) and "top-level" in str(e)
+
+
+def refused_options(e: Exception) -> bool:
+    """Whether XLA refused a compile for an option it does not know (then none is given
+    from now on)."""
+    if "No such compile option" not in str(e):
+        return False
+    _QUICK_TAKEN[0] = False
+    return True
 
 
 #: How many compiled sources `load` keeps (see there).

@@ -15,7 +15,7 @@ Layer L5 (compiled): see docs/design.md.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
@@ -25,6 +25,7 @@ from ..core.builder import as_var
 from ..base.cache import BoundedCache, register, static_key
 from ..core.dispatch import Weak, on_device
 from ..ir.program import Program, Variable, program_guard
+from ..transforms.loading import nested_options
 
 #: Compiled one-call programs, by call signature.
 PROGRAMS = register("eager", BoundedCache(4096))
@@ -48,6 +49,7 @@ class OpProgram:
         "avals",
         "inexact",
         "kernels",
+        "_staged",
     )
 
     def __init__(
@@ -57,6 +59,7 @@ class OpProgram:
         weak: tuple[tuple[int, np.dtype], ...],
         captured: tuple[Any, ...],
         avals: tuple[jax.ShapeDtypeStruct, ...],
+        staged: Callable[[], Callable[..., Any]] | None = None,
     ):
         self.run = run
         #: Whether the program has run (is compiled).
@@ -76,6 +79,21 @@ class OpProgram:
         self.avals = avals
         self.inexact = tuple(dtypes.is_inexact(a.dtype) for a in avals)
         self.kernels: dict[Any, Any] = {}
+        #: Makes the wrapper for calls inside a JAX trace, where `run` (compiled with
+        #: options, transforms/loading.py's QUICK_OPTIONS) is refused; None: `run`.
+        self._staged = staged
+
+    def staged(self) -> Callable[..., Any]:
+        """The program's wrapper for a call inside a JAX trace (a user's jax.jit, a chunk's
+        program): JAX takes compile options at the top level only."""
+        return self._staged() if self._staged is not None else self.run
+
+    def in_trace(self, error: ValueError, args: Sequence[Any]) -> Any:
+        """The call of `args` that JAX refused with `error`, made again by `staged()` if it was
+        refused for being inside a trace; any other error is raised."""
+        if not nested_options(error):
+            raise error
+        return self.staged()(*args)
 
     def compile_ahead(self, avals: list[jax.ShapeDtypeStruct]) -> None:
         """Compile the program for arguments of these shapes and dtypes (its inputs, lifted
@@ -88,7 +106,10 @@ class OpProgram:
     def first_call(self, *args: Any) -> Any:
         """`run` for the first time (the compile), then JAX's jitted function from now on."""
         run = self.run
-        outs = run(*args)
+        try:
+            outs = run(*args)
+        except ValueError as e:
+            return self.in_trace(e, args)
         if not self.ran:
             self.run = getattr(run, "jitted", run)
             self.ran = True
@@ -134,7 +155,10 @@ def evaluate(
     else:
         lifted = fed = []
     if prog.ran:
-        outs, _ = prog.run(*arrays, *fed, *prog.captured)
+        try:
+            outs, _ = prog.run(*arrays, *fed, *prog.captured)
+        except ValueError as e:  # inside a user's jax.jit
+            outs, _ = prog.in_trace(e, [*arrays, *fed, *prog.captured])
     else:
         outs, _ = prog.first_call(*arrays, *fed, *prog.captured)
     return outs, prog.out_tree, lifted
@@ -205,7 +229,9 @@ def _lower(fn: Callable[..., Any], leaves: list, tree: Any) -> OpProgram:
         op = OpProgram(_forwarding(picks), out_tree, tuple(lifted), captured, avals)
         op.ran = True
         return op
-    return OpProgram(lowered.jitted(), out_tree, tuple(lifted), captured, avals)
+    return OpProgram(
+        lowered.jitted(quick=True), out_tree, tuple(lifted), captured, avals, lowered.jitted
+    )
 
 
 def _forwarding(picks: tuple[int | None, ...]) -> Callable[..., Any]:

@@ -417,7 +417,7 @@ def _call(e: Entry, fn: Callable[..., Any], tree: Any, values: list, extra: list
         if n is None:
             raise _Unchunkable
         lifted.append(values[n])
-    outs, _ = prog.run(*arrays, *extra, *lifted, *prog.captured)
+    outs, _ = prog.staged()(*arrays, *extra, *lifted, *prog.captured)
     return outs
 
 

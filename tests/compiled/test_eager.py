@@ -68,6 +68,32 @@ def test_inside_jax_jit_and_jax_grad() -> None:
     )
 
 
+def test_a_one_op_program_serves_inside_and_outside_jax_jit() -> None:
+    """A one-op program is compiled with XLA options (transforms/loading.py's QUICK_OPTIONS),
+    which JAX refuses inside a trace: called first inside jax.jit, then outside, and the
+    reverse, it computes jax.numpy's results both ways."""
+    for shape in [(3, 7, 2), (2, 7, 3)]:  # shapes no other test uses: fresh programs
+        x = np.linspace(-2.0, 2.0, int(np.prod(shape))).reshape(shape)
+        calls = [jax.jit(lambda v: sg.expm1(v) * 2.0), lambda v: sg.expm1(v) * 2.0]
+        if shape[0] == 2:
+            calls.reverse()
+        for call in calls:
+            assert_same(call(x), jnp.expm1(x) * 2.0, f"expm1 {shape}")
+
+
+def test_an_xla_that_refuses_the_quick_options_compiles_without_them(monkeypatch) -> None:
+    """Where XLA does not know an option (an older jaxlib) the program compiles with XLA's
+    defaults, and so do the programs after it."""
+    from srcgrad.transforms import loading
+
+    monkeypatch.setattr(loading, "QUICK_OPTIONS", {"xla_cpu_no_such_option_here": True})
+    monkeypatch.setattr(loading, "_QUICK_TAKEN", [True])
+    x = np.linspace(-1.0, 1.0, 5 * 11 * 3).reshape(5, 11, 3)  # a fresh program
+    assert_same(sg.log1p(x * x), jnp.log1p(x * x), "log1p")
+    assert loading.quick_options() is None
+    assert_same(sg.log1p(x.T), jnp.log1p(x.T), "log1p, after")
+
+
 def test_eager_errors_name_the_op_and_the_user_line() -> None:
     with pytest.raises(sg.ShapeError, match=r"add.*cannot be broadcast.*test_eager\.py"):
         sg.add(np.ones(2), np.ones(3))
