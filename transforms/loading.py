@@ -288,9 +288,11 @@ def recursion_room(levels: int) -> Iterator[None]:
 
 
 #: XLA's compile options for programs whose compile counts for more than their speed: a
-#: single op's (imperative mode's one-op programs and vjp kernels). XLA's CPU compiler
-#: then uses its older fusion emitters: an elementwise program compiles in about 60% of the
-#: time here (an `add` of two 97x52 arrays: 16-22 against 27-37 ms) and runs as fast, but a program of many fused ops runs 5-12% slower (an MLP's whole backward: its
+#: single op's (imperative mode's one-op programs and vjp kernels) and an optimizer's
+#: elementwise update. XLA's CPU compiler then uses its older fusion emitters: an
+#: elementwise program compiles in about 60% of the time here (an `add` of two 97x52 arrays:
+#: 16-22 against 27-37 ms; SGD's update of a 512-wide MLP: 55 against 80 ms) and runs as
+#: fast, but a program of many fused ops runs 5-12% slower (an MLP's whole backward: its
 #: steady step went from 1.11-1.14x to 1.22x jax.jit's; an LSTM cell's chunk), so srcgrad's
 #: other programs keep XLA's defaults.
 QUICK_OPTIONS: dict[str, Any] = {"xla_cpu_use_fusion_emitters": False}
@@ -317,6 +319,27 @@ def refused_options(e: Exception) -> bool:
         return False
     _QUICK_TAKEN[0] = False
     return True
+
+
+class QuickJit:
+    """`jax.jit(fn)` compiled with `quick_options()`; inside a trace, or once XLA refused
+    them, the plain `jax.jit(fn)` (for an optimizer's update, called once a step)."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        self.plain = jax.jit(fn)
+        options = quick_options()
+        self.quick = jax.jit(fn, compiler_options=options) if options else self.plain
+
+    def __call__(self, *args: Any) -> Any:
+        try:
+            return self.quick(*args)
+        except Exception as e:
+            if nested_options(e):
+                return self.plain(*args)
+            if not refused_options(e):
+                raise
+            self.quick = self.plain
+            return self.plain(*args)
 
 
 #: How many compiled sources `load` keeps (see there).

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..base.errors import SrcgradError, user_location
+from ..transforms.loading import QuickJit
 from .tensor import Tensor, zeros_like
 
 
@@ -73,7 +74,8 @@ class Optimizer:
             self.add_param_group({"params": entries})
         self.state: dict[int, Any] = {}  # id(param) -> its state
         self.steps: dict[int, int] = {}  # id(param) -> updates made
-        self._jitted = jax.jit(self._update)
+        #: Elementwise updates: quick to compile, as fast to run (QUICK_OPTIONS).
+        self._jitted = QuickJit(self._update)
         self._hyper_cache: dict[int, tuple[tuple, dict[str, jax.Array]]] = {}
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:

@@ -94,6 +94,24 @@ def test_an_xla_that_refuses_the_quick_options_compiles_without_them(monkeypatch
     assert_same(sg.log1p(x.T), jnp.log1p(x.T), "log1p, after")
 
 
+def test_a_quick_jit_serves_inside_jax_jit_and_where_xla_refuses_its_options(
+    monkeypatch,
+) -> None:
+    """An optimizer's update (transforms/loading.py's QuickJit) computes the same outside a
+    trace, inside a user's jax.jit, and where XLA refuses the options (then plainly)."""
+    from srcgrad.transforms import loading
+
+    x = np.linspace(-1.0, 1.0, 13)
+    update = loading.QuickJit(lambda p, g: p - 0.5 * g * g)
+    assert_same(update(x, x), x - 0.5 * x * x, "outside")
+    assert_same(jax.jit(lambda v: update(v, v))(x), x - 0.5 * x * x, "inside jax.jit")
+    monkeypatch.setattr(loading, "QUICK_OPTIONS", {"xla_cpu_no_such_option_here": True})
+    monkeypatch.setattr(loading, "_QUICK_TAKEN", [True])
+    refused = loading.QuickJit(lambda p, g: p - 0.25 * g)
+    assert_same(refused(x, x), x - 0.25 * x, "refused")
+    assert refused.quick is refused.plain and loading.quick_options() is None
+
+
 def test_eager_errors_name_the_op_and_the_user_line() -> None:
     with pytest.raises(sg.ShapeError, match=r"add.*cannot be broadcast.*test_eager\.py"):
         sg.add(np.ones(2), np.ones(3))
