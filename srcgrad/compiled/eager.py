@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
+from jax.core import Tracer
 
 from ..base import dtypes
 from ..core.builder import as_var
@@ -154,13 +155,18 @@ def evaluate(
         fed = [arr for _, _, arr in lifted]
     else:
         lifted = fed = []
-    if prog.ran:
-        try:
-            outs, _ = prog.run(*arrays, *fed, *prog.captured)
-        except ValueError as e:  # inside a user's jax.jit
-            outs, _ = prog.in_trace(e, [*arrays, *fed, *prog.captured])
+    for a in arrays:
+        if isinstance(a, Tracer):  # inside a user's jax.jit, grad or vmap: see `staged`
+            outs, _ = prog.staged()(*arrays, *fed, *prog.captured)
+            break
     else:
-        outs, _ = prog.first_call(*arrays, *fed, *prog.captured)
+        if prog.ran:
+            try:
+                outs, _ = prog.run(*arrays, *fed, *prog.captured)
+            except ValueError as e:  # constants alone, inside a user's jax.jit
+                outs, _ = prog.in_trace(e, (*arrays, *fed, *prog.captured))
+        else:
+            outs, _ = prog.first_call(*arrays, *fed, *prog.captured)
     return outs, prog.out_tree, lifted
 
 
