@@ -81,6 +81,25 @@ def test_a_one_op_program_serves_inside_and_outside_jax_jit() -> None:
             assert_same(call(x), jnp.expm1(x) * 2.0, f"expm1 {shape}")
 
 
+def test_a_call_on_tracers_goes_to_the_plain_program_at_once(monkeypatch) -> None:
+    """On a tracer's call the program JAX would refuse is not tried (each refusal is an
+    exception at trace time); constants alone inside a trace are retried plainly."""
+    from srcgrad.compiled import eager
+    from srcgrad.transforms import loading
+
+    retried = []
+    in_trace = eager.OpProgram.in_trace
+    monkeypatch.setattr(
+        eager.OpProgram, "in_trace", lambda self, e, a: retried.append(1) or in_trace(self, e, a)
+    )
+    x = np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+    sg.sinh(x)  # run once outside: the program that JAX refuses inside a trace
+    assert_same(jax.jit(lambda v: sg.sinh(v))(x), jnp.sinh(x), "on a tracer")
+    assert not retried
+    assert_same(jax.jit(lambda: sg.sinh(x))(), jnp.sinh(x), "constants alone")
+    assert len(retried) == (1 if loading.quick_options() else 0)  # no options: no refusal
+
+
 def test_an_xla_that_refuses_the_quick_options_compiles_without_them(monkeypatch) -> None:
     """Where XLA does not know an option (an older jaxlib) the program compiles with XLA's
     defaults, and so do the programs after it."""
