@@ -290,11 +290,11 @@ def recursion_room(levels: int) -> Iterator[None]:
 #: XLA's compile options for programs whose compile counts for more than their speed: a
 #: single op's (imperative mode's one-op programs and vjp kernels) and an optimizer's
 #: elementwise update. XLA's CPU compiler then uses its older fusion emitters: an
-#: elementwise program compiles in about 60% of the time here (an `add` of two 97x52 arrays:
-#: 16-22 against 27-37 ms; SGD's update of a 512-wide MLP: 55 against 80 ms) and runs as
-#: fast, but a program of many fused ops runs 5-12% slower (an MLP's whole backward: its
-#: steady step went from 1.11-1.14x to 1.22x jax.jit's; an LSTM cell's chunk), so srcgrad's
-#: other programs keep XLA's defaults.
+#: arithmetic program compiles in about 60% of the time here (an `add` of two 97x52 arrays:
+#: 16-22 against 27-37 ms; SGD's update of a 512-wide MLP: 55 against 80 ms; a `tanh` in
+#: the same time) and runs as fast, but a program of many fused ops runs 5-12% slower (an
+#: MLP's whole backward: its steady step went from 1.11-1.14x to 1.22x jax.jit's; an LSTM
+#: cell's chunk), so srcgrad's other programs keep XLA's defaults.
 QUICK_OPTIONS: dict[str, Any] = {"xla_cpu_use_fusion_emitters": False}
 #: Whether XLA took QUICK_OPTIONS so far (False once it refused one: an older jaxlib).
 _QUICK_TAKEN = [True]
