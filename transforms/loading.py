@@ -302,8 +302,14 @@ _JIT_TAKES_OPTIONS = "compiler_options" in inspect.signature(jax.jit).parameters
 
 
 def quick_options() -> dict[str, Any] | None:
-    """QUICK_OPTIONS, or None where JAX's jit takes no compile options or XLA refused them."""
-    return QUICK_OPTIONS if _QUICK_TAKEN[0] and _JIT_TAKES_OPTIONS else None
+    """QUICK_OPTIONS, or None where JAX's jit takes no compile options, XLA refused them, or
+    the default backend is not the CPU (they are options of XLA's CPU compiler)."""
+    return QUICK_OPTIONS if _QUICK_TAKEN[0] and _JIT_TAKES_OPTIONS and _on_cpu() else None
+
+
+@functools.cache
+def _on_cpu() -> bool:
+    return jax.default_backend() == "cpu"
 
 
 def nested_options(e: Exception) -> bool:
