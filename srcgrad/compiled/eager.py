@@ -26,7 +26,7 @@ from ..core.builder import as_var
 from ..base.cache import BoundedCache, register, static_key
 from ..core.dispatch import Weak, on_device
 from ..ir.program import Program, Variable, program_guard
-from ..transforms.loading import nested_options
+from ..transforms.compile_options import nested_options
 
 #: Compiled one-call programs, by call signature.
 PROGRAMS = register("eager", BoundedCache(4096))
@@ -81,7 +81,7 @@ class OpProgram:
         self.inexact = tuple(dtypes.is_inexact(a.dtype) for a in avals)
         self.kernels: dict[Any, Any] = {}
         #: Makes the wrapper for calls inside a JAX trace, where `run` (compiled with
-        #: options, transforms/loading.py's QUICK_OPTIONS) is refused; None: `run`.
+        #: options, transforms/compile_options.py's QUICK_OPTIONS) is refused; None: `run`.
         self._staged = staged
 
     def staged(self) -> Callable[..., Any]:

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..base.errors import SrcgradError, user_location
-from ..transforms.loading import QuickJit
+from ..transforms.compile_options import QuickJit
 from .tensor import Tensor, zeros_like
 
 

@@ -69,9 +69,9 @@ def test_inside_jax_jit_and_jax_grad() -> None:
 
 
 def test_a_one_op_program_serves_inside_and_outside_jax_jit() -> None:
-    """A one-op program is compiled with XLA options (transforms/loading.py's QUICK_OPTIONS),
-    which JAX refuses inside a trace: called first inside jax.jit, then outside, and the
-    reverse, it computes jax.numpy's results both ways."""
+    """A one-op program is compiled with XLA options (QUICK_OPTIONS in
+    transforms/compile_options.py), which JAX refuses inside a trace: called first inside
+    jax.jit, then outside, and the reverse, it computes jax.numpy's results both ways."""
     for shape in [(3, 7, 2), (2, 7, 3)]:  # shapes no other test uses: fresh programs
         x = np.linspace(-2.0, 2.0, int(np.prod(shape))).reshape(shape)
         calls = [jax.jit(lambda v: sg.expm1(v) * 2.0), lambda v: sg.expm1(v) * 2.0]
@@ -85,7 +85,7 @@ def test_a_call_on_tracers_goes_to_the_plain_program_at_once(monkeypatch) -> Non
     """On a tracer's call the program JAX would refuse is not tried (each refusal is an
     exception at trace time); constants alone inside a trace are retried plainly."""
     from srcgrad.compiled import eager
-    from srcgrad.transforms import loading
+    from srcgrad.transforms import compile_options
 
     retried = []
     in_trace = eager.OpProgram.in_trace
@@ -97,38 +97,38 @@ def test_a_call_on_tracers_goes_to_the_plain_program_at_once(monkeypatch) -> Non
     assert_same(jax.jit(lambda v: sg.sinh(v))(x), jnp.sinh(x), "on a tracer")
     assert not retried
     assert_same(jax.jit(lambda: sg.sinh(x))(), jnp.sinh(x), "constants alone")
-    assert len(retried) == (1 if loading.quick_options() else 0)  # no options: no refusal
+    assert len(retried) == (1 if compile_options.quick_options() else 0)  # no options: no refusal
 
 
 def test_an_xla_that_refuses_the_quick_options_compiles_without_them(monkeypatch) -> None:
     """Where XLA does not know an option (an older jaxlib) the program compiles with XLA's
     defaults, and so do the programs after it."""
-    from srcgrad.transforms import loading
+    from srcgrad.transforms import compile_options
 
-    monkeypatch.setattr(loading, "QUICK_OPTIONS", {"xla_cpu_no_such_option_here": True})
-    monkeypatch.setattr(loading, "_QUICK_TAKEN", [True])
+    monkeypatch.setattr(compile_options, "QUICK_OPTIONS", {"xla_cpu_no_such_option_here": True})
+    monkeypatch.setattr(compile_options, "_QUICK_TAKEN", [True])
     x = np.linspace(-1.0, 1.0, 5 * 11 * 3).reshape(5, 11, 3)  # a fresh program
     assert_same(sg.log1p(x * x), jnp.log1p(x * x), "log1p")
-    assert loading.quick_options() is None
+    assert compile_options.quick_options() is None
     assert_same(sg.log1p(x.T), jnp.log1p(x.T), "log1p, after")
 
 
 def test_a_quick_jit_serves_inside_jax_jit_and_where_xla_refuses_its_options(
     monkeypatch,
 ) -> None:
-    """An optimizer's update (transforms/loading.py's QuickJit) computes the same outside a
+    """An optimizer's update (transforms/compile_options.py's QuickJit) computes the same outside a
     trace, inside a user's jax.jit, and where XLA refuses the options (then plainly)."""
-    from srcgrad.transforms import loading
+    from srcgrad.transforms import compile_options
 
     x = np.linspace(-1.0, 1.0, 13)
-    update = loading.QuickJit(lambda p, g: p - 0.5 * g * g)
+    update = compile_options.QuickJit(lambda p, g: p - 0.5 * g * g)
     assert_same(update(x, x), x - 0.5 * x * x, "outside")
     assert_same(jax.jit(lambda v: update(v, v))(x), x - 0.5 * x * x, "inside jax.jit")
-    monkeypatch.setattr(loading, "QUICK_OPTIONS", {"xla_cpu_no_such_option_here": True})
-    monkeypatch.setattr(loading, "_QUICK_TAKEN", [True])
-    refused = loading.QuickJit(lambda p, g: p - 0.25 * g)
+    monkeypatch.setattr(compile_options, "QUICK_OPTIONS", {"xla_cpu_no_such_option_here": True})
+    monkeypatch.setattr(compile_options, "_QUICK_TAKEN", [True])
+    refused = compile_options.QuickJit(lambda p, g: p - 0.25 * g)
     assert_same(refused(x, x), x - 0.25 * x, "refused")
-    assert refused.quick is refused.plain and loading.quick_options() is None
+    assert refused.quick is refused.plain and compile_options.quick_options() is None
 
 
 def test_eager_errors_name_the_op_and_the_user_line() -> None:
