@@ -89,6 +89,14 @@ class OpProgram:
         program): JAX takes compile options at the top level only."""
         return self._staged() if self._staged is not None else self.run
 
+    def call(self, *args: Any) -> Any:
+        """`run(*args)` of a program that has run; inside a JAX trace, where JAX refuses
+        `run`, by `staged()`."""
+        try:
+            return self.run(*args)
+        except ValueError as e:
+            return self.in_trace(e, args)
+
     def in_trace(self, error: ValueError, args: Sequence[Any]) -> Any:
         """The call of `args` that JAX refused with `error`, made again by `staged()` if it was
         refused for being inside a trace; any other error is raised."""
@@ -160,11 +168,8 @@ def evaluate(
             outs, _ = prog.staged()(*arrays, *fed, *prog.captured)
             break
     else:
-        if prog.ran:
-            try:
-                outs, _ = prog.run(*arrays, *fed, *prog.captured)
-            except ValueError as e:  # constants alone, inside a user's jax.jit
-                outs, _ = prog.in_trace(e, (*arrays, *fed, *prog.captured))
+        if prog.ran:  # (constants alone may still be inside a user's jax.jit)
+            outs, _ = prog.call(*arrays, *fed, *prog.captured)
         else:
             outs, _ = prog.first_call(*arrays, *fed, *prog.captured)
     return outs, prog.out_tree, lifted

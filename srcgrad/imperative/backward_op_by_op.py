@@ -183,10 +183,7 @@ def eager_runner(tape: Tape) -> KernelRunner:
         if kp.weak:
             args += _lifted(e, kp.weak, values)
         if kp.ran:
-            try:
-                return kp.run(*args, *kp.captured)[0]
-            except ValueError as e:  # run inside a JAX trace
-                return kp.in_trace(e, args + list(kp.captured))[0]
+            return kp.call(*args, *kp.captured)[0]
         return cost_rule.first_call(kp, args + list(kp.captured))[0]
 
     return run

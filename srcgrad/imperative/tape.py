@@ -255,11 +255,7 @@ class Tape:
             if outs and type(values[outs[0]]) is PENDING:
                 prog = e.prog
                 if prog.ran:
-                    try:
-                        got = prog.run(*[values[n] for n in e.feed], *prog.captured)[0]
-                    except ValueError as err:  # computed inside a JAX trace
-                        args = [values[n] for n in e.feed] + list(prog.captured)
-                        got = prog.in_trace(err, args)[0]
+                    got = prog.call(*[values[n] for n in e.feed], *prog.captured)[0]
                 else:
                     got = cost_rule.first_call(
                         prog, [values[n] for n in e.feed] + list(prog.captured)
